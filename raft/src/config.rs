@@ -1,0 +1,228 @@
+//! Node settings: one plain struct with defaults and validation, used by the
+//! `raftlock serve` flags, the environment, a config file and the embedded
+//! builder alike.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use raftlock_storage::{NodeAddr, NodeId};
+
+/// One member of the initial cluster: `ID=PEER_ADDR/CLIENT_ADDR`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitialMember {
+    pub id: NodeId,
+    pub addr: NodeAddr,
+}
+
+impl FromStr for InitialMember {
+    type Err = ConfigError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || ConfigError::BadMember(s.to_string());
+        let (id, addrs) = s.split_once('=').ok_or_else(bad)?;
+        let (peer, client) = addrs.split_once('/').ok_or_else(bad)?;
+        let id = id.trim().parse::<NodeId>().map_err(|_| bad())?;
+        if peer.is_empty() || client.is_empty() {
+            return Err(bad());
+        }
+        Ok(InitialMember {
+            id,
+            addr: NodeAddr { peer_addr: peer.trim().to_string(), client_addr: client.trim().to_string() },
+        })
+    }
+}
+
+/// Everything a node needs to start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// This node's Raft id; unique in the cluster, never reused.
+    pub id: NodeId,
+    /// Where sled keeps the log, the vote and the lock state.
+    pub data_dir: PathBuf,
+    /// Client API listener.
+    pub client_addr: String,
+    /// Peer (Raft) listener.
+    pub peer_addr: String,
+    /// Address other nodes and clients should use for the client API, when it
+    /// differs from `client_addr` (e.g. bound to 0.0.0.0).
+    pub advertise_client_addr: Option<String>,
+    /// Address other nodes should use for the peer API.
+    pub advertise_peer_addr: Option<String>,
+    /// Members to initialize a new cluster with. Empty: a one-node cluster of
+    /// this node, unless `join` is set.
+    pub initial_cluster: Vec<InitialMember>,
+    /// Start empty and wait to be added by an existing cluster
+    /// (`cluster add-learner`), instead of initializing one.
+    pub join: bool,
+    /// Leader heartbeat period.
+    #[serde(with = "millis")]
+    pub heartbeat: Duration,
+    /// Election timeout range: a follower that hears no leader for a random
+    /// time in `[election_timeout, 2 * election_timeout)` campaigns.
+    #[serde(with = "millis")]
+    pub election_timeout: Duration,
+    /// Take a snapshot after this many applied entries.
+    pub snapshot_after_entries: u64,
+    /// Log entries to keep behind the last snapshot, for slow followers.
+    pub keep_entries_after_snapshot: u64,
+    /// How long a write waits for a leader before giving up.
+    #[serde(with = "millis")]
+    pub leader_wait: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            id: 1,
+            data_dir: PathBuf::from("raftlock-data"),
+            client_addr: "127.0.0.1:7379".to_string(),
+            peer_addr: "127.0.0.1:7380".to_string(),
+            advertise_client_addr: None,
+            advertise_peer_addr: None,
+            initial_cluster: Vec::new(),
+            join: false,
+            heartbeat: Duration::from_millis(100),
+            election_timeout: Duration::from_millis(500),
+            snapshot_after_entries: 10_000,
+            keep_entries_after_snapshot: 1_000,
+            leader_wait: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A setting that cannot work.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("node id must be at least 1")]
+    ZeroId,
+    #[error("bad initial-cluster member {0:?}: expected ID=PEER_ADDR/CLIENT_ADDR, e.g. 1=127.0.0.1:7380/127.0.0.1:7379")]
+    BadMember(String),
+    #[error("initial cluster does not include this node (id {0})")]
+    SelfNotInCluster(NodeId),
+    #[error("node id {0} appears twice in the initial cluster")]
+    DuplicateMember(NodeId),
+    #[error("{0} must not be empty")]
+    Empty(&'static str),
+    #[error("election timeout ({election:?}) must be at least 3 heartbeats ({heartbeat:?})")]
+    Timing { heartbeat: Duration, election: Duration },
+    #[error("--join and --initial-cluster exclude each other")]
+    JoinWithCluster,
+}
+
+impl Config {
+    /// Checks the settings fit together.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.id == 0 {
+            return Err(ConfigError::ZeroId);
+        }
+        if self.client_addr.is_empty() {
+            return Err(ConfigError::Empty("client address"));
+        }
+        if self.peer_addr.is_empty() {
+            return Err(ConfigError::Empty("peer address"));
+        }
+        if self.data_dir.as_os_str().is_empty() {
+            return Err(ConfigError::Empty("data dir"));
+        }
+        if self.heartbeat.is_zero() || self.election_timeout < self.heartbeat * 3 {
+            return Err(ConfigError::Timing { heartbeat: self.heartbeat, election: self.election_timeout });
+        }
+        if self.join && !self.initial_cluster.is_empty() {
+            return Err(ConfigError::JoinWithCluster);
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for m in &self.initial_cluster {
+            if m.id == 0 {
+                return Err(ConfigError::ZeroId);
+            }
+            if !seen.insert(m.id) {
+                return Err(ConfigError::DuplicateMember(m.id));
+            }
+        }
+        if !self.initial_cluster.is_empty() && !seen.contains(&self.id) {
+            return Err(ConfigError::SelfNotInCluster(self.id));
+        }
+        Ok(())
+    }
+
+    /// The address record other members store for this node.
+    pub fn node_addr(&self) -> NodeAddr {
+        NodeAddr {
+            peer_addr: self.advertise_peer_addr.clone().unwrap_or_else(|| self.peer_addr.clone()),
+            client_addr: self.advertise_client_addr.clone().unwrap_or_else(|| self.client_addr.clone()),
+        }
+    }
+
+    /// Members to initialize with: the configured cluster, or just this node.
+    pub fn initial_members(&self) -> Vec<InitialMember> {
+        if self.initial_cluster.is_empty() {
+            vec![InitialMember { id: self.id, addr: self.node_addr() }]
+        } else {
+            self.initial_cluster.clone()
+        }
+    }
+
+    /// openraft's settings derived from ours.
+    pub(crate) fn raft_config(&self) -> Result<openraft::Config, String> {
+        let hb = self.heartbeat.as_millis() as u64;
+        let el = self.election_timeout.as_millis() as u64;
+        let cfg = openraft::Config {
+            cluster_name: "raftlock".to_string(),
+            heartbeat_interval: hb,
+            election_timeout_min: el,
+            election_timeout_max: el * 2,
+            install_snapshot_timeout: 10_000,
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(self.snapshot_after_entries),
+            max_in_snapshot_log_to_keep: self.keep_entries_after_snapshot,
+            ..Default::default()
+        };
+        cfg.validate().map_err(|e| e.to_string())
+    }
+}
+
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis() as u64)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_members_and_rejects_bad_ones() {
+        let m: InitialMember = "2=127.0.0.1:7480/127.0.0.1:7479".parse().unwrap();
+        assert_eq!(m.id, 2);
+        assert_eq!(m.addr.peer_addr, "127.0.0.1:7480");
+        assert_eq!(m.addr.client_addr, "127.0.0.1:7479");
+        for bad in ["", "2", "x=a/b", "2=a", "2=/b", "2=a/"] {
+            assert!(bad.parse::<InitialMember>().is_err(), "{bad:?} should not parse");
+        }
+    }
+
+    #[test]
+    fn validate_catches_mistakes() {
+        assert_eq!(Config::default().validate(), Ok(()));
+        let c = Config { id: 0, ..Config::default() };
+        assert_eq!(c.validate(), Err(ConfigError::ZeroId));
+        let c = Config { initial_cluster: vec!["2=a/b".parse().unwrap()], ..Config::default() };
+        assert_eq!(c.validate(), Err(ConfigError::SelfNotInCluster(1)));
+        let c = Config { election_timeout: Duration::from_millis(100), ..Config::default() };
+        assert!(matches!(c.validate(), Err(ConfigError::Timing { .. })));
+        assert!(Config::default().raft_config().is_ok());
+    }
+}

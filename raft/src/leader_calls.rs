@@ -1,0 +1,221 @@
+//! Calls only the leader can serve — writes, read-index, keep-alive,
+//! membership — served locally on the leader and forwarded by followers.
+//!
+//! A caller may reach any node. On a follower the call goes to the leader
+//! over the peer API; while no leader is known (an election is running) it
+//! waits up to `Config::leader_wait`. Retrying a write is safe because every
+//! client write carries a request id the state machine de-duplicates.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use openraft::error::{ChangeMembershipError, CheckIsLeaderError, ClientWriteError, RaftError};
+use openraft::ChangeMembers;
+use tokio::time::Instant;
+
+use raftlock_storage::{LeaseId, NodeAddr, NodeId, Request, Response};
+
+use crate::error::Error;
+use crate::forward::{ForwardReply, ForwardResult, Forwarded};
+use crate::lease_timer::KeepAliveRefused;
+use crate::node::NodeInner;
+
+/// Pause between attempts while the cluster has no reachable leader.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+impl NodeInner {
+    /// Replicates `request` and returns the entry's log index and the state
+    /// machine's response.
+    pub async fn write(&self, request: Request) -> Result<(u64, Response), Error> {
+        match self.call_leader(Forwarded::Write(request)).await? {
+            ForwardReply::Written { index, response } => Ok((index, response)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Waits until this node's state reflects every write acknowledged
+    /// before the call (read-index through the leader); returns that index.
+    pub async fn read_barrier(&self) -> Result<u64, Error> {
+        let index = match self.call_leader(Forwarded::ReadIndex).await? {
+            ForwardReply::ReadIndex(index) => index,
+            other => return Err(unexpected(other)),
+        };
+        self.wait_applied(index).await?;
+        Ok(index)
+    }
+
+    /// Waits until this node applied `index`.
+    pub async fn wait_applied(&self, index: u64) -> Result<(), Error> {
+        self.raft
+            .wait(Some(self.config.leader_wait))
+            .applied_index_at_least(Some(index), "wait for apply")
+            .await
+            .map(|_| ())
+            .map_err(|e| Error::Unavailable(format!("node {} did not apply index {index}: {e}", self.id)))
+    }
+
+    /// Renews a lease on the leader; answers its TTL.
+    pub async fn keep_alive(&self, id: LeaseId) -> Result<u64, Error> {
+        match self.call_leader(Forwarded::KeepAlive(id)).await? {
+            ForwardReply::LeaseTtl(Some(ttl)) => Ok(ttl),
+            ForwardReply::LeaseTtl(None) => Err(raftlock_storage::CommandError::LeaseNotFound(id).into()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Time left on a lease by the leader's timer.
+    pub async fn lease_remaining(&self, id: LeaseId) -> Result<Option<u64>, Error> {
+        match self.call_leader(Forwarded::Remaining(id)).await? {
+            ForwardReply::LeaseTtl(left) => Ok(left),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Adds a non-voting member and waits until it has caught up.
+    pub async fn add_learner(&self, id: NodeId, node: NodeAddr) -> Result<u64, Error> {
+        self.membership(Forwarded::AddLearner { id, node }).await
+    }
+
+    /// Turns a caught-up learner into a voter.
+    pub async fn promote(&self, id: NodeId) -> Result<u64, Error> {
+        self.membership(Forwarded::Promote(id)).await
+    }
+
+    /// Removes a member (voter or learner) from the cluster.
+    pub async fn remove(&self, id: NodeId) -> Result<u64, Error> {
+        self.membership(Forwarded::Remove(id)).await
+    }
+
+    async fn membership(&self, call: Forwarded) -> Result<u64, Error> {
+        match self.call_leader(call).await? {
+            ForwardReply::Membership { index } => Ok(index),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Serves `call` here if this node leads, else hands it to the leader,
+    /// waiting out elections up to `leader_wait`.
+    async fn call_leader(&self, call: Forwarded) -> Result<ForwardReply, Error> {
+        let deadline = Instant::now() + self.config.leader_wait;
+        loop {
+            let result = if self.is_leader() {
+                self.serve_as_leader(call.clone()).await
+            } else if let Some((leader, addr)) = self.leader().filter(|(id, _)| *id != self.id) {
+                let left = deadline.saturating_duration_since(Instant::now()).max(RETRY_PAUSE);
+                match self.net.forward(leader, &addr.peer_addr, &call, left).await {
+                    Ok(result) => result,
+                    Err(e) => Err(Error::Unavailable(format!("cannot reach leader: {e}"))),
+                }
+            } else {
+                Err(Error::Unavailable("no leader elected".to_string()))
+            };
+            match result {
+                Err(e) if e.is_retryable() && Instant::now() + RETRY_PAUSE < deadline => {
+                    tracing::debug!(node = self.id, "retrying after: {e}");
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+                Err(Error::NotLeader { .. }) => {
+                    return Err(Error::Unavailable("no leader reachable; retry later".to_string()))
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Serves a call that needs the leader, refusing if this node is not it.
+    /// The peer service calls this for forwarded calls; it never forwards
+    /// again, so a call crosses at most one hop.
+    pub async fn serve_as_leader(&self, call: Forwarded) -> ForwardResult {
+        match call {
+            Forwarded::Write(request) => {
+                let written = self.raft.client_write(request).await.map_err(|e| self.write_error(e))?;
+                Ok(ForwardReply::Written { index: written.log_id.index, response: written.data })
+            }
+            Forwarded::ReadIndex => {
+                let (read, _) = self.raft.get_read_log_id().await.map_err(|e| self.leader_error(e))?;
+                Ok(ForwardReply::ReadIndex(read.map(|l| l.index).unwrap_or(0)))
+            }
+            Forwarded::KeepAlive(id) => {
+                // Confirm leadership with a quorum and catch up the applied
+                // state before renewing: a deposed leader renews nothing.
+                self.raft.ensure_linearizable().await.map_err(|e| self.leader_error(e))?;
+                let state = self.state.clone();
+                let ttl = self.timer.keep_alive(id, Instant::now(), move || {
+                    state.read().unwrap_or_else(|e| e.into_inner()).lease(id).map(|l| l.ttl_ms)
+                });
+                match ttl {
+                    Ok(ttl) => Ok(ForwardReply::LeaseTtl(Some(ttl))),
+                    Err(KeepAliveRefused::NotFound) => Ok(ForwardReply::LeaseTtl(None)),
+                    Err(KeepAliveRefused::NotLeader) => Err(self.not_leader()),
+                }
+            }
+            Forwarded::Remaining(id) => {
+                self.raft.ensure_linearizable().await.map_err(|e| self.leader_error(e))?;
+                let left = self.timer.remaining(id, Instant::now());
+                Ok(ForwardReply::LeaseTtl(left.map(|d| d.as_millis() as u64)))
+            }
+            Forwarded::AddLearner { id, node } => {
+                let r = self.raft.add_learner(id, node, true).await.map_err(|e| self.write_error(e))?;
+                Ok(ForwardReply::Membership { index: r.log_id.index })
+            }
+            Forwarded::Promote(id) => {
+                let change = ChangeMembers::AddVoterIds(BTreeSet::from([id]));
+                let r = self.raft.change_membership(change, false).await.map_err(|e| self.write_error(e))?;
+                Ok(ForwardReply::Membership { index: r.log_id.index })
+            }
+            Forwarded::Remove(id) => {
+                let is_voter = self.status().members.get(&id).map(|(_, voter)| *voter);
+                let change = match is_voter {
+                    Some(true) => ChangeMembers::RemoveVoters(BTreeSet::from([id])),
+                    Some(false) => ChangeMembers::RemoveNodes(BTreeSet::from([id])),
+                    None => return Err(Error::InvalidArgument(format!("node {id} is not a member"))),
+                };
+                let r = self.raft.change_membership(change, false).await.map_err(|e| self.write_error(e))?;
+                Ok(ForwardReply::Membership { index: r.log_id.index })
+            }
+        }
+    }
+
+    fn not_leader(&self) -> Error {
+        match self.leader() {
+            Some((id, addr)) if id != self.id => Error::NotLeader { leader_id: id, leader_addr: addr.client_addr },
+            _ => Error::Unavailable("no leader elected".to_string()),
+        }
+    }
+
+    fn write_error(&self, e: RaftError<NodeId, ClientWriteError<NodeId, NodeAddr>>) -> Error {
+        match e {
+            RaftError::APIError(ClientWriteError::ForwardToLeader(_)) => self.not_leader(),
+            RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => membership_error(e),
+            RaftError::Fatal(e) => fatal(e),
+        }
+    }
+
+    fn leader_error(&self, e: RaftError<NodeId, CheckIsLeaderError<NodeId, NodeAddr>>) -> Error {
+        match e {
+            RaftError::APIError(CheckIsLeaderError::ForwardToLeader(_)) => self.not_leader(),
+            RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(e)) => {
+                Error::Unavailable(format!("leader cannot reach a quorum: {e}"))
+            }
+            RaftError::Fatal(e) => fatal(e),
+        }
+    }
+}
+
+fn membership_error(e: ChangeMembershipError<NodeId>) -> Error {
+    match e {
+        ChangeMembershipError::InProgress(e) => Error::Unavailable(format!("membership change in progress: {e}")),
+        other => Error::InvalidArgument(other.to_string()),
+    }
+}
+
+fn fatal(e: openraft::error::Fatal<NodeId>) -> Error {
+    match e {
+        openraft::error::Fatal::Stopped => Error::ShuttingDown,
+        other => Error::Internal(other.to_string()),
+    }
+}
+
+fn unexpected(reply: ForwardReply) -> Error {
+    Error::Internal(format!("leader answered with an unexpected reply: {reply:?}"))
+}

@@ -1,0 +1,249 @@
+//! Lease deadlines, tracked by the leader alone on a monotonic clock.
+//!
+//! A node that becomes leader restarts every deadline at now + TTL (never
+//! shorter than what any earlier leader promised); a keep-alive moves one
+//! deadline to now + TTL; when deadlines pass the timer proposes one
+//! `ExpireLeases` entry for all of them. Followers keep nothing here, so a
+//! deposed leader can neither renew nor expire a lease.
+//!
+//! A lease whose expiry has been proposed is marked *expiring*: a keep-alive
+//! for it is refused, so no caller is told a lease lives while the entry that
+//! ends it is in flight.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use raftlock_storage::LeaseId;
+
+/// Most lease ids in one expiry entry.
+pub const MAX_EXPIRE_BATCH: usize = 5_000;
+
+#[derive(Default)]
+struct Deadlines {
+    /// Only the leader tracks deadlines.
+    active: bool,
+    /// Deadline and TTL of every tracked lease.
+    by_id: HashMap<LeaseId, (Instant, u64)>,
+    /// The same deadlines, soonest first.
+    queue: BTreeSet<(Instant, LeaseId)>,
+    /// Leases whose expiry entry is in flight.
+    expiring: HashSet<LeaseId>,
+}
+
+impl Deadlines {
+    fn set(&mut self, id: LeaseId, ttl_ms: u64, now: Instant) {
+        if let Some((old, _)) = self.by_id.remove(&id) {
+            self.queue.remove(&(old, id));
+        }
+        let deadline = now + Duration::from_millis(ttl_ms);
+        self.by_id.insert(id, (deadline, ttl_ms));
+        self.queue.insert((deadline, id));
+    }
+
+    fn remove(&mut self, id: LeaseId) {
+        if let Some((old, _)) = self.by_id.remove(&id) {
+            self.queue.remove(&(old, id));
+        }
+        self.expiring.remove(&id);
+    }
+}
+
+/// Why a keep-alive was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeepAliveRefused {
+    /// This node is not (or no longer) the leader.
+    NotLeader,
+    /// The lease does not exist or its expiry is already in flight.
+    NotFound,
+}
+
+/// The leader's lease deadlines. Cheap to clone; clones share state.
+#[derive(Clone, Default)]
+pub struct LeaseTimer {
+    inner: Arc<Mutex<Deadlines>>,
+    wake: Arc<Notify>,
+}
+
+impl LeaseTimer {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Deadlines> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts tracking as leader: every lease `leases` yields gets now + TTL.
+    /// `leases` is read while the timer is locked, so a grant applied
+    /// concurrently is either in it or arrives later through
+    /// [`on_granted`](Self::on_granted).
+    pub fn activate<I>(&self, now: Instant, leases: impl FnOnce() -> I)
+    where
+        I: IntoIterator<Item = (LeaseId, u64)>,
+    {
+        let mut d = self.lock();
+        *d = Deadlines { active: true, ..Deadlines::default() };
+        for (id, ttl_ms) in leases() {
+            d.set(id, ttl_ms, now);
+        }
+        drop(d);
+        self.wake.notify_one();
+    }
+
+    /// Stops tracking (this node is no longer leader).
+    pub fn deactivate(&self) {
+        *self.lock() = Deadlines::default();
+    }
+
+    /// Whether this timer is tracking as leader.
+    pub fn is_active(&self) -> bool {
+        self.lock().active
+    }
+
+    /// A lease was granted: start its deadline if leader.
+    pub fn on_granted(&self, id: LeaseId, ttl_ms: u64) {
+        let mut d = self.lock();
+        if d.active && !d.by_id.contains_key(&id) {
+            d.set(id, ttl_ms, Instant::now());
+            drop(d);
+            self.wake.notify_one();
+        }
+    }
+
+    /// A lease ended: forget it.
+    pub fn on_ended(&self, id: LeaseId) {
+        self.lock().remove(id);
+    }
+
+    /// Renews `id` to now + its TTL. `ttl_of` reads the lease's TTL from the
+    /// applied state (`None`: no such lease); it runs under the timer's lock
+    /// so no expiry can slip between the check and the renewal.
+    pub fn keep_alive(
+        &self,
+        id: LeaseId,
+        now: Instant,
+        ttl_of: impl FnOnce() -> Option<u64>,
+    ) -> Result<u64, KeepAliveRefused> {
+        let mut d = self.lock();
+        if !d.active {
+            return Err(KeepAliveRefused::NotLeader);
+        }
+        if d.expiring.contains(&id) {
+            return Err(KeepAliveRefused::NotFound);
+        }
+        let ttl_ms = ttl_of().ok_or(KeepAliveRefused::NotFound)?;
+        d.set(id, ttl_ms, now);
+        Ok(ttl_ms)
+    }
+
+    /// Time left before `id` expires, if the leader tracks it.
+    pub fn remaining(&self, id: LeaseId, now: Instant) -> Option<Duration> {
+        let d = self.lock();
+        d.by_id.get(&id).map(|(deadline, _)| deadline.saturating_duration_since(now))
+    }
+
+    /// Leases whose deadline has passed, marked expiring (at most
+    /// [`MAX_EXPIRE_BATCH`]), and the next deadline still ahead.
+    pub fn take_due(&self, now: Instant) -> (Vec<LeaseId>, Option<Instant>) {
+        let mut d = self.lock();
+        let mut due = Vec::new();
+        let mut next = None;
+        let mut i = d.queue.iter();
+        for &(deadline, id) in i.by_ref() {
+            if deadline > now {
+                next = Some(deadline);
+                break;
+            }
+            if d.expiring.contains(&id) {
+                continue;
+            }
+            due.push(id);
+            if due.len() == MAX_EXPIRE_BATCH {
+                next = Some(now);
+                break;
+            }
+        }
+        for id in &due {
+            d.expiring.insert(*id);
+        }
+        (due, next)
+    }
+
+    /// The expiry of `ids` could not be proposed; try again on the next tick.
+    pub fn unmark(&self, ids: &[LeaseId]) {
+        let mut d = self.lock();
+        for id in ids {
+            d.expiring.remove(id);
+        }
+    }
+
+    /// Waits until `deadline` or until a new deadline may be sooner.
+    pub async fn sleep_until(&self, deadline: Option<Instant>) {
+        let far = Instant::now() + Duration::from_secs(3600);
+        tokio::select! {
+            _ = tokio::time::sleep_until(deadline.unwrap_or(far)) => {}
+            _ = self.wake.notified() => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn deadlines_restart_on_activation_and_keep_alive() {
+        let timer = LeaseTimer::default();
+        let t0 = Instant::now();
+        assert_eq!(timer.keep_alive(1, t0, || Some(1000)), Err(KeepAliveRefused::NotLeader));
+
+        timer.activate(t0, || vec![(1, 1000), (2, 3000)]);
+        assert_eq!(timer.take_due(t0 + Duration::from_millis(999)).0, Vec::<LeaseId>::new());
+
+        // A keep-alive at 900 ms moves lease 1 to 1900 ms.
+        assert_eq!(timer.keep_alive(1, t0 + Duration::from_millis(900), || Some(1000)), Ok(1000));
+        assert!(timer.take_due(t0 + Duration::from_millis(1500)).0.is_empty());
+        let (due, next) = timer.take_due(t0 + Duration::from_millis(1900));
+        assert_eq!(due, vec![1]);
+        assert_eq!(next, Some(t0 + Duration::from_millis(3000)));
+
+        // Expiring: not handed out twice, and keep-alive is refused.
+        assert!(timer.take_due(t0 + Duration::from_millis(1950)).0.is_empty());
+        assert_eq!(
+            timer.keep_alive(1, t0 + Duration::from_millis(1950), || Some(1000)),
+            Err(KeepAliveRefused::NotFound)
+        );
+        // A failed proposal is retried.
+        timer.unmark(&[1]);
+        assert_eq!(timer.take_due(t0 + Duration::from_millis(1960)).0, vec![1]);
+        timer.on_ended(1);
+        assert_eq!(timer.remaining(1, t0), None);
+
+        // A lease missing from the applied state cannot be kept alive.
+        assert_eq!(timer.keep_alive(9, t0, || None), Err(KeepAliveRefused::NotFound));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn followers_track_nothing() {
+        let timer = LeaseTimer::default();
+        timer.on_granted(1, 100);
+        assert_eq!(timer.remaining(1, Instant::now()), None);
+        timer.activate(Instant::now(), Vec::new);
+        timer.on_granted(1, 100);
+        assert_eq!(timer.remaining(1, Instant::now()), Some(Duration::from_millis(100)));
+        timer.deactivate();
+        assert!(timer.take_due(Instant::now() + Duration::from_secs(10)).0.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expiry_batches_are_bounded() {
+        let timer = LeaseTimer::default();
+        let t0 = Instant::now();
+        timer.activate(t0, || (1..=(MAX_EXPIRE_BATCH as u64 + 10)).map(|id| (id, 100)));
+        let (first, next) = timer.take_due(t0 + Duration::from_millis(100));
+        assert_eq!(first.len(), MAX_EXPIRE_BATCH);
+        assert_eq!(next, Some(t0 + Duration::from_millis(100)));
+        let (second, _) = timer.take_due(t0 + Duration::from_millis(100));
+        assert_eq!(second.len(), 10);
+    }
+}

@@ -1,0 +1,38 @@
+//! Replication for raftlock: openraft wired to the sled stores, a tonic peer
+//! transport, forwarding to the leader, and the leader-side lease timer.
+//!
+//! # Layout
+//!
+//! - [`config`]: [`Config`], the one settings struct behind flags, env, config
+//!   files and the embedded builder.
+//! - [`node`]: [`RaftNode`], a running replica: start, write, linearizable
+//!   read barrier, keep-alive, membership, shutdown.
+//! - [`network`]: the openraft network over the peer gRPC service, with a
+//!   [`LinkFilter`] tests use to cut links.
+//! - [`peer_service`]: the server side of the peer API.
+//! - [`forward`]: what a follower hands to the leader and what comes back.
+//! - [`lease_timer`]: deadlines of every lease, tracked by the leader only.
+//! - [`waiters`]: routes applied events to callers waiting for a grant and to
+//!   election observers.
+//! - [`error`]: this crate's error enum.
+
+pub mod config;
+pub mod error;
+pub mod forward;
+pub mod leader_calls;
+pub mod lease_timer;
+pub mod network;
+pub mod node;
+pub mod peer_service;
+pub mod waiters;
+
+/// Generated peer API.
+pub mod pb {
+    tonic::include_proto!("raftlock.peer.v1");
+}
+
+pub use config::{Config, ConfigError, InitialMember};
+pub use error::Error;
+pub use network::LinkFilter;
+pub use node::{NodeStatus, RaftNode};
+pub use raftlock_storage as storage;

@@ -1,0 +1,218 @@
+//! openraft's network over the peer gRPC service.
+//!
+//! Each message is JSON in a [`Blob`]: the peer API is internal and ships
+//! with the binary, so a self-describing encoding costs little and keeps the
+//! wire format obvious. Channels connect lazily and are reused per target.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, Unreachable};
+use openraft::network::RPCOption;
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::{RaftNetwork, RaftNetworkFactory};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tonic::transport::{Channel, Endpoint};
+
+use raftlock_storage::{NodeAddr, NodeId, TypeConfig};
+
+use crate::forward::{ForwardResult, Forwarded};
+use crate::pb::peer_client::PeerClient;
+use crate::pb::Blob;
+
+/// Links a test has cut. Shared by every node of an in-process test cluster;
+/// a blocked link fails as if the peer were unreachable.
+#[derive(Debug, Clone, Default)]
+pub struct LinkFilter {
+    blocked: Arc<Mutex<BTreeSet<(NodeId, NodeId)>>>,
+}
+
+impl LinkFilter {
+    /// Cuts `from -> to`.
+    pub fn block(&self, from: NodeId, to: NodeId) {
+        self.lock().insert((from, to));
+    }
+    /// Cuts every link into and out of `node`.
+    pub fn isolate(&self, node: NodeId, others: impl IntoIterator<Item = NodeId>) {
+        let mut set = self.lock();
+        for other in others {
+            set.insert((node, other));
+            set.insert((other, node));
+        }
+    }
+    /// Restores every link.
+    pub fn heal(&self) {
+        self.lock().clear();
+    }
+    /// Whether `from -> to` is cut.
+    pub fn is_blocked(&self, from: NodeId, to: NodeId) -> bool {
+        self.lock().contains(&(from, to))
+    }
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<(NodeId, NodeId)>> {
+        // A poisoned filter only means a test thread panicked; the set is
+        // still a valid set.
+        self.blocked.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Makes peer clients for openraft and for forwarding.
+#[derive(Clone)]
+pub struct PeerNetwork {
+    /// This node's id, for the link filter.
+    id: NodeId,
+    /// Lazily connected channels by peer address.
+    channels: Arc<Mutex<HashMap<String, Channel>>>,
+    filter: LinkFilter,
+}
+
+impl PeerNetwork {
+    pub fn new(id: NodeId, filter: LinkFilter) -> Self {
+        PeerNetwork { id, channels: Arc::default(), filter }
+    }
+
+    fn channel(&self, addr: &str) -> Result<Channel, String> {
+        let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = channels.get(addr) {
+            return Ok(c.clone());
+        }
+        let endpoint = Endpoint::from_shared(format!("http://{addr}"))
+            .map_err(|e| format!("bad peer address {addr}: {e}"))?
+            .connect_timeout(Duration::from_millis(500))
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(5))
+            .keep_alive_timeout(Duration::from_secs(5));
+        let channel = endpoint.connect_lazy();
+        channels.insert(addr.to_string(), channel.clone());
+        Ok(channel)
+    }
+
+    /// Sends a forwarded call to `target` at `addr` and waits for its answer.
+    pub async fn forward(
+        &self,
+        target: NodeId,
+        addr: &str,
+        call: &Forwarded,
+        timeout: Duration,
+    ) -> Result<ForwardResult, String> {
+        if self.filter.is_blocked(self.id, target) {
+            return Err(format!("link to node {target} is cut"));
+        }
+        let channel = self.channel(addr)?;
+        let mut req = tonic::Request::new(encode(call).map_err(|e| e.to_string())?);
+        req.set_timeout(timeout);
+        let reply = PeerClient::new(channel)
+            .max_decoding_message_size(usize::MAX)
+            .forward(req)
+            .await
+            .map_err(|s| format!("node {target}: {}", s.message()))?;
+        decode(&reply.into_inner()).map_err(|e| e.to_string())
+    }
+}
+
+impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
+    type Network = PeerConnection;
+
+    async fn new_client(&mut self, target: NodeId, node: &NodeAddr) -> Self::Network {
+        PeerConnection { net: self.clone(), target, addr: node.peer_addr.clone() }
+    }
+}
+
+/// openraft's handle on one peer.
+pub struct PeerConnection {
+    net: PeerNetwork,
+    target: NodeId,
+    addr: String,
+}
+
+/// Which peer RPC to call.
+enum Rpc {
+    Append,
+    Vote,
+    Snapshot,
+}
+
+impl PeerConnection {
+    async fn call<Req, Resp, E>(
+        &self,
+        rpc: Rpc,
+        msg: &Req,
+        option: &RPCOption,
+    ) -> Result<Resp, RPCError<NodeId, NodeAddr, RaftError<NodeId, E>>>
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned,
+        E: std::error::Error + DeserializeOwned,
+    {
+        if self.net.filter.is_blocked(self.net.id, self.target) {
+            let e = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "link cut by test filter");
+            return Err(RPCError::Unreachable(Unreachable::new(&e)));
+        }
+        let channel = self.net.channel(&self.addr).map_err(|e| {
+            let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
+            RPCError::Unreachable(Unreachable::new(&e))
+        })?;
+        let blob = encode(msg).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        let mut req = tonic::Request::new(blob);
+        req.set_timeout(option.hard_ttl());
+        let mut client = PeerClient::new(channel).max_decoding_message_size(usize::MAX);
+        let reply = match rpc {
+            Rpc::Append => client.append_entries(req).await,
+            Rpc::Vote => client.vote(req).await,
+            Rpc::Snapshot => client.install_snapshot(req).await,
+        };
+        let reply = reply.map_err(|status| {
+            if status.code() == tonic::Code::Unavailable {
+                RPCError::Unreachable(Unreachable::new(&status))
+            } else {
+                RPCError::Network(NetworkError::new(&status))
+            }
+        })?;
+        let result: Result<Resp, RaftError<NodeId, E>> =
+            decode(&reply.into_inner()).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        result.map_err(|e| RPCError::RemoteError(openraft::error::RemoteError::new(self.target, e)))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerConnection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, NodeAddr, RaftError<NodeId>>> {
+        self.call(Rpc::Append, &rpc, &option).await
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, NodeAddr, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        self.call(Rpc::Snapshot, &rpc, &option).await
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, NodeAddr, RaftError<NodeId>>> {
+        self.call(Rpc::Vote, &rpc, &option).await
+    }
+}
+
+/// Serializes a peer message.
+pub(crate) fn encode<T: Serialize>(msg: &T) -> Result<Blob, serde_json::Error> {
+    Ok(Blob { data: serde_json::to_vec(msg)? })
+}
+
+/// Deserializes a peer message.
+pub(crate) fn decode<T: DeserializeOwned>(blob: &Blob) -> Result<T, serde_json::Error> {
+    serde_json::from_slice(&blob.data)
+}

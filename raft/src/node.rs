@@ -1,0 +1,316 @@
+//! A running replica: opens the stores, starts openraft and the peer
+//! listener, keeps the lease timer in step with leadership, and stops all of
+//! it in order.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::{Raft, ServerState};
+use tokio::net::TcpListener;
+use tokio::sync::{broadcast, mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_stream::wrappers::TcpListenerStream;
+
+use raftlock_storage::{
+    Command, NodeAddr, NodeId, Request, SharedState, TypeConfig,
+};
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::lease_timer::LeaseTimer;
+use crate::network::{LinkFilter, PeerNetwork};
+use crate::pb::peer_server::PeerServer;
+use crate::peer_service::PeerService;
+use crate::waiters::{route_events, Waiters};
+
+/// State shared by the node's tasks and services.
+pub struct NodeInner {
+    /// This node's id.
+    pub id: NodeId,
+    /// Settings it was started with.
+    pub config: Config,
+    /// The openraft handle.
+    pub raft: Raft<TypeConfig>,
+    /// The applied lock state, read by the serving layer.
+    pub state: SharedState,
+    /// Callers waiting for grants.
+    pub waiters: Waiters,
+    /// Lease deadlines (active on the leader only).
+    pub timer: LeaseTimer,
+    /// Names of locks whose holders or value changed ("" = everything may
+    /// have changed), for election observers.
+    pub changed: broadcast::Sender<String>,
+    /// Peer clients, for forwarding.
+    pub(crate) net: PeerNetwork,
+}
+
+/// A node's view of the cluster, for `cluster status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    pub id: NodeId,
+    /// "leader", "follower", "candidate", "learner" or "shutdown".
+    pub role: &'static str,
+    pub term: u64,
+    pub leader: Option<NodeId>,
+    pub last_log_index: u64,
+    pub applied_index: u64,
+    pub snapshot_index: u64,
+    /// id -> (addresses, is voter).
+    pub members: BTreeMap<NodeId, (NodeAddr, bool)>,
+}
+
+/// A running replica. Dropping it without [`shutdown`](Self::shutdown)
+/// aborts its tasks, like a crash.
+pub struct RaftNode {
+    inner: Arc<NodeInner>,
+    peer_addr: std::net::SocketAddr,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl RaftNode {
+    /// Opens `config.data_dir`, starts Raft and the peer listener, and
+    /// initializes a new cluster if the store is empty and `config.join` is
+    /// not set. `peer_listener` overrides `config.peer_addr` (tests bind port
+    /// 0 first); `filter` lets tests cut links.
+    pub async fn start(
+        config: Config,
+        peer_listener: Option<TcpListener>,
+        filter: LinkFilter,
+    ) -> Result<RaftNode, Error> {
+        config.validate().map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        let raft_config = config.raft_config().map_err(Error::InvalidArgument)?;
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+            Error::Internal(format!("cannot create data dir {}: {e}", config.data_dir.display()))
+        })?;
+
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (log_store, sm_store) = raftlock_storage::open(&config.data_dir, events_tx)
+            .map_err(|e| Error::Internal(format!("cannot open storage: {e}")))?;
+        let state = sm_store.state();
+
+        let net = PeerNetwork::new(config.id, filter);
+        let raft = Raft::new(config.id, Arc::new(raft_config), net.clone(), log_store, sm_store)
+            .await
+            .map_err(|e| Error::Internal(format!("cannot start raft: {e}")))?;
+
+        let listener = match peer_listener {
+            Some(l) => l,
+            None => TcpListener::bind(&config.peer_addr)
+                .await
+                .map_err(|e| Error::Internal(format!("cannot listen on {}: {e}", config.peer_addr)))?,
+        };
+        let peer_addr = listener.local_addr().map_err(|e| Error::Internal(e.to_string()))?;
+
+        let (changed, _) = broadcast::channel(1024);
+        let inner = Arc::new(NodeInner {
+            id: config.id,
+            config,
+            raft,
+            state,
+            waiters: Waiters::default(),
+            timer: LeaseTimer::default(),
+            changed,
+            net,
+        });
+        let (stop, stop_rx) = watch::channel(false);
+        let mut tasks = Vec::new();
+
+        tasks.push(tokio::spawn(route_events(
+            events_rx,
+            inner.waiters.clone(),
+            inner.timer.clone(),
+            inner.changed.clone(),
+        )));
+        tasks.push(tokio::spawn(track_leadership(inner.clone(), stop_rx.clone())));
+        tasks.push(tokio::spawn(expire_leases(inner.clone(), stop_rx.clone())));
+        tasks.push(tokio::spawn(serve_peers(inner.clone(), listener, stop_rx)));
+
+        let node = RaftNode { inner, peer_addr, stop, tasks };
+        node.initialize_if_new().await?;
+        Ok(node)
+    }
+
+    async fn initialize_if_new(&self) -> Result<(), Error> {
+        let inner = &self.inner;
+        let initialized = inner.raft.is_initialized().await.map_err(|e| Error::Internal(e.to_string()))?;
+        if initialized || inner.config.join {
+            return Ok(());
+        }
+        let members: BTreeMap<NodeId, NodeAddr> =
+            inner.config.initial_members().into_iter().map(|m| (m.id, m.addr)).collect();
+        // Every member of a new cluster initializes with the same membership;
+        // openraft accepts that, and refuses (harmlessly) once a log exists.
+        match inner.raft.initialize(members).await {
+            Ok(()) => Ok(()),
+            Err(openraft::error::RaftError::APIError(openraft::error::InitializeError::NotAllowed(_))) => Ok(()),
+            Err(e) => Err(Error::Internal(format!("cannot initialize cluster: {e}"))),
+        }
+    }
+
+    /// Shared state for the serving layer.
+    pub fn inner(&self) -> &Arc<NodeInner> {
+        &self.inner
+    }
+
+    /// The bound peer address.
+    pub fn peer_addr(&self) -> std::net::SocketAddr {
+        self.peer_addr
+    }
+
+    /// Stops in order: the lease timer and leadership tracking, Raft, the
+    /// peer listener, then the event router once the state machine is gone
+    /// (which flushes sled when its last handle drops).
+    pub async fn shutdown(&mut self) {
+        let _ = self.stop.send(true);
+        if let Err(e) = self.inner.raft.shutdown().await {
+            tracing::warn!("raft shutdown: {e}");
+        }
+        for task in self.tasks.drain(..) {
+            // The router ends when the state machine's sender is dropped with
+            // Raft; the others watch `stop`.
+            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
+    }
+}
+
+impl Drop for RaftNode {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl NodeInner {
+    /// This node's view of the cluster.
+    pub fn status(&self) -> NodeStatus {
+        let m = self.raft.metrics().borrow().clone();
+        let role = match m.state {
+            ServerState::Leader => "leader",
+            ServerState::Follower => "follower",
+            ServerState::Candidate => "candidate",
+            ServerState::Learner => "learner",
+            ServerState::Shutdown => "shutdown",
+        };
+        let membership = m.membership_config.membership();
+        let voters: std::collections::BTreeSet<NodeId> = membership.voter_ids().collect();
+        let members = membership
+            .nodes()
+            .map(|(id, addr)| (*id, (addr.clone(), voters.contains(id))))
+            .collect();
+        NodeStatus {
+            id: self.id,
+            role,
+            term: m.current_term,
+            leader: m.current_leader,
+            last_log_index: m.last_log_index.unwrap_or(0),
+            applied_index: m.last_applied.map(|l| l.index).unwrap_or(0),
+            snapshot_index: m.snapshot.map(|l| l.index).unwrap_or(0),
+            members,
+        }
+    }
+
+    /// The current leader and its addresses, if known.
+    pub fn leader(&self) -> Option<(NodeId, NodeAddr)> {
+        let m = self.raft.metrics().borrow().clone();
+        let id = m.current_leader?;
+        let addr = m.membership_config.membership().get_node(&id)?.clone();
+        Some((id, addr))
+    }
+
+    /// Whether this node currently believes it leads.
+    pub fn is_leader(&self) -> bool {
+        let m = self.raft.metrics();
+        let m = m.borrow();
+        m.state == ServerState::Leader && m.current_leader == Some(self.id)
+    }
+}
+
+/// Starts the lease timer when this node becomes leader and stops it when it
+/// steps down.
+async fn track_leadership(node: Arc<NodeInner>, mut stop: watch::Receiver<bool>) {
+    let mut metrics = node.raft.metrics();
+    let mut leading_term = None;
+    loop {
+        let (leading, term) = {
+            let m = metrics.borrow_and_update();
+            (m.state == ServerState::Leader && m.current_leader == Some(node.id), m.current_term)
+        };
+        if leading && leading_term != Some(term) {
+            tracing::info!(node = node.id, term, "became leader; restarting every lease deadline at now + ttl");
+            let state = node.state.clone();
+            node.timer.activate(Instant::now(), move || {
+                let state = state.read().unwrap_or_else(|e| e.into_inner());
+                state.leases().map(|l| (l.id, l.ttl_ms)).collect::<Vec<_>>()
+            });
+            leading_term = Some(term);
+        } else if !leading && leading_term.is_some() {
+            tracing::info!(node = node.id, "stepped down; lease timer stopped");
+            node.timer.deactivate();
+            leading_term = None;
+        }
+        tokio::select! {
+            changed = metrics.changed() => if changed.is_err() { break },
+            _ = stop.changed() => break,
+        }
+    }
+    node.timer.deactivate();
+}
+
+/// Proposes an expiry entry whenever lease deadlines pass (leader only; the
+/// timer is empty elsewhere).
+async fn expire_leases(node: Arc<NodeInner>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let (due, next) = node.timer.take_due(Instant::now());
+        if !due.is_empty() {
+            tracing::debug!(count = due.len(), "expiring leases");
+            let req = Request {
+                origin: None,
+                time_ms: wall_clock_ms(),
+                command: Command::ExpireLeases { ids: due.clone() },
+            };
+            match node.raft.client_write(req).await {
+                Ok(_) => due.iter().for_each(|id| node.timer.on_ended(*id)),
+                Err(e) => {
+                    tracing::warn!("cannot propose lease expiry: {e}");
+                    node.timer.unmark(&due);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+            continue;
+        }
+        tokio::select! {
+            _ = node.timer.sleep_until(next) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Serves the peer API until `stop`.
+async fn serve_peers(node: Arc<NodeInner>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+    let service = PeerServer::new(PeerService { node })
+        .max_decoding_message_size(usize::MAX)
+        .max_encoding_message_size(usize::MAX);
+    let result = tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .add_service(service)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
+            let _ = stop.changed().await;
+        })
+        .await;
+    if let Err(e) = result {
+        tracing::error!("peer listener failed: {e}");
+    }
+}
+
+/// Wall clock in ms since the Unix epoch: stamped on entries for display
+/// only, never used to decide anything.
+pub fn wall_clock_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

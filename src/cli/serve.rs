@@ -1,0 +1,120 @@
+//! `raftlock serve`: run one node until SIGINT or SIGTERM.
+//!
+//! Settings come from, lowest precedence first: defaults, a TOML config
+//! file (`--config`), `RAFTLOCK_*` environment variables, flags.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use raftlock_raft::{Config, InitialMember};
+
+use crate::node::Node;
+
+/// Flags of `raftlock serve`; each also reads `RAFTLOCK_<NAME>`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// TOML file with any of the settings below (snake_case keys).
+    #[arg(long, env = "RAFTLOCK_CONFIG")]
+    config: Option<PathBuf>,
+    /// Node id (at least 1, unique in the cluster). Default 1.
+    #[arg(long, env = "RAFTLOCK_ID")]
+    id: Option<u64>,
+    /// Data directory. Default ./raftlock-data.
+    #[arg(long, env = "RAFTLOCK_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Client API listen address. Default 127.0.0.1:7379.
+    #[arg(long, env = "RAFTLOCK_CLIENT_ADDR")]
+    client_addr: Option<String>,
+    /// Peer (Raft) listen address. Default 127.0.0.1:7380.
+    #[arg(long, env = "RAFTLOCK_PEER_ADDR")]
+    peer_addr: Option<String>,
+    /// Client address other nodes and clients should use, if not client-addr.
+    #[arg(long, env = "RAFTLOCK_ADVERTISE_CLIENT_ADDR")]
+    advertise_client_addr: Option<String>,
+    /// Peer address other nodes should use, if not peer-addr.
+    #[arg(long, env = "RAFTLOCK_ADVERTISE_PEER_ADDR")]
+    advertise_peer_addr: Option<String>,
+    /// Members of a new cluster: ID=PEER_ADDR/CLIENT_ADDR,... (same on every
+    /// node). Default: a one-node cluster of this node.
+    #[arg(long, env = "RAFTLOCK_INITIAL_CLUSTER", value_delimiter = ',')]
+    initial_cluster: Vec<InitialMember>,
+    /// Start empty and wait to be added with `raftlock cluster add-learner`.
+    #[arg(long, env = "RAFTLOCK_JOIN")]
+    join: bool,
+    /// Leader heartbeat period in ms. Default 100.
+    #[arg(long, env = "RAFTLOCK_HEARTBEAT_MS")]
+    heartbeat_ms: Option<u64>,
+    /// Election timeout in ms (randomized up to twice this). Default 500.
+    #[arg(long, env = "RAFTLOCK_ELECTION_TIMEOUT_MS")]
+    election_timeout_ms: Option<u64>,
+    /// Snapshot after this many entries. Default 10000.
+    #[arg(long, env = "RAFTLOCK_SNAPSHOT_AFTER")]
+    snapshot_after: Option<u64>,
+}
+
+impl ServeArgs {
+    /// The config these flags describe, on top of the config file if any.
+    pub fn to_config(&self) -> Result<Config, String> {
+        let mut c = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+                toml::from_str(&text).map_err(|e| format!("bad config file {}: {e}", path.display()))?
+            }
+            None => Config::default(),
+        };
+        if let Some(v) = self.id {
+            c.id = v;
+        }
+        if let Some(v) = &self.data_dir {
+            c.data_dir = v.clone();
+        }
+        if let Some(v) = &self.client_addr {
+            c.client_addr = v.clone();
+        }
+        if let Some(v) = &self.peer_addr {
+            c.peer_addr = v.clone();
+        }
+        if self.advertise_client_addr.is_some() {
+            c.advertise_client_addr = self.advertise_client_addr.clone();
+        }
+        if self.advertise_peer_addr.is_some() {
+            c.advertise_peer_addr = self.advertise_peer_addr.clone();
+        }
+        if !self.initial_cluster.is_empty() {
+            c.initial_cluster = self.initial_cluster.clone();
+        }
+        c.join |= self.join;
+        if let Some(v) = self.heartbeat_ms {
+            c.heartbeat = std::time::Duration::from_millis(v);
+        }
+        if let Some(v) = self.election_timeout_ms {
+            c.election_timeout = std::time::Duration::from_millis(v);
+        }
+        if let Some(v) = self.snapshot_after {
+            c.snapshot_after_entries = v;
+        }
+        c.validate().map_err(|e| e.to_string())?;
+        Ok(c)
+    }
+}
+
+/// Runs a node until SIGINT or SIGTERM, then shuts it down in order.
+pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
+    let config = args.to_config()?;
+    let node = Node::start(config).await.map_err(|e| e.to_string())?;
+    eprintln!("raftlock node {} serving clients on {} (peers on {})", node.id(), node.client_addr(), node.peer_addr());
+    wait_for_signal().await?;
+    eprintln!("shutting down");
+    node.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn wait_for_signal() -> Result<(), String> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.map_err(|e| format!("cannot watch SIGINT: {e}")),
+        _ = term.recv() => Ok(()),
+    }
+}

@@ -1,0 +1,89 @@
+//! The nodes a client talks to: one lazily connected channel per endpoint,
+//! a current choice, and a retry loop that moves to the leader a node names,
+//! or to the next endpoint, with backoff.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tonic::transport::{Channel, Endpoint};
+use tonic::Status;
+
+use crate::error::{from_status, leader_hint, Error};
+
+/// How long a call keeps retrying before it reports `Unavailable`.
+pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(15);
+
+/// The cluster's client endpoints.
+#[derive(Debug)]
+pub struct Endpoints {
+    addrs: Vec<String>,
+    channels: Vec<Channel>,
+    current: AtomicUsize,
+    retry_for: Duration,
+}
+
+impl Endpoints {
+    /// Accepts `host:port` or `http://host:port`.
+    pub fn new(addrs: &[String], retry_for: Duration) -> Result<Self, Error> {
+        if addrs.is_empty() {
+            return Err(Error::InvalidArgument("no endpoints given".into()));
+        }
+        let mut channels = Vec::new();
+        let mut clean = Vec::new();
+        for addr in addrs {
+            let addr = addr.trim().trim_start_matches("http://").to_string();
+            let endpoint = Endpoint::from_shared(format!("http://{addr}"))
+                .map_err(|e| Error::InvalidArgument(format!("bad endpoint {addr:?}: {e}")))?
+                .connect_timeout(Duration::from_secs(1))
+                .tcp_nodelay(true)
+                .http2_keep_alive_interval(Duration::from_secs(2))
+                .keep_alive_timeout(Duration::from_secs(3));
+            channels.push(endpoint.connect_lazy());
+            clean.push(addr);
+        }
+        Ok(Endpoints { addrs: clean, channels, current: AtomicUsize::new(0), retry_for })
+    }
+
+    /// The endpoint addresses.
+    pub fn addrs(&self) -> &[String] {
+        &self.addrs
+    }
+
+    fn pick(&self) -> (usize, Channel) {
+        let i = self.current.load(Ordering::Relaxed) % self.channels.len();
+        (i, self.channels[i].clone())
+    }
+
+    fn move_on(&self, from: usize, status: &Status) {
+        let hinted = leader_hint(status).and_then(|(_, addr)| self.addrs.iter().position(|a| *a == addr));
+        let next = hinted.unwrap_or((from + 1) % self.channels.len());
+        let _ = self.current.compare_exchange(from, next, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Runs `call` against the current endpoint, retrying retryable
+    /// failures (on the named leader or the next endpoint) with backoff.
+    /// `call` must re-send the same request id on every attempt.
+    pub async fn call<T, F, Fut>(&self, mut call: F) -> Result<T, Error>
+    where
+        F: FnMut(Channel) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Status>>,
+    {
+        let deadline = tokio::time::Instant::now() + self.retry_for;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let (i, channel) = self.pick();
+            let status = match call(channel).await {
+                Ok(v) => return Ok(v),
+                Err(status) => status,
+            };
+            let error = from_status(&status);
+            if !error.is_retryable() || tokio::time::Instant::now() + pause > deadline {
+                return Err(error);
+            }
+            tracing::debug!(endpoint = %self.addrs[i], "retrying: {error}");
+            self.move_on(i, &status);
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(500));
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! raftlock's error type, as the client library, the embedded node and the
+//! CLI report it. `from_status` is the one place a gRPC status becomes an
+//! `Error` again.
+
+use tonic::{Code, Status};
+
+use crate::status::{LEADER_ADDR_KEY, LEADER_ID_KEY};
+
+/// Everything that can go wrong talking to raftlock.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The request was malformed; fix it before retrying.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The lease is gone (expired or revoked): its locks are released.
+    #[error("lease expired or revoked: {0}")]
+    LeaseExpired(String),
+    /// The caller does not hold the lock (or the name is used differently).
+    #[error("not held: {0}")]
+    NotHeld(String),
+    /// A wait ran out of time; the server cancelled it.
+    #[error("timed out: {0}")]
+    Timeout(String),
+    /// A wait ended without a grant (cancelled, lease ended, force-released).
+    #[error("wait ended: {0}")]
+    WaitEnded(String),
+    /// Too many waiters on a lock, or too many leases.
+    #[error("limit reached: {0}")]
+    LimitReached(String),
+    /// No node could serve the call in time; retrying later may work.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    /// A node could not start.
+    #[error("cannot start node: {0}")]
+    Startup(String),
+    /// A bug or a broken disk on the server side.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Whether a retry of the same request (same request id) may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Unavailable(_))
+    }
+}
+
+/// The leader named by a not-leader status: (node id, client address).
+pub fn leader_hint(status: &Status) -> Option<(u64, String)> {
+    let id = status.metadata().get(LEADER_ID_KEY)?.to_str().ok()?.parse().ok()?;
+    let addr = status.metadata().get(LEADER_ADDR_KEY)?.to_str().ok()?.to_string();
+    Some((id, addr))
+}
+
+/// Maps a status from a raftlock server back to an [`Error`].
+pub fn from_status(status: &Status) -> Error {
+    let msg = status.message().to_string();
+    match status.code() {
+        Code::InvalidArgument => Error::InvalidArgument(msg),
+        Code::NotFound => Error::LeaseExpired(msg),
+        Code::FailedPrecondition => Error::NotHeld(msg),
+        Code::DeadlineExceeded => Error::Timeout(msg),
+        Code::Aborted => Error::WaitEnded(msg),
+        Code::ResourceExhausted => Error::LimitReached(msg),
+        Code::Unavailable | Code::Unknown | Code::Cancelled => Error::Unavailable(msg),
+        _ => Error::Internal(format!("{:?}: {msg}", status.code())),
+    }
+}

@@ -1,0 +1,161 @@
+//! Acquire and Campaign as the server runs them: propose, and when queued,
+//! hold the call open until the grant is applied on this node.
+//!
+//! The caller's registration is made before the request is proposed, so no
+//! grant can slip past. If the wait times out, or the caller goes away (the
+//! call's future is dropped), the server proposes a Cancel itself: a waiter
+//! leaves the queue, and a grant that raced the cancel is released, so no
+//! grant is ever left with nobody to use it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use raftlock_raft::node::{wall_clock_ms, NodeInner};
+use raftlock_raft::waiters::Signal;
+use raftlock_raft::Error;
+use raftlock_storage::{ClientSeq, Command, EndReason, Fence, LeaseId, Mode, Request, Response};
+use tokio::time::Instant;
+
+/// What to acquire.
+#[derive(Debug, Clone)]
+pub struct AcquireSpec {
+    pub name: String,
+    pub owner: String,
+    pub lease: LeaseId,
+    pub mode: Mode,
+    /// Queue if busy; `false` answers `Ok(None)` at once.
+    pub wait: bool,
+    /// How long to wait in the queue; `None` waits until granted.
+    pub timeout: Option<Duration>,
+    /// Election candidates' value.
+    pub value: Option<Vec<u8>>,
+    pub origin: ClientSeq,
+}
+
+/// A grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    pub fence: Fence,
+    pub count: u32,
+    /// Log index at which this node saw the grant.
+    pub revision: u64,
+}
+
+/// Acquires per `spec`: `Ok(Some(grant))`, or `Ok(None)` for a try-lock that
+/// found the lock busy.
+pub async fn acquire(node: &Arc<NodeInner>, spec: AcquireSpec) -> Result<Option<Grant>, Error> {
+    let mut watch = node.waiters.watch(&spec.name, &spec.owner);
+    let request = Request {
+        origin: Some(spec.origin),
+        time_ms: wall_clock_ms(),
+        command: Command::Acquire {
+            name: spec.name.clone(),
+            owner: spec.owner.clone(),
+            lease: spec.lease,
+            mode: spec.mode,
+            wait: spec.wait,
+            value: spec.value.clone(),
+        },
+    };
+    let (index, response) = node.write(request).await?;
+    match response {
+        Response::Granted { fence, count } => return Ok(Some(Grant { fence, count, revision: index })),
+        Response::Busy => return Ok(None),
+        Response::Rejected(e) => return Err(e.into()),
+        Response::Queued { .. } => {}
+        other => return Err(Error::Internal(format!("unexpected answer to acquire: {other:?}"))),
+    }
+
+    let mut cancel = CancelOnDrop { node: node.clone(), name: spec.name.clone(), owner: spec.owner.clone(), armed: true };
+    let deadline = spec.timeout.map(|t| Instant::now() + t);
+    // A forwarded write is applied here a little after the leader.
+    node.wait_applied(index).await?;
+    loop {
+        match standing(node, &spec.name, &spec.owner) {
+            Standing::Holding(fence, count) => {
+                cancel.armed = false;
+                let revision = node.raft.metrics().borrow().last_applied.map(|l| l.index).unwrap_or(index);
+                return Ok(Some(Grant { fence, count, revision }));
+            }
+            Standing::Waiting => {}
+            Standing::Gone => {
+                cancel.armed = false;
+                return Err(Error::WaitEnded(format!("wait for {} ended without a grant", spec.name)));
+            }
+        }
+        let far = Instant::now() + Duration::from_secs(86_400);
+        tokio::select! {
+            signal = watch.recv() => match signal {
+                Some(Signal::WaitEnded(reason)) => {
+                    cancel.armed = false;
+                    return Err(Error::WaitEnded(format!("wait for {} ended: {}", spec.name, describe(reason))));
+                }
+                Some(_) => {} // granted, hold ended or snapshot: re-read the state
+                None => return Err(Error::ShuttingDown),
+            },
+            _ = tokio::time::sleep_until(deadline.unwrap_or(far)) => {
+                cancel.armed = false;
+                cancel_now(node, &spec.name, &spec.owner).await;
+                return Err(Error::Timeout(format!("waited {:?} for {}", spec.timeout.unwrap_or_default(), spec.name)));
+            }
+        }
+    }
+}
+
+enum Standing {
+    Holding(Fence, u32),
+    Waiting,
+    Gone,
+}
+
+fn standing(node: &NodeInner, name: &str, owner: &str) -> Standing {
+    let state = node.state.read().unwrap_or_else(|e| e.into_inner());
+    let Some(lock) = state.lock(name) else { return Standing::Gone };
+    if let Some(h) = lock.holders.iter().find(|h| h.owner == owner) {
+        return Standing::Holding(h.fence, h.count);
+    }
+    if lock.waiters.iter().any(|w| w.owner == owner) {
+        return Standing::Waiting;
+    }
+    Standing::Gone
+}
+
+fn describe(reason: EndReason) -> &'static str {
+    match reason {
+        EndReason::Released => "cancelled",
+        EndReason::LeaseRevoked => "lease revoked",
+        EndReason::LeaseExpired => "lease expired",
+        EndReason::ForceReleased => "force-released",
+    }
+}
+
+async fn cancel_now(node: &NodeInner, name: &str, owner: &str) {
+    let request = Request {
+        origin: None,
+        time_ms: wall_clock_ms(),
+        command: Command::Cancel { name: name.to_string(), owner: owner.to_string() },
+    };
+    if let Err(e) = node.write(request).await {
+        tracing::warn!(name, owner, "cannot cancel an abandoned wait: {e}");
+    }
+}
+
+/// Cancels the wait if the call's future is dropped (the caller went away).
+struct CancelOnDrop {
+    node: Arc<NodeInner>,
+    name: String,
+    owner: String,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (node, name, owner) = (self.node.clone(), std::mem::take(&mut self.name), std::mem::take(&mut self.owner));
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move { cancel_now(&node, &name, &owner).await });
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Checks on client input at the server's edge, so bad requests get a clear
+//! error before they reach the log. The state machine checks the same bounds
+//! again (`raftlock_storage::limits`).
+
+use raftlock_raft::Error;
+use raftlock_storage::limits::{
+    MAX_NAME_LEN, MAX_OWNER_LEN, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_VALUE_LEN, MIN_TTL_MS,
+};
+use raftlock_storage::{ClientSeq, Mode};
+use uuid::Uuid;
+
+use crate::pb;
+
+fn invalid(msg: String) -> Error {
+    Error::InvalidArgument(msg)
+}
+
+/// A lock, semaphore or election name.
+pub fn name(name: &str) -> Result<(), Error> {
+    if name.is_empty() {
+        return Err(invalid("name must not be empty".into()));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(invalid(format!("name is {} bytes; the limit is {MAX_NAME_LEN}", name.len())));
+    }
+    Ok(())
+}
+
+/// An owner token.
+pub fn owner(owner: &str) -> Result<(), Error> {
+    if owner.is_empty() {
+        return Err(invalid("owner token must not be empty".into()));
+    }
+    if owner.len() > MAX_OWNER_LEN {
+        return Err(invalid(format!("owner token is {} bytes; the limit is {MAX_OWNER_LEN}", owner.len())));
+    }
+    Ok(())
+}
+
+/// A lease TTL.
+pub fn ttl_ms(ttl_ms: u64) -> Result<(), Error> {
+    if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl_ms) {
+        return Err(invalid(format!("ttl {ttl_ms} ms is outside {MIN_TTL_MS}..={MAX_TTL_MS} ms")));
+    }
+    Ok(())
+}
+
+/// An election value.
+pub fn value(value: &[u8]) -> Result<(), Error> {
+    if value.len() > MAX_VALUE_LEN {
+        return Err(invalid(format!("value is {} bytes; the limit is {MAX_VALUE_LEN}", value.len())));
+    }
+    Ok(())
+}
+
+/// A lease id (0 is never a lease).
+pub fn lease(id: u64) -> Result<(), Error> {
+    if id == 0 {
+        return Err(invalid("lease id must be set (grant a lease first)".into()));
+    }
+    Ok(())
+}
+
+/// The mode of an Acquire.
+pub fn mode(mode: i32, permits: u32, limit: u32) -> Result<Mode, Error> {
+    match pb::LockMode::try_from(mode) {
+        Ok(pb::LockMode::Exclusive) => Ok(Mode::Exclusive),
+        Ok(pb::LockMode::Shared) => Ok(Mode::Shared),
+        Ok(pb::LockMode::Permits) => {
+            if limit == 0 || limit > MAX_SEMAPHORE_LIMIT {
+                return Err(invalid(format!("semaphore limit {limit} is outside 1..={MAX_SEMAPHORE_LIMIT}")));
+            }
+            if permits == 0 || permits > limit {
+                return Err(invalid(format!("permits {permits} is outside 1..={limit}")));
+            }
+            Ok(Mode::Permits { count: permits, limit })
+        }
+        Err(_) => Err(invalid(format!("unknown lock mode {mode}"))),
+    }
+}
+
+/// The request id of a mutating call. Without one, the call gets a fresh id
+/// of its own: retried inside the cluster exactly once, but a client that
+/// re-sends it makes a new request.
+pub fn request_id(id: Option<&pb::RequestId>) -> Result<ClientSeq, Error> {
+    let Some(id) = id else {
+        return Ok(ClientSeq { client: Uuid::new_v4(), seq: 1, acked_below: 0 });
+    };
+    let client = Uuid::from_slice(&id.client_id)
+        .map_err(|_| invalid(format!("request_id.client_id must be 16 bytes, got {}", id.client_id.len())))?;
+    if id.seq == 0 {
+        return Err(invalid("request_id.seq must be at least 1".into()));
+    }
+    if id.acked_below > id.seq {
+        return Err(invalid("request_id.acked_below must not exceed seq".into()));
+    }
+    Ok(ClientSeq { client, seq: id.seq, acked_below: id.acked_below })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds() {
+        assert!(name("").is_err());
+        assert!(name(&"x".repeat(MAX_NAME_LEN + 1)).is_err());
+        assert!(name("jobs/nightly").is_ok());
+        assert!(ttl_ms(0).is_err());
+        assert!(ttl_ms(u64::MAX).is_err());
+        assert!(ttl_ms(10_000).is_ok());
+        assert!(mode(2, 0, 3).is_err());
+        assert!(mode(2, 4, 3).is_err());
+        assert!(mode(7, 1, 1).is_err());
+        assert_eq!(mode(2, 2, 3).unwrap(), Mode::Permits { count: 2, limit: 3 });
+        let bad = pb::RequestId { client_id: vec![1, 2], seq: 1, acked_below: 0 };
+        assert!(request_id(Some(&bad)).is_err());
+    }
+}

@@ -1,0 +1,39 @@
+//! raftlock: a lock service that stays correct when machines fail.
+//!
+//! A cluster of one, three or five nodes replicates leases, locks, their
+//! owners, FIFO waiters and fencing tokens through Raft (openraft), keeps them
+//! on disk with sled, and serves etcd-like lease, lock and election calls over
+//! gRPC (`raftlock.v1`).
+//!
+//! # Layout
+//!
+//! - [`node`]: [`Node`], a running node (replica + client API listener), for
+//!   `raftlock serve` and for embedding in an application.
+//! - [`service`]: the gRPC services Lease, Lock, Election and Cluster.
+//! - `grant_wait`: how a queued Acquire or Campaign is held open until its
+//!   grant is applied, and cancelled when the caller leaves.
+//! - `input`: bounds on client input, checked before anything is proposed.
+//! - [`status`]: the one mapping from internal errors to gRPC statuses.
+//! - [`client`]: the Rust client; [`error`]: its error type and the one
+//!   mapping back from gRPC statuses.
+//! - [`cli`]: the `raftlock` command line (the binary only parses and calls).
+//! - [`pb`]: the generated `raftlock.v1` API.
+//!
+//! Below this crate: `raftlock_raft` (replication, peer transport, lease
+//! timer) and `raftlock_storage` (the pure lock state machine and its sled
+//! persistence). Dependencies point down only.
+
+pub mod cli;
+pub mod client;
+pub mod error;
+mod grant_wait;
+mod input;
+pub mod node;
+pub mod pb;
+pub mod service;
+pub mod status;
+
+pub use client::Client;
+pub use error::Error;
+pub use node::{Node, NodeBuilder};
+pub use raftlock_raft::{Config, InitialMember, LinkFilter};

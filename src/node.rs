@@ -1,0 +1,173 @@
+//! A raftlock node: the replica plus the client API listener. This is what
+//! `raftlock serve` runs and what an application embeds.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use raftlock_raft::node::{NodeInner, NodeStatus};
+use raftlock_raft::{Config, LinkFilter, RaftNode};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::TcpListenerStream;
+
+use crate::error::Error;
+use crate::pb;
+use crate::service::{ClusterService, ElectionService, LeaseService, LockService};
+
+/// A running node. [`shutdown`](Node::shutdown) stops it in order; dropping
+/// it instead aborts its tasks, like a crash (the data on disk stays).
+pub struct Node {
+    raft: RaftNode,
+    client_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    server: Option<JoinHandle<()>>,
+}
+
+/// Builds a [`Node`]: the same settings as `raftlock serve`'s flags.
+#[derive(Default)]
+pub struct NodeBuilder {
+    config: Config,
+    client_listener: Option<TcpListener>,
+    peer_listener: Option<TcpListener>,
+    filter: LinkFilter,
+}
+
+impl NodeBuilder {
+    /// Starts from a complete config.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+    /// This node's Raft id.
+    pub fn id(mut self, id: u64) -> Self {
+        self.config.id = id;
+        self
+    }
+    /// Where data lives.
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.data_dir = dir.into();
+        self
+    }
+    /// Serve the client API on an already bound listener (e.g. port 0).
+    pub fn client_listener(mut self, listener: TcpListener) -> Self {
+        self.client_listener = Some(listener);
+        self
+    }
+    /// Serve the peer API on an already bound listener (e.g. port 0).
+    pub fn peer_listener(mut self, listener: TcpListener) -> Self {
+        self.peer_listener = Some(listener);
+        self
+    }
+    /// Share a link filter (tests cut links with it).
+    pub fn link_filter(mut self, filter: LinkFilter) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    /// Binds the listeners, opens the data dir and starts serving.
+    pub async fn start(self) -> Result<Node, Error> {
+        let mut config = self.config;
+        let client_listener = match self.client_listener {
+            Some(l) => l,
+            None => TcpListener::bind(&config.client_addr)
+                .await
+                .map_err(|e| Error::Startup(format!("cannot listen on {}: {e}", config.client_addr)))?,
+        };
+        let client_addr = client_listener.local_addr().map_err(|e| Error::Startup(e.to_string()))?;
+        config.client_addr = client_addr.to_string();
+        if let Some(peer) = &self.peer_listener {
+            config.peer_addr = peer.local_addr().map_err(|e| Error::Startup(e.to_string()))?.to_string();
+        }
+        let raft = RaftNode::start(config, self.peer_listener, self.filter)
+            .await
+            .map_err(|e| Error::Startup(e.to_string()))?;
+        let (stop, stop_rx) = watch::channel(false);
+        let server = tokio::spawn(serve_clients(raft.inner().clone(), client_listener, stop_rx));
+        tracing::info!(id = raft.inner().id, %client_addr, peer_addr = %raft.peer_addr(), "node started");
+        Ok(Node { raft, client_addr, stop, server: Some(server) })
+    }
+}
+
+impl Node {
+    /// A builder with default settings (`raftlock serve` without flags).
+    pub fn builder() -> NodeBuilder {
+        NodeBuilder::default()
+    }
+
+    /// Starts a node with `config`.
+    pub async fn start(config: Config) -> Result<Node, Error> {
+        Node::builder().config(config).start().await
+    }
+
+    /// This node's Raft id.
+    pub fn id(&self) -> u64 {
+        self.raft.inner().id
+    }
+    /// The bound client API address.
+    pub fn client_addr(&self) -> SocketAddr {
+        self.client_addr
+    }
+    /// The bound peer API address.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.raft.peer_addr()
+    }
+    /// This node's view of the cluster.
+    pub fn status(&self) -> NodeStatus {
+        self.raft.inner().status()
+    }
+    /// The replica's internals, for the serving layer and tests.
+    pub fn inner(&self) -> &Arc<NodeInner> {
+        self.raft.inner()
+    }
+
+    /// Waits until this node knows a leader, up to `timeout`.
+    pub async fn wait_for_leader(&self, timeout: Duration) -> Result<u64, Error> {
+        let m = self
+            .inner()
+            .raft
+            .wait(Some(timeout))
+            .metrics(|m| m.current_leader.is_some(), "leader known")
+            .await
+            .map_err(|e| Error::Unavailable(format!("no leader after {timeout:?}: {e}")))?;
+        m.current_leader.ok_or_else(|| Error::Unavailable("no leader".into()))
+    }
+
+    /// Stops accepting client calls, lets in-flight ones finish (up to 5 s),
+    /// then stops Raft and flushes storage.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(server) = self.server.take() {
+            if tokio::time::timeout(Duration::from_secs(5), server).await.is_err() {
+                tracing::warn!("client calls still running after 5 s; stopping anyway");
+            }
+        }
+        self.raft.shutdown().await;
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Some(server) = &self.server {
+            server.abort();
+        }
+    }
+}
+
+async fn serve_clients(node: Arc<NodeInner>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+    let result = tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .add_service(pb::lease_server::LeaseServer::new(LeaseService { node: node.clone() }))
+        .add_service(pb::lock_server::LockServer::new(LockService { node: node.clone() }))
+        .add_service(pb::election_server::ElectionServer::new(ElectionService { node: node.clone() }))
+        .add_service(pb::cluster_server::ClusterServer::new(ClusterService { node }))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
+            let _ = stop.changed().await;
+        })
+        .await;
+    if let Err(e) = result {
+        tracing::error!("client listener failed: {e}");
+    }
+}

@@ -1,0 +1,158 @@
+//! The Election service. An election is a lock whose holder publishes a
+//! value: Campaign is an exclusive Acquire that waits (FIFO), the leader's
+//! fencing token is its term, Resign ends the hold or the candidacy.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::Stream;
+use raftlock_raft::node::NodeInner;
+use raftlock_storage::command::CancelOutcome;
+use raftlock_storage::state::LockState;
+use raftlock_storage::{Command, CommandError, Mode, Response};
+use tokio::sync::{broadcast, mpsc};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response as Reply, Status};
+
+use super::{header, read, unexpected, write};
+use crate::grant_wait::{acquire, AcquireSpec};
+use crate::input;
+use crate::pb;
+use crate::status::to_status;
+
+/// Serves `raftlock.v1.Election`.
+pub struct ElectionService {
+    pub(crate) node: Arc<NodeInner>,
+}
+
+/// The leader of `name` as the wire shows it (without header).
+fn leader_of(state: &LockState, name: &str) -> pb::LeaderResponse {
+    match state.lock(name).and_then(|l| l.holders.first()) {
+        Some(h) => pb::LeaderResponse {
+            header: None,
+            has_leader: true,
+            owner: h.owner.clone(),
+            lease: h.lease,
+            fence: h.fence,
+            value: h.value.clone().unwrap_or_default(),
+        },
+        None => pb::LeaderResponse::default(),
+    }
+}
+
+type LeaderStream = Pin<Box<dyn Stream<Item = Result<pb::LeaderResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl pb::election_server::Election for ElectionService {
+    async fn campaign(&self, req: Request<pb::CampaignRequest>) -> Result<Reply<pb::CampaignResponse>, Status> {
+        let req = req.into_inner();
+        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
+        input::name(&req.name).map_err(to_status)?;
+        input::owner(&req.owner).map_err(to_status)?;
+        input::lease(req.lease).map_err(to_status)?;
+        input::value(&req.value).map_err(to_status)?;
+        let spec = AcquireSpec {
+            name: req.name,
+            owner: req.owner,
+            lease: req.lease,
+            mode: Mode::Exclusive,
+            wait: true,
+            timeout: (req.wait_timeout_ms > 0).then(|| std::time::Duration::from_millis(req.wait_timeout_ms)),
+            value: Some(req.value),
+            origin,
+        };
+        let grant = acquire(&self.node, spec).await.map_err(to_status)?;
+        let grant = grant.ok_or_else(|| Status::internal("campaign answered busy"))?;
+        Ok(Reply::new(pb::CampaignResponse { header: header(&self.node, grant.revision), fence: grant.fence }))
+    }
+
+    async fn proclaim(&self, req: Request<pb::ProclaimRequest>) -> Result<Reply<pb::ProclaimResponse>, Status> {
+        let req = req.into_inner();
+        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
+        input::name(&req.name).map_err(to_status)?;
+        input::owner(&req.owner).map_err(to_status)?;
+        input::value(&req.value).map_err(to_status)?;
+        let command = Command::Proclaim { name: req.name, owner: req.owner, value: req.value };
+        let (index, response) = write(&self.node, origin, command).await.map_err(to_status)?;
+        let Response::Proclaimed = response else { return Err(to_status(unexpected(response))) };
+        Ok(Reply::new(pb::ProclaimResponse { header: header(&self.node, index) }))
+    }
+
+    async fn leader(&self, req: Request<pb::LeaderRequest>) -> Result<Reply<pb::LeaderResponse>, Status> {
+        let req = req.into_inner();
+        input::name(&req.name).map_err(to_status)?;
+        let (revision, mut leader) =
+            read(&self.node, req.local, |s| leader_of(s, &req.name)).await.map_err(to_status)?;
+        leader.header = header(&self.node, revision);
+        Ok(Reply::new(leader))
+    }
+
+    type ObserveStream = LeaderStream;
+
+    async fn observe(&self, req: Request<pb::ObserveRequest>) -> Result<Reply<Self::ObserveStream>, Status> {
+        let name = req.into_inner().name;
+        input::name(&name).map_err(to_status)?;
+        // Subscribe before the first read so no change falls between them.
+        let changes = self.node.changed.subscribe();
+        let (revision, first) = read(&self.node, false, |s| leader_of(s, &name)).await.map_err(to_status)?;
+        let (tx, rx) = mpsc::channel(16);
+        tokio::spawn(observe(self.node.clone(), name, changes, first, revision, tx));
+        Ok(Reply::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn resign(&self, req: Request<pb::ResignRequest>) -> Result<Reply<pb::ResignResponse>, Status> {
+        let req = req.into_inner();
+        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
+        input::name(&req.name).map_err(to_status)?;
+        input::owner(&req.owner).map_err(to_status)?;
+        let command = Command::Cancel { name: req.name.clone(), owner: req.owner.clone() };
+        let (index, response) = write(&self.node, origin, command).await.map_err(to_status)?;
+        match response {
+            Response::Cancelled { outcome: CancelOutcome::NotFound } => {
+                Err(to_status(CommandError::NotHolder { name: req.name, owner: req.owner }.into()))
+            }
+            Response::Cancelled { .. } => Ok(Reply::new(pb::ResignResponse { header: header(&self.node, index) })),
+            other => Err(to_status(unexpected(other))),
+        }
+    }
+}
+
+/// Sends every change of `name`'s leader (or value) until the caller leaves.
+async fn observe(
+    node: Arc<NodeInner>,
+    name: String,
+    mut changes: broadcast::Receiver<String>,
+    first: pb::LeaderResponse,
+    revision: u64,
+    tx: mpsc::Sender<Result<pb::LeaderResponse, Status>>,
+) {
+    let mut last = first.clone();
+    let mut out = first;
+    out.header = header(&node, revision);
+    if tx.send(Ok(out)).await.is_err() {
+        return;
+    }
+    loop {
+        tokio::select! {
+            changed = changes.recv() => match changed {
+                Ok(changed) if changed != name && !changed.is_empty() => continue,
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            _ = tx.closed() => return,
+        }
+        let (current, revision) = {
+            let state = node.state.read().unwrap_or_else(|e| e.into_inner());
+            let revision = node.raft.metrics().borrow().last_applied.map(|l| l.index).unwrap_or(0);
+            (leader_of(&state, &name), revision)
+        };
+        if current != last {
+            last = current.clone();
+            let mut out = current;
+            out.header = header(&node, revision);
+            if tx.send(Ok(out)).await.is_err() {
+                return;
+            }
+        }
+    }
+}

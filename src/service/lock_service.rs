@@ -1,0 +1,172 @@
+//! The Lock service: acquire (held open while queued), release, cancel,
+//! force-release, check, describe, list.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use raftlock_raft::node::{wall_clock_ms, NodeInner};
+use raftlock_storage::command::CancelOutcome;
+use raftlock_storage::state::Lock;
+use raftlock_storage::{Command, Mode, Response};
+use tonic::{Request, Response as Reply, Status};
+
+use super::{header, read, unexpected, write};
+use crate::grant_wait::{acquire, AcquireSpec};
+use crate::input;
+use crate::pb;
+use crate::status::to_status;
+
+/// Most locks one List answers.
+const DEFAULT_LIST_LIMIT: usize = 1000;
+
+/// Serves `raftlock.v1.Lock`.
+pub struct LockService {
+    pub(crate) node: Arc<NodeInner>,
+}
+
+#[tonic::async_trait]
+impl pb::lock_server::Lock for LockService {
+    async fn acquire(&self, req: Request<pb::AcquireRequest>) -> Result<Reply<pb::AcquireResponse>, Status> {
+        let req = req.into_inner();
+        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
+        input::name(&req.name).map_err(to_status)?;
+        input::owner(&req.owner).map_err(to_status)?;
+        input::lease(req.lease).map_err(to_status)?;
+        let mode = input::mode(req.mode, req.permits, req.limit).map_err(to_status)?;
+        let spec = AcquireSpec {
+            name: req.name,
+            owner: req.owner,
+            lease: req.lease,
+            mode,
+            wait: req.wait,
+            timeout: (req.wait_timeout_ms > 0).then(|| Duration::from_millis(req.wait_timeout_ms)),
+            value: None,
+            origin,
+        };
+        let grant = acquire(&self.node, spec).await.map_err(to_status)?;
+        let revision = grant.map(|g| g.revision).unwrap_or(0);
+        Ok(Reply::new(pb::AcquireResponse {
+            header: header(&self.node, revision),
+            acquired: grant.is_some(),
+            fence: grant.map(|g| g.fence).unwrap_or(0),
+            count: grant.map(|g| g.count).unwrap_or(0),
+        }))
+    }
+
+    async fn release(&self, req: Request<pb::ReleaseRequest>) -> Result<Reply<pb::ReleaseResponse>, Status> {
+        let req = req.into_inner();
+        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
+        input::name(&req.name).map_err(to_status)?;
+        input::owner(&req.owner).map_err(to_status)?;
+        let command = Command::Release { name: req.name, owner: req.owner };
+        let (index, response) = write(&self.node, origin, command).await.map_err(to_status)?;
+        let Response::Released { remaining } = response else { return Err(to_status(unexpected(response))) };
+        Ok(Reply::new(pb::ReleaseResponse { header: header(&self.node, index), remaining }))
+    }
+
+    async fn cancel(&self, req: Request<pb::CancelRequest>) -> Result<Reply<pb::CancelResponse>, Status> {
+        let req = req.into_inner();
+        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
+        input::name(&req.name).map_err(to_status)?;
+        input::owner(&req.owner).map_err(to_status)?;
+        let command = Command::Cancel { name: req.name, owner: req.owner };
+        let (index, response) = write(&self.node, origin, command).await.map_err(to_status)?;
+        let Response::Cancelled { outcome } = response else { return Err(to_status(unexpected(response))) };
+        let outcome = match outcome {
+            CancelOutcome::Dequeued => "dequeued",
+            CancelOutcome::Released => "released",
+            CancelOutcome::NotFound => "not_found",
+        };
+        Ok(Reply::new(pb::CancelResponse { header: header(&self.node, index), outcome: outcome.to_string() }))
+    }
+
+    async fn force_release(
+        &self,
+        req: Request<pb::ForceReleaseRequest>,
+    ) -> Result<Reply<pb::ForceReleaseResponse>, Status> {
+        let req = req.into_inner();
+        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
+        input::name(&req.name).map_err(to_status)?;
+        let (index, response) =
+            write(&self.node, origin, Command::ForceRelease { name: req.name }).await.map_err(to_status)?;
+        let Response::ForceReleased { holders } = response else { return Err(to_status(unexpected(response))) };
+        Ok(Reply::new(pb::ForceReleaseResponse { header: header(&self.node, index), holders }))
+    }
+
+    async fn check(&self, req: Request<pb::CheckRequest>) -> Result<Reply<pb::CheckResponse>, Status> {
+        let req = req.into_inner();
+        input::name(&req.name).map_err(to_status)?;
+        let (revision, valid) =
+            read(&self.node, req.local, |s| s.check(&req.name, req.fence)).await.map_err(to_status)?;
+        Ok(Reply::new(pb::CheckResponse { header: header(&self.node, revision), valid }))
+    }
+
+    async fn describe(&self, req: Request<pb::DescribeRequest>) -> Result<Reply<pb::DescribeResponse>, Status> {
+        let req = req.into_inner();
+        input::name(&req.name).map_err(to_status)?;
+        let now = wall_clock_ms();
+        let (revision, lock) =
+            read(&self.node, req.local, |s| s.lock(&req.name).map(|l| lock_info(l, now))).await.map_err(to_status)?;
+        Ok(Reply::new(pb::DescribeResponse { header: header(&self.node, revision), lock }))
+    }
+
+    async fn list(&self, req: Request<pb::ListLocksRequest>) -> Result<Reply<pb::ListLocksResponse>, Status> {
+        let req = req.into_inner();
+        let limit = if req.limit == 0 { DEFAULT_LIST_LIMIT } else { req.limit as usize };
+        let now = wall_clock_ms();
+        let (revision, locks) = read(&self.node, req.local, |s| {
+            s.locks_with_prefix(&req.prefix, limit).into_iter().map(|l| lock_info(l, now)).collect::<Vec<_>>()
+        })
+        .await
+        .map_err(to_status)?;
+        Ok(Reply::new(pb::ListLocksResponse { header: header(&self.node, revision), locks }))
+    }
+}
+
+/// Wire form of a mode: (mode, permits).
+pub(crate) fn mode_to_pb(mode: Mode) -> (i32, u32) {
+    match mode {
+        Mode::Exclusive => (pb::LockMode::Exclusive as i32, 0),
+        Mode::Shared => (pb::LockMode::Shared as i32, 0),
+        Mode::Permits { count, .. } => (pb::LockMode::Permits as i32, count),
+    }
+}
+
+/// Wire form of a lock, with hold and wait durations as of `now_ms`.
+pub(crate) fn lock_info(lock: &Lock, now_ms: u64) -> pb::LockInfo {
+    pb::LockInfo {
+        name: lock.name.clone(),
+        semaphore_limit: lock.semaphore_limit.unwrap_or(0),
+        holders: lock
+            .holders
+            .iter()
+            .map(|h| {
+                let (mode, permits) = mode_to_pb(h.mode);
+                pb::HolderInfo {
+                    owner: h.owner.clone(),
+                    lease: h.lease,
+                    mode,
+                    permits,
+                    fence: h.fence,
+                    count: h.count,
+                    held_ms: now_ms.saturating_sub(h.granted_at_ms),
+                    value: h.value.clone().unwrap_or_default(),
+                }
+            })
+            .collect(),
+        waiters: lock
+            .waiters
+            .iter()
+            .map(|w| {
+                let (mode, permits) = mode_to_pb(w.mode);
+                pb::WaiterInfo {
+                    owner: w.owner.clone(),
+                    lease: w.lease,
+                    mode,
+                    permits,
+                    waited_ms: now_ms.saturating_sub(w.queued_at_ms),
+                }
+            })
+            .collect(),
+    }
+}

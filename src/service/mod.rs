@@ -1,0 +1,52 @@
+//! The client-facing gRPC services of `raftlock.v1`. Each is a thin layer:
+//! check input, build a command or read the state, map the answer.
+
+mod cluster_service;
+mod election_service;
+mod lease_service;
+mod lock_service;
+
+use std::sync::Arc;
+
+use raftlock_raft::node::{wall_clock_ms, NodeInner};
+use raftlock_raft::Error;
+use raftlock_storage::state::LockState;
+use raftlock_storage::{ClientSeq, Command, Request, Response};
+
+pub use cluster_service::ClusterService;
+pub use election_service::ElectionService;
+pub use lease_service::LeaseService;
+pub use lock_service::LockService;
+
+use crate::pb;
+
+/// The answer header for something that happened at `revision`.
+fn header(node: &NodeInner, revision: u64) -> Option<pb::Header> {
+    let term = node.raft.metrics().borrow().current_term;
+    Some(pb::Header { revision, node_id: node.id, term })
+}
+
+/// Replicates a client command; a state-machine refusal becomes an error.
+async fn write(node: &NodeInner, origin: ClientSeq, command: Command) -> Result<(u64, Response), Error> {
+    let request = Request { origin: Some(origin), time_ms: wall_clock_ms(), command };
+    match node.write(request).await? {
+        (_, Response::Rejected(e)) => Err(e.into()),
+        ok => Ok(ok),
+    }
+}
+
+/// Runs `f` on the state after a linearizable barrier (or at once when the
+/// caller opted into a local read); returns the revision read at.
+async fn read<T>(node: &Arc<NodeInner>, local: bool, f: impl FnOnce(&LockState) -> T) -> Result<(u64, T), Error> {
+    let revision = if local {
+        node.raft.metrics().borrow().last_applied.map(|l| l.index).unwrap_or(0)
+    } else {
+        node.read_barrier().await?
+    };
+    let state = node.state.read().unwrap_or_else(|e| e.into_inner());
+    Ok((revision, f(&state)))
+}
+
+fn unexpected(response: Response) -> Error {
+    Error::Internal(format!("unexpected state machine answer: {response:?}"))
+}

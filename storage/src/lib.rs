@@ -1,0 +1,42 @@
+//! Durability for raftlock: the lock state machine and everything that keeps
+//! it on disk.
+//!
+//! # Layout
+//!
+//! - [`types`]: the openraft type configuration and the node address record.
+//! - [`command`]: what a Raft entry carries ([`Request`], [`Command`]) and what
+//!   applying it answers ([`Response`], [`CommandError`]).
+//! - [`event`]: what applying an entry tells the serving layer (grants,
+//!   releases, lease changes) so it can push them to waiting callers.
+//! - [`limits`]: the bounds on client input, shared by the server's edge
+//!   validation and the state machine's own checks.
+//! - [`state`]: the lock state machine itself. Pure logic: no IO, no clock.
+//! - [`node_db`]: the node's one sled database, its trees, and [`open`].
+//! - [`log_store`]: the sled Raft log and vote store.
+//! - [`sm_store`]: the state machine persisted in sled; `sm_records` lays its
+//!   records out in the `sm` tree.
+//! - [`snapshot`]: snapshot bytes, the stored current snapshot, the builder.
+//! - [`error`]: the crate's [`Error`].
+//!
+//! Nothing here knows about gRPC; the `raft` crate wires these into openraft.
+
+pub mod command;
+pub mod error;
+pub mod event;
+pub mod limits;
+pub mod log_store;
+pub mod node_db;
+mod sm_records;
+pub mod sm_store;
+pub mod snapshot;
+pub mod state;
+pub mod types;
+
+pub use command::{ClientSeq, Command, CommandError, Fence, LeaseId, Mode, Request, Response};
+pub use error::Error;
+pub use event::{Applied, EndReason, Event};
+pub use log_store::LogStore;
+pub use node_db::open;
+pub use sm_store::{SharedState, StateMachineStore};
+pub use snapshot::SnapshotBuilder;
+pub use types::{NodeAddr, NodeId, TypeConfig};

@@ -1,0 +1,26 @@
+//! Bounds on what a client may ask for. The server checks them at its edge to
+//! give a clear error early; the state machine checks them again so that no
+//! entry, however it got into the log, can grow the state without bound.
+
+/// Longest lock, semaphore or election name, in bytes.
+pub const MAX_NAME_LEN: usize = 512;
+/// Longest owner token, in bytes.
+pub const MAX_OWNER_LEN: usize = 128;
+/// Largest election value, in bytes.
+pub const MAX_VALUE_LEN: usize = 64 * 1024;
+/// Shortest lease TTL. Shorter leases would expire before a keep-alive could
+/// cross a loaded network and be confirmed by a quorum.
+pub const MIN_TTL_MS: u64 = 100;
+/// Longest lease TTL: one day. Anything longer is almost surely a unit mistake.
+pub const MAX_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+/// Most waiters one lock may queue.
+pub const MAX_WAITERS_PER_LOCK: usize = 10_000;
+/// Largest semaphore limit.
+pub const MAX_SEMAPHORE_LIMIT: u32 = 1_000_000;
+/// Most live leases in the cluster.
+pub const MAX_LEASES: usize = 1_000_000;
+/// Most replies remembered per client for exactly-once retries.
+pub const MAX_REPLIES_PER_CLIENT: usize = 1024;
+/// Most clients whose replies are remembered; the least recently seen is
+/// forgotten first.
+pub const MAX_CLIENT_SESSIONS: usize = 100_000;

@@ -1,0 +1,249 @@
+//! The Raft log and vote store in sled, for openraft's storage-v2 API.
+//!
+//! Keys in the `log` tree are big-endian `u64` indexes (so sled's byte order
+//! is log order); values are the JSON [`Entry`]. Vote, committed and last
+//! purged log ids live in the `raft_meta` tree. Everything openraft must be
+//! able to trust after a crash is flushed before openraft hears it was done.
+
+use std::fmt::Debug;
+use std::io;
+use std::ops::{Bound, RangeBounds};
+
+use openraft::storage::{LogFlushed, RaftLogStorage};
+use openraft::{
+    Entry, ErrorSubject, ErrorVerb, LogId, LogState, OptionalSend, RaftLogReader, StorageError,
+    Vote,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::error::{from_json, to_json, Error};
+use crate::node_db::{LOG_TREE, RAFT_META_TREE};
+use crate::types::{NodeId, TypeConfig};
+
+const VOTE_KEY: &[u8] = b"vote";
+const COMMITTED_KEY: &[u8] = b"committed";
+const LAST_PURGED_KEY: &[u8] = b"last_purged";
+
+/// The sled-backed Raft log. Cheap to clone: every clone shares the same sled
+/// trees, which is how openraft's log reader is made.
+#[derive(Debug, Clone)]
+pub struct LogStore {
+    /// The whole database, for flushes (sled flushes every tree at once).
+    db: sled::Db,
+    /// Index → entry.
+    log: sled::Tree,
+    /// Vote, committed and last purged log ids.
+    meta: sled::Tree,
+}
+
+impl LogStore {
+    /// Opens the log trees of `db`.
+    pub(crate) fn open(db: &sled::Db) -> Result<Self, Error> {
+        Ok(Self {
+            db: db.clone(),
+            log: db.open_tree(LOG_TREE)?,
+            meta: db.open_tree(RAFT_META_TREE)?,
+        })
+    }
+
+    /// Makes every write so far durable (the whole node database, not only
+    /// the log). Call it on shutdown.
+    pub async fn flush(&self) -> Result<(), Error> {
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
+    fn read_meta<T: DeserializeOwned>(&self, key: &[u8], what: &str) -> Result<Option<T>, Error> {
+        match self.meta.get(key)? {
+            Some(bytes) => Ok(Some(from_json(what, &bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn write_meta<T: Serialize>(&self, key: &[u8], what: &str, value: &T) -> Result<(), Error> {
+        self.meta.insert(key, to_json(what, value)?)?;
+        Ok(())
+    }
+
+    fn last_purged(&self) -> Result<Option<LogId<NodeId>>, Error> {
+        self.read_meta(LAST_PURGED_KEY, "last purged log id")
+    }
+
+    /// The log id of the newest entry still in the tree.
+    fn last_entry_id(&self) -> Result<Option<LogId<NodeId>>, Error> {
+        match self.log.last()? {
+            Some((key, value)) => Ok(Some(decode_entry(&key, &value)?.log_id)),
+            None => Ok(None),
+        }
+    }
+
+    /// Removes every entry whose key falls in `range`, as one batch.
+    fn remove_range<R: RangeBounds<[u8; 8]>>(&self, range: R) -> Result<(), Error> {
+        let mut batch = sled::Batch::default();
+        for item in self.log.range(range) {
+            let (key, _) = item?;
+            batch.remove(key);
+        }
+        self.log.apply_batch(batch)?;
+        Ok(())
+    }
+
+    fn append_batch<I: IntoIterator<Item = Entry<TypeConfig>>>(
+        &self,
+        entries: I,
+    ) -> Result<(), Error> {
+        let mut batch = sled::Batch::default();
+        for entry in entries {
+            let index = entry.log_id.index;
+            batch.insert(
+                &index_key(index),
+                to_json(&format!("log entry {index}"), &entry)?,
+            );
+        }
+        self.log.apply_batch(batch)?;
+        Ok(())
+    }
+}
+
+/// The sled key of log index `index`.
+fn index_key(index: u64) -> [u8; 8] {
+    index.to_be_bytes()
+}
+
+fn key_bound(bound: Bound<&u64>) -> Bound<[u8; 8]> {
+    match bound {
+        Bound::Included(i) => Bound::Included(index_key(*i)),
+        Bound::Excluded(i) => Bound::Excluded(index_key(*i)),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Decodes a stored entry and checks it sits under its own index.
+fn decode_entry(key: &[u8], value: &[u8]) -> Result<Entry<TypeConfig>, Error> {
+    let index = <[u8; 8]>::try_from(key)
+        .map(u64::from_be_bytes)
+        .map_err(|_| Error::Corrupt(format!("log key of {} bytes", key.len())))?;
+    let entry: Entry<TypeConfig> = from_json(&format!("log entry {index}"), value)?;
+    if entry.log_id.index != index {
+        return Err(Error::Corrupt(format!(
+            "log entry {} stored under index {index}",
+            entry.log_id.index
+        )));
+    }
+    Ok(entry)
+}
+
+fn read_logs_err(e: Error) -> StorageError<NodeId> {
+    e.storage(ErrorSubject::Logs, ErrorVerb::Read)
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
+        let keys = (key_bound(range.start_bound()), key_bound(range.end_bound()));
+        let mut entries = Vec::new();
+        for item in self.log.range(keys) {
+            let (key, value) = item.map_err(|e| read_logs_err(e.into()))?;
+            entries.push(decode_entry(&key, &value).map_err(read_logs_err)?);
+        }
+        Ok(entries)
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = Self;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<NodeId>> {
+        let last_purged_log_id = self.last_purged().map_err(read_logs_err)?;
+        let last_entry = self.last_entry_id().map_err(read_logs_err)?;
+        // After a purge the tree may be empty; the purged id is then the last.
+        // (`None` orders below any `Some`, and a purge interrupted before its
+        // removals landed can leave entries at or below the purged id.)
+        let last_log_id = std::cmp::max(last_entry, last_purged_log_id);
+        Ok(LogState {
+            last_purged_log_id,
+            last_log_id,
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError<NodeId>> {
+        let write_err = |e: Error| e.storage(ErrorSubject::Vote, ErrorVerb::Write);
+        self.write_meta(VOTE_KEY, "vote", vote).map_err(write_err)?;
+        self.flush().await.map_err(write_err)
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError<NodeId>> {
+        self.read_meta(VOTE_KEY, "vote")
+            .map_err(|e| e.storage(ErrorSubject::Vote, ErrorVerb::Read))
+    }
+
+    /// Not flushed on its own: a committed id lost in a crash is only a hint
+    /// lost (openraft re-learns it), and the next log flush persists it.
+    async fn save_committed(
+        &mut self,
+        committed: Option<LogId<NodeId>>,
+    ) -> Result<(), StorageError<NodeId>> {
+        self.write_meta(COMMITTED_KEY, "committed log id", &committed)
+            .map_err(|e| e.storage(ErrorSubject::Store, ErrorVerb::Write))
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
+        let committed: Option<Option<LogId<NodeId>>> = self
+            .read_meta(COMMITTED_KEY, "committed log id")
+            .map_err(|e| e.storage(ErrorSubject::Store, ErrorVerb::Read))?;
+        Ok(committed.flatten())
+    }
+
+    /// One sled batch and one flush for the whole batch of entries, so
+    /// concurrent client writes batched by openraft share one fsync. Only
+    /// after the flush is openraft told the entries are durable.
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError<NodeId>>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let write_err = |e: Error| e.storage(ErrorSubject::Logs, ErrorVerb::Write);
+        self.append_batch(entries).map_err(write_err)?;
+        match self.flush().await {
+            Ok(()) => {
+                callback.log_io_completed(Ok(()));
+                Ok(())
+            }
+            Err(e) => {
+                callback.log_io_completed(Err(io::Error::other(e.to_string())));
+                Err(write_err(e))
+            }
+        }
+    }
+
+    /// Removes every entry at or after `log_id.index`, durably.
+    async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        let delete_err = |e: Error| e.storage(ErrorSubject::Logs, ErrorVerb::Delete);
+        self.remove_range(index_key(log_id.index)..)
+            .map_err(delete_err)?;
+        self.flush().await.map_err(delete_err)
+    }
+
+    /// Records `log_id` as the last purged id, then removes every entry up
+    /// to and including it. The id is written first so that a crash in
+    /// between never leaves the log state without its purge point.
+    async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        self.write_meta(LAST_PURGED_KEY, "last purged log id", &log_id)
+            .map_err(|e| e.storage(ErrorSubject::Logs, ErrorVerb::Write))?;
+        let delete_err = |e: Error| e.storage(ErrorSubject::Logs, ErrorVerb::Delete);
+        self.remove_range(..=index_key(log_id.index))
+            .map_err(delete_err)?;
+        self.flush().await.map_err(delete_err)
+    }
+}

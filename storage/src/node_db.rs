@@ -1,0 +1,51 @@
+//! One sled database per node directory: which trees it holds and how a node
+//! opens its two stores from it.
+//!
+//! Trees:
+//! - `log`: the Raft log, big-endian `u64` index → JSON [`openraft::Entry`];
+//! - `raft_meta`: vote, committed log id, last purged log id;
+//! - `sm`: the state machine's records *and* its last applied log id and
+//!   membership. They share one tree so that a single sled `Batch` writes
+//!   the records together with the log id they describe (sled batches are
+//!   atomic per tree only);
+//! - `snapshot`: the current snapshot (meta + bytes) and the snapshot counter.
+
+use std::path::Path;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::error::Error;
+use crate::event::Applied;
+use crate::log_store::LogStore;
+use crate::sm_store::StateMachineStore;
+
+/// Name of the Raft log tree.
+pub(crate) const LOG_TREE: &str = "log";
+/// Name of the tree holding vote, committed and last purged log ids.
+pub(crate) const RAFT_META_TREE: &str = "raft_meta";
+/// Name of the state machine tree (records + applied meta).
+pub(crate) const SM_TREE: &str = "sm";
+/// Name of the tree holding the current snapshot.
+pub(crate) const SNAPSHOT_TREE: &str = "snapshot";
+
+/// Opens (or creates) the node's sled database in `dir` and loads both
+/// stores from it.
+///
+/// Synchronous: sled opens its files and replays its log with blocking IO,
+/// and the state machine records are read back into memory here. Call it
+/// before starting Raft (or inside `tokio::task::spawn_blocking`).
+///
+/// `events` receives one [`Applied`] per applied entry that changed the lock
+/// state, and one per installed snapshot; a closed receiver is ignored.
+///
+/// Only one open per directory at a time: sled locks the directory, so every
+/// clone of the returned stores must be dropped before opening it again.
+pub fn open(
+    dir: &Path,
+    events: UnboundedSender<Applied>,
+) -> Result<(LogStore, StateMachineStore), Error> {
+    let db = sled::Config::new().path(dir).open()?;
+    let log = LogStore::open(&db)?;
+    let sm = StateMachineStore::open(&db, events)?;
+    Ok((log, sm))
+}

@@ -1,0 +1,250 @@
+//! The lock state machine persisted in sled: openraft's [`RaftStateMachine`]
+//! over the in-memory [`LockState`] and its `sm` tree records.
+//!
+//! Apply changes the in-memory state, then writes exactly the records it
+//! touched together with the new last applied log id in one sled batch, then
+//! tells the serving layer what happened. It does not flush: the log entries
+//! are durable, so a crash only loses applies that are replayed on restart.
+//! Snapshots flush, so logs purged after one are never needed again.
+
+use std::io::Cursor;
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+
+use openraft::storage::RaftStateMachine;
+use openraft::{
+    Entry, EntryPayload, ErrorSubject, ErrorVerb, LogId, OptionalSend, Snapshot, SnapshotMeta,
+    StorageError, StoredMembership,
+};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::command::Response;
+use crate::error::Error;
+use crate::event::{Applied, Event};
+use crate::node_db::SM_TREE;
+use crate::sm_records::{self, AppliedMeta};
+use crate::snapshot::{SnapshotBuilder, SnapshotPayload, SnapshotStore};
+use crate::state::{Changes, LockState};
+use crate::types::{NodeAddr, NodeId, TypeConfig};
+
+/// The in-memory lock state, shared with the serving layer for reads. Take
+/// the read lock briefly and never across an `.await`.
+pub type SharedState = Arc<RwLock<LockState>>;
+
+/// The applied meta. Only changed while holding [`SharedState`]'s write lock,
+/// and read under its read lock, so the two always agree.
+pub(crate) type SharedMeta = Arc<Mutex<AppliedMeta>>;
+
+/// Takes the state's read lock, refusing a state poisoned by a panic.
+pub(crate) fn read_state(state: &SharedState) -> Result<RwLockReadGuard<'_, LockState>, Error> {
+    state.read().map_err(|_| Error::Poisoned)
+}
+
+/// The replicated lock state machine, persisted in the node's sled database.
+pub struct StateMachineStore {
+    /// The whole database, for flushes.
+    db: sled::Db,
+    /// Records and applied meta.
+    tree: sled::Tree,
+    /// The current snapshot.
+    snapshots: SnapshotStore,
+    /// What the serving layer reads.
+    state: SharedState,
+    /// Last applied log id and membership.
+    meta: SharedMeta,
+    /// Where applied events go; nobody listening is fine.
+    events: UnboundedSender<Applied>,
+}
+
+impl StateMachineStore {
+    /// Loads the state machine from `db`. If the stored snapshot is ahead of
+    /// the records (a crash inside an install), the snapshot wins.
+    pub(crate) fn open(db: &sled::Db, events: UnboundedSender<Applied>) -> Result<Self, Error> {
+        let tree = db.open_tree(SM_TREE)?;
+        let (parts, meta) = sm_records::load(&tree)?;
+        let store = Self {
+            db: db.clone(),
+            tree,
+            snapshots: SnapshotStore::open(db)?,
+            state: Arc::new(RwLock::new(LockState::from_parts(parts))),
+            meta: Arc::new(Mutex::new(meta.clone())),
+            events,
+        };
+        if let Some((snapshot, data)) = store.snapshots.current()? {
+            if snapshot.last_log_id > meta.last_applied {
+                store.replace_state(&snapshot, SnapshotPayload::decode(&snapshot, &data)?)?;
+                store.db.flush()?;
+            }
+        }
+        Ok(store)
+    }
+
+    /// The in-memory lock state, for reads by the serving layer.
+    pub fn state(&self) -> SharedState {
+        self.state.clone()
+    }
+
+    /// The last applied log id and membership.
+    pub fn applied(
+        &self,
+    ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, NodeAddr>), Error> {
+        let meta = self.meta.lock().map_err(|_| Error::Poisoned)?;
+        Ok((meta.last_applied, meta.membership.clone()))
+    }
+
+    /// Makes every write so far durable. Call it on shutdown.
+    pub async fn flush(&self) -> Result<(), Error> {
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
+    /// Applies `entries` to the state and persists what they changed. Returns
+    /// one response per entry and the events of each entry that had some.
+    ///
+    /// The sled batch is applied while the write lock is held (a blocking but
+    /// in-memory write, no `.await`): a snapshot built concurrently then only
+    /// sees state whose records are already in sled, so its flush covers them.
+    fn apply_entries<I>(&self, entries: I) -> Result<(Vec<Response>, Vec<(u64, Vec<Event>)>), Error>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>>,
+    {
+        let mut state = self.state.write().map_err(|_| Error::Poisoned)?;
+        let mut meta = self.meta.lock().map_err(|_| Error::Poisoned)?.clone();
+        let mut dirty = Changes::default();
+        let mut responses = Vec::new();
+        let mut events = Vec::new();
+        for entry in entries {
+            meta.last_applied = Some(entry.log_id);
+            let response = match entry.payload {
+                EntryPayload::Blank => Response::None,
+                EntryPayload::Normal(request) => {
+                    let mut changes = Changes::default();
+                    let response = state.apply(entry.log_id.index, &request, &mut changes);
+                    dirty.leases.append(&mut changes.leases);
+                    dirty.locks.append(&mut changes.locks);
+                    dirty.clients.append(&mut changes.clients);
+                    if !changes.events.is_empty() {
+                        events.push((entry.log_id.index, changes.events));
+                    }
+                    response
+                }
+                EntryPayload::Membership(membership) => {
+                    meta.membership = StoredMembership::new(Some(entry.log_id), membership);
+                    Response::None
+                }
+            };
+            responses.push(response);
+        }
+        let mut batch = sled::Batch::default();
+        sm_records::write_changes(&mut batch, &state, &dirty)?;
+        sm_records::write_meta(&mut batch, &meta)?;
+        self.tree.apply_batch(batch)?;
+        *self.meta.lock().map_err(|_| Error::Poisoned)? = meta;
+        Ok((responses, events))
+    }
+
+    /// Replaces the state, the `sm` tree and the applied meta with the
+    /// snapshot's. Does not flush.
+    fn replace_state(
+        &self,
+        snapshot: &SnapshotMeta<NodeId, NodeAddr>,
+        payload: SnapshotPayload,
+    ) -> Result<(), Error> {
+        let meta = AppliedMeta {
+            last_applied: snapshot.last_log_id,
+            membership: snapshot.last_membership.clone(),
+        };
+        let batch = sm_records::replace_all(&self.tree, &payload.state, &meta)?;
+        let new_state = LockState::from_parts(payload.state);
+        let mut state = self.state.write().map_err(|_| Error::Poisoned)?;
+        self.tree.apply_batch(batch)?;
+        *state = new_state;
+        *self.meta.lock().map_err(|_| Error::Poisoned)? = meta;
+        Ok(())
+    }
+
+    async fn install(
+        &mut self,
+        snapshot: &SnapshotMeta<NodeId, NodeAddr>,
+        data: Vec<u8>,
+    ) -> Result<(), Error> {
+        // Decode before touching the disk: a bad snapshot changes nothing.
+        let payload = SnapshotPayload::decode(snapshot, &data)?;
+        self.snapshots.store(snapshot, &data)?;
+        self.replace_state(snapshot, payload)?;
+        self.flush().await?;
+        let index = snapshot.last_log_id.map_or(0, |l| l.index);
+        // No listener is fine.
+        let _ = self.events.send(Applied::Snapshot { index });
+        Ok(())
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachineStore {
+    type SnapshotBuilder = SnapshotBuilder;
+
+    async fn applied_state(
+        &mut self,
+    ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, NodeAddr>), StorageError<NodeId>>
+    {
+        self.applied()
+            .map_err(|e| e.storage(ErrorSubject::StateMachine, ErrorVerb::Read))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Response>, StorageError<NodeId>>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let (responses, events) = self
+            .apply_entries(entries)
+            .map_err(|e| e.storage(ErrorSubject::StateMachine, ErrorVerb::Write))?;
+        for (index, events) in events {
+            // No listener is fine.
+            let _ = self.events.send(Applied::Entry { index, events });
+        }
+        Ok(responses)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        SnapshotBuilder {
+            db: self.db.clone(),
+            state: self.state.clone(),
+            meta: self.meta.clone(),
+            snapshots: self.snapshots.clone(),
+        }
+    }
+
+    async fn begin_receiving_snapshot(
+        &mut self,
+    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<NodeId>> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta<NodeId, NodeAddr>,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError<NodeId>> {
+        self.install(meta, snapshot.into_inner())
+            .await
+            .map_err(|e| {
+                e.storage(
+                    ErrorSubject::Snapshot(Some(meta.signature())),
+                    ErrorVerb::Write,
+                )
+            })
+    }
+
+    async fn get_current_snapshot(
+        &mut self,
+    ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
+        let current = self
+            .snapshots
+            .current()
+            .map_err(|e| e.storage(ErrorSubject::Snapshot(None), ErrorVerb::Read))?;
+        Ok(current.map(|(meta, data)| Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(data)),
+        }))
+    }
+}

@@ -1,0 +1,161 @@
+//! Snapshots: what their bytes hold, where the current one is kept (the
+//! `snapshot` tree), and the [`SnapshotBuilder`] openraft runs to make one.
+
+use std::io::Cursor;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use openraft::{
+    ErrorSubject, ErrorVerb, LogId, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageError,
+    StoredMembership,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{from_json, to_json, Error};
+use crate::node_db::SNAPSHOT_TREE;
+use crate::sm_records::AppliedMeta;
+use crate::sm_store::{read_state, SharedMeta, SharedState};
+use crate::state::StateParts;
+use crate::types::{NodeAddr, NodeId, TypeConfig};
+
+const META_KEY: &[u8] = b"meta";
+const DATA_KEY: &[u8] = b"data";
+const COUNTER_KEY: &[u8] = b"counter";
+
+/// The bytes of a snapshot: the whole lock state and the log position it is
+/// at, as JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SnapshotPayload {
+    /// Last entry whose effects are in `state`.
+    pub(crate) last_applied: Option<LogId<NodeId>>,
+    /// Last membership applied.
+    pub(crate) membership: StoredMembership<NodeId, NodeAddr>,
+    /// Every record.
+    pub(crate) state: StateParts,
+}
+
+impl SnapshotPayload {
+    /// Decodes received or stored snapshot bytes, checking they are at the
+    /// log position `meta` says.
+    pub(crate) fn decode(
+        meta: &SnapshotMeta<NodeId, NodeAddr>,
+        data: &[u8],
+    ) -> Result<Self, Error> {
+        let payload: Self = from_json("snapshot", data)?;
+        if payload.last_applied != meta.last_log_id {
+            return Err(Error::Corrupt(format!(
+                "snapshot {} holds the state at {:?} but its meta says {:?}",
+                meta.snapshot_id, payload.last_applied, meta.last_log_id
+            )));
+        }
+        Ok(payload)
+    }
+}
+
+/// The current snapshot in sled, and the counter that keeps snapshot ids
+/// unique across restarts.
+#[derive(Debug, Clone)]
+pub(crate) struct SnapshotStore {
+    tree: sled::Tree,
+    /// Snapshots built so far on this node (persisted with each snapshot).
+    counter: Arc<AtomicU64>,
+}
+
+impl SnapshotStore {
+    pub(crate) fn open(db: &sled::Db) -> Result<Self, Error> {
+        let tree = db.open_tree(SNAPSHOT_TREE)?;
+        let counter = match tree.get(COUNTER_KEY)? {
+            Some(bytes) => from_json("snapshot counter", &bytes)?,
+            None => 0,
+        };
+        Ok(Self {
+            tree,
+            counter: Arc::new(AtomicU64::new(counter)),
+        })
+    }
+
+    /// A fresh id, `{term}-{index}-{counter}` (`0-0-{counter}` before any
+    /// entry was applied).
+    fn next_id(&self, last: Option<LogId<NodeId>>) -> String {
+        let n = self.counter.fetch_add(1, Ordering::SeqCst) + 1;
+        let (term, index) = last.map_or((0, 0), |l| (l.leader_id.term, l.index));
+        format!("{term}-{index}-{n}")
+    }
+
+    /// Stores `meta` and `data` as the current snapshot (one batch). Not
+    /// flushed: the caller flushes once everything it changed is written.
+    pub(crate) fn store(
+        &self,
+        meta: &SnapshotMeta<NodeId, NodeAddr>,
+        data: &[u8],
+    ) -> Result<(), Error> {
+        let mut batch = sled::Batch::default();
+        batch.insert(META_KEY, to_json("snapshot meta", meta)?);
+        batch.insert(DATA_KEY, data);
+        batch.insert(
+            COUNTER_KEY,
+            to_json("snapshot counter", &self.counter.load(Ordering::SeqCst))?,
+        );
+        self.tree.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// The current snapshot, if one was built or installed.
+    pub(crate) fn current(
+        &self,
+    ) -> Result<Option<(SnapshotMeta<NodeId, NodeAddr>, Vec<u8>)>, Error> {
+        let (Some(meta), Some(data)) = (self.tree.get(META_KEY)?, self.tree.get(DATA_KEY)?) else {
+            return Ok(None);
+        };
+        Ok(Some((from_json("snapshot meta", &meta)?, data.to_vec())))
+    }
+}
+
+/// Builds snapshots of the state machine, possibly while it keeps applying.
+pub struct SnapshotBuilder {
+    pub(crate) db: sled::Db,
+    pub(crate) state: SharedState,
+    pub(crate) meta: SharedMeta,
+    pub(crate) snapshots: SnapshotStore,
+}
+
+impl SnapshotBuilder {
+    /// Copies the state and its applied meta under the state's read lock, so
+    /// the two agree (apply updates both under the write lock).
+    fn capture(&self) -> Result<SnapshotPayload, Error> {
+        let state = read_state(&self.state)?;
+        let meta: AppliedMeta = self.meta.lock().map_err(|_| Error::Poisoned)?.clone();
+        Ok(SnapshotPayload {
+            last_applied: meta.last_applied,
+            membership: meta.membership,
+            state: state.to_parts(),
+        })
+    }
+
+    async fn build(&mut self) -> Result<Snapshot<TypeConfig>, Error> {
+        let payload = self.capture()?;
+        let data = to_json("snapshot", &payload)?;
+        let snapshot_id = self.snapshots.next_id(payload.last_applied);
+        let meta = SnapshotMeta {
+            last_log_id: payload.last_applied,
+            last_membership: payload.membership,
+            snapshot_id,
+        };
+        self.snapshots.store(&meta, &data)?;
+        // The snapshot and every state record up to it become durable before
+        // openraft may purge the logs it covers.
+        self.db.flush_async().await?;
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(data)),
+        })
+    }
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
+        self.build()
+            .await
+            .map_err(|e| e.storage(ErrorSubject::Snapshot(None), ErrorVerb::Write))
+    }
+}

@@ -1,0 +1,345 @@
+//! The lock state machine: leases, locks (mutex, read-write, semaphore,
+//! election), FIFO waiters, fencing tokens and the exactly-once reply table.
+//!
+//! Pure logic. [`LockState::apply`] is a function of the state, the entry's
+//! log index and the request; it reads no clock and does no IO. What changed
+//! is recorded in [`Changes`] so the sled store can persist exactly those
+//! records and the node can push events to waiting callers.
+//!
+//! # Layout
+//!
+//! - this file: the public records, [`LockState`], dispatch and queries;
+//! - `lease_table`: live leases and the derived lease → attachments index;
+//! - `lock_table`: the lock commands (acquire, release, cancel, force
+//!   release, proclaim) and ending every attachment of dying leases;
+//! - `queue`: compatibility rules and granting waiters from the queue head;
+//! - `session_table`: the exactly-once reply table with LRU eviction;
+//! - `bounds`: the input checks on names, owners, values, modes and TTLs.
+
+mod bounds;
+mod lease_table;
+mod lock_table;
+mod queue;
+mod session_table;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::command::{Command, CommandError, Fence, LeaseId, Mode, Request, Response};
+use crate::event::{EndReason, Event};
+
+use lease_table::LeaseTable;
+use lock_table::{AcquireRequest, LockTable};
+use session_table::{Admission, SessionTable};
+
+/// A live lease.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The log index of the entry that granted it.
+    pub id: LeaseId,
+    /// Time to live after the last keep-alive, in milliseconds.
+    pub ttl_ms: u64,
+    /// Proposer wall clock at grant, for display.
+    pub granted_at_ms: u64,
+}
+
+/// One holder of a lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holder {
+    /// The client-chosen owner token.
+    pub owner: String,
+    /// The lease the hold lives and dies with.
+    pub lease: LeaseId,
+    /// How the lock is held.
+    pub mode: Mode,
+    /// Log index of the entry that granted the hold.
+    pub fence: Fence,
+    /// Re-entry depth, at least 1.
+    pub count: u32,
+    /// Proposer wall clock at grant, for display (hold durations).
+    pub granted_at_ms: u64,
+    /// Published value (elections).
+    pub value: Option<Vec<u8>>,
+}
+
+/// One queued request for a lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Waiter {
+    /// The client-chosen owner token.
+    pub owner: String,
+    /// The lease the wait lives and dies with.
+    pub lease: LeaseId,
+    /// The mode asked for.
+    pub mode: Mode,
+    /// Proposer wall clock when queued, for display.
+    pub queued_at_ms: u64,
+    /// The value to publish once granted (elections).
+    pub value: Option<Vec<u8>>,
+}
+
+/// A lock with at least one holder or waiter. Locks with neither are removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lock {
+    /// The lock's name.
+    pub name: String,
+    /// `Some(limit)` for a semaphore; `None` for a mutex / read-write lock.
+    pub semaphore_limit: Option<u32>,
+    /// In grant order.
+    pub holders: Vec<Holder>,
+    /// FIFO.
+    pub waiters: std::collections::VecDeque<Waiter>,
+}
+
+impl Lock {
+    /// The hold of `owner`, if it holds the lock.
+    pub fn holder(&self, owner: &str) -> Option<&Holder> {
+        self.holders.iter().find(|h| h.owner == owner)
+    }
+
+    /// The queue position of `owner` (0 = next in line), if it waits.
+    pub fn waiter_position(&self, owner: &str) -> Option<usize> {
+        self.waiters.iter().position(|w| w.owner == owner)
+    }
+}
+
+/// Replies remembered for one client (exactly-once retries).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ClientSession {
+    /// Replies by sequence number.
+    pub replies: BTreeMap<u64, Response>,
+    /// Replies below this were forgotten; a retry of one is `StaleRequest`.
+    pub forgotten_below: u64,
+    /// Log index of the last request seen, for least-recently-used eviction.
+    pub last_index: u64,
+}
+
+/// Which records an apply step touched. The store rewrites (or deletes, when
+/// absent from the state) exactly these.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// Leases granted or ended.
+    pub leases: BTreeSet<LeaseId>,
+    /// Locks whose record changed or that were removed.
+    pub locks: BTreeSet<String>,
+    /// Client sessions that changed or were evicted.
+    pub clients: BTreeSet<Uuid>,
+    /// Events for the serving layer, in order.
+    pub events: Vec<Event>,
+}
+
+/// The whole replicated lock state.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct LockState {
+    /// Live leases and what is attached to each.
+    leases: LeaseTable,
+    /// Every lock with a holder or a waiter.
+    locks: LockTable,
+    /// Remembered replies per client.
+    sessions: SessionTable,
+}
+
+/// Serializable form of the state, used for snapshots and for loading the
+/// records back from sled.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateParts {
+    /// By id.
+    pub leases: Vec<Lease>,
+    /// By name.
+    pub locks: Vec<Lock>,
+    /// By client id.
+    pub clients: Vec<(Uuid, ClientSession)>,
+}
+
+/// What one apply step needs besides the state: where it is in the log and
+/// where to record what it did.
+struct Step<'a> {
+    /// Log index of the entry being applied: lease ids and fences.
+    index: u64,
+    /// Proposer wall clock, for display fields only.
+    time_ms: u64,
+    /// What this step touched.
+    changes: &'a mut Changes,
+}
+
+impl LockState {
+    /// Rebuilds the state (and its derived indexes) from stored records.
+    pub fn from_parts(parts: StateParts) -> Self {
+        let mut leases = LeaseTable::from_leases(parts.leases);
+        let locks = LockTable::from_locks(parts.locks, &mut leases);
+        let sessions = SessionTable::from_sessions(parts.clients);
+        Self {
+            leases,
+            locks,
+            sessions,
+        }
+    }
+
+    /// The records, for a snapshot.
+    pub fn to_parts(&self) -> StateParts {
+        StateParts {
+            leases: self.leases.iter().cloned().collect(),
+            locks: self.locks.iter().cloned().collect(),
+            clients: self
+                .sessions
+                .iter()
+                .map(|(id, s)| (*id, s.clone()))
+                .collect(),
+        }
+    }
+
+    /// Applies the request carried by the entry at `index`.
+    pub fn apply(&mut self, index: u64, request: &Request, changes: &mut Changes) -> Response {
+        let Some(origin) = &request.origin else {
+            return self.execute(index, request, changes);
+        };
+        match self.sessions.admit(origin, index, changes) {
+            Admission::Replay(reply) => reply,
+            Admission::Stale => Response::Rejected(CommandError::StaleRequest { seq: origin.seq }),
+            Admission::Apply => {
+                let reply = self.execute(index, request, changes);
+                self.sessions.record(origin, &reply, changes);
+                reply
+            }
+        }
+    }
+
+    /// Runs the command itself; a refusal leaves `changes` untouched.
+    fn execute(&mut self, index: u64, request: &Request, changes: &mut Changes) -> Response {
+        let mut step = Step {
+            index,
+            time_ms: request.time_ms,
+            changes,
+        };
+        let result = match &request.command {
+            Command::GrantLease { ttl_ms } => self.leases.grant(*ttl_ms, &mut step),
+            Command::RevokeLease { id } => self.revoke_lease(*id, &mut step),
+            Command::ExpireLeases { ids } => Ok(self.expire_leases(ids, &mut step)),
+            Command::Acquire {
+                name,
+                owner,
+                lease,
+                mode,
+                wait,
+                value,
+            } => {
+                let request = AcquireRequest {
+                    name,
+                    owner,
+                    lease: *lease,
+                    mode: *mode,
+                    wait: *wait,
+                    value,
+                };
+                self.locks.acquire(&request, &mut self.leases, &mut step)
+            }
+            Command::Release { name, owner } => {
+                self.locks.release(name, owner, &mut self.leases, &mut step)
+            }
+            Command::Cancel { name, owner } => {
+                Ok(self.locks.cancel(name, owner, &mut self.leases, &mut step))
+            }
+            Command::ForceRelease { name } => {
+                Ok(self.locks.force_release(name, &mut self.leases, &mut step))
+            }
+            Command::Proclaim { name, owner, value } => {
+                self.locks.proclaim(name, owner, value, &mut step)
+            }
+        };
+        result.unwrap_or_else(Response::Rejected)
+    }
+
+    fn revoke_lease(&mut self, id: LeaseId, step: &mut Step<'_>) -> Result<Response, CommandError> {
+        if self.leases.get(id).is_none() {
+            return Err(CommandError::LeaseNotFound(id));
+        }
+        let ids = BTreeSet::from([id]);
+        let released = self.end_leases(&ids, EndReason::LeaseRevoked, step);
+        Ok(Response::LeaseRevoked { id, released })
+    }
+
+    fn expire_leases(&mut self, ids: &[LeaseId], step: &mut Step<'_>) -> Response {
+        let mut live = BTreeSet::new();
+        // Keep the caller's order, without duplicates, for the reply.
+        let mut expired = Vec::new();
+        for &id in ids {
+            if self.leases.get(id).is_some() && live.insert(id) {
+                expired.push(id);
+            }
+        }
+        self.end_leases(&live, EndReason::LeaseExpired, step);
+        Response::LeasesExpired { ids: expired }
+    }
+
+    /// Ends the (existing) leases `ids`: every hold and wait attached to them
+    /// ends, the freed locks go to their next waiters, then the leases go.
+    /// Returns how many holds ended.
+    fn end_leases(
+        &mut self,
+        ids: &BTreeSet<LeaseId>,
+        reason: EndReason,
+        step: &mut Step<'_>,
+    ) -> u32 {
+        let released = self.locks.end_leases(ids, reason, &mut self.leases, step);
+        for &id in ids {
+            self.leases.remove(id);
+            step.changes.leases.insert(id);
+            step.changes.events.push(Event::LeaseEnded { id, reason });
+        }
+        released
+    }
+
+    /// A live lease.
+    pub fn lease(&self, id: LeaseId) -> Option<&Lease> {
+        self.leases.get(id)
+    }
+
+    /// Every live lease, by id.
+    pub fn leases(&self) -> impl Iterator<Item = &Lease> + '_ {
+        self.leases.iter()
+    }
+
+    /// (lock name, owner, held = true / waiting = false) attached to a lease.
+    pub fn lease_attachments(&self, id: LeaseId) -> Vec<(String, String, bool)> {
+        self.leases
+            .attachments(id)
+            .map(|((name, owner), held)| (name.clone(), owner.clone(), held))
+            .collect()
+    }
+
+    /// A lock with a holder or a waiter.
+    pub fn lock(&self, name: &str) -> Option<&Lock> {
+        self.locks.get(name)
+    }
+
+    /// Every lock, by name.
+    pub fn locks(&self) -> impl Iterator<Item = &Lock> + '_ {
+        self.locks.iter()
+    }
+
+    /// Locks whose name starts with `prefix`, in name order, at most `limit`.
+    pub fn locks_with_prefix(&self, prefix: &str, limit: usize) -> Vec<&Lock> {
+        self.locks.with_prefix(prefix, limit)
+    }
+
+    /// Whether `fence` is the token of a current holder of `name`.
+    pub fn check(&self, name: &str, fence: Fence) -> bool {
+        self.locks
+            .get(name)
+            .is_some_and(|lock| lock.holders.iter().any(|h| h.fence == fence))
+    }
+
+    /// A client's stored record, for persistence.
+    pub fn client(&self, id: &Uuid) -> Option<&ClientSession> {
+        self.sessions.get(id)
+    }
+
+    /// Every remembered client session, by client id.
+    pub fn clients(&self) -> impl Iterator<Item = (&Uuid, &ClientSession)> + '_ {
+        self.sessions.iter()
+    }
+}

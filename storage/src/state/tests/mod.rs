@@ -1,0 +1,236 @@
+//! Unit tests for the lock state machine: a small harness that applies
+//! commands at increasing log indexes and checks the invariants after each.
+
+mod leases;
+mod locks;
+mod random;
+mod rejections;
+mod sessions;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::queue::Occupancy;
+use super::{Changes, LockState};
+use crate::command::{ClientSeq, Command, LeaseId, Mode, Request, Response};
+use crate::event::Event;
+
+/// A state plus the next log index to apply at.
+struct Harness {
+    state: LockState,
+    /// Index of the last applied entry.
+    index: u64,
+}
+
+impl Harness {
+    fn new() -> Self {
+        Self {
+            state: LockState::default(),
+            index: 0,
+        }
+    }
+
+    /// Applies `command` (no client origin) at the next index.
+    fn run(&mut self, command: Command) -> (Response, Changes) {
+        self.run_request(Request {
+            origin: None,
+            time_ms: 1_000 + self.index,
+            command,
+        })
+    }
+
+    /// Applies `command` on behalf of a client.
+    fn run_as(&mut self, origin: ClientSeq, command: Command) -> (Response, Changes) {
+        self.run_request(Request {
+            origin: Some(origin),
+            time_ms: 1_000 + self.index,
+            command,
+        })
+    }
+
+    fn run_request(&mut self, request: Request) -> (Response, Changes) {
+        self.index += 1;
+        let mut changes = Changes::default();
+        let reply = self.state.apply(self.index, &request, &mut changes);
+        for event in &changes.events {
+            if let Event::Granted { fence, .. } = event {
+                assert_eq!(*fence, self.index, "a grant's fence is its entry's index");
+            }
+        }
+        check_invariants(&self.state);
+        (reply, changes)
+    }
+
+    /// Applies and returns only the reply.
+    fn reply(&mut self, command: Command) -> Response {
+        self.run(command).0
+    }
+
+    /// Grants a lease and returns its id.
+    fn lease(&mut self) -> LeaseId {
+        match self.reply(Command::GrantLease { ttl_ms: 10_000 }) {
+            Response::LeaseGranted { id, .. } => id,
+            other => panic!("lease grant failed: {other:?}"),
+        }
+    }
+
+    fn holders(&self, name: &str) -> Vec<String> {
+        self.state
+            .lock(name)
+            .map(|l| l.holders.iter().map(|h| h.owner.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    fn waiters(&self, name: &str) -> Vec<String> {
+        self.state
+            .lock(name)
+            .map(|l| l.waiters.iter().map(|w| w.owner.clone()).collect())
+            .unwrap_or_default()
+    }
+}
+
+fn acquire(name: &str, owner: &str, lease: LeaseId, mode: Mode, wait: bool) -> Command {
+    Command::Acquire {
+        name: name.into(),
+        owner: owner.into(),
+        lease,
+        mode,
+        wait,
+        value: None,
+    }
+}
+
+fn release(name: &str, owner: &str) -> Command {
+    Command::Release {
+        name: name.into(),
+        owner: owner.into(),
+    }
+}
+
+fn cancel(name: &str, owner: &str) -> Command {
+    Command::Cancel {
+        name: name.into(),
+        owner: owner.into(),
+    }
+}
+
+fn permits(count: u32, limit: u32) -> Mode {
+    Mode::Permits { count, limit }
+}
+
+/// The grants an apply step announced, as (name, owner).
+fn grants(changes: &Changes) -> Vec<(String, String)> {
+    changes
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Granted { name, owner, .. } => Some((name.clone(), owner.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Checks everything that must hold after any apply step.
+fn check_invariants(state: &LockState) {
+    let live: BTreeSet<LeaseId> = state.leases().map(|l| l.id).collect();
+    let mut expected: BTreeMap<LeaseId, Vec<(String, String, bool)>> = BTreeMap::new();
+    for lock in state.locks() {
+        let name = &lock.name;
+        assert!(
+            !lock.holders.is_empty() || !lock.waiters.is_empty(),
+            "{name}: empty lock kept"
+        );
+        let mut owners = BTreeSet::new();
+        for holder in &lock.holders {
+            assert!(
+                owners.insert(&holder.owner),
+                "{name}: {} appears twice",
+                holder.owner
+            );
+            assert!(holder.count >= 1, "{name}: zero count");
+            assert!(state.check(name, holder.fence));
+            expected.entry(holder.lease).or_default().push((
+                name.clone(),
+                holder.owner.clone(),
+                true,
+            ));
+        }
+        for waiter in &lock.waiters {
+            assert!(
+                owners.insert(&waiter.owner),
+                "{name}: {} appears twice",
+                waiter.owner
+            );
+            expected.entry(waiter.lease).or_default().push((
+                name.clone(),
+                waiter.owner.clone(),
+                false,
+            ));
+        }
+        let exclusive = lock
+            .holders
+            .iter()
+            .filter(|h| h.mode == Mode::Exclusive)
+            .count();
+        assert!(
+            exclusive == 0 || lock.holders.len() == 1,
+            "{name}: exclusive holder shares"
+        );
+        match lock.semaphore_limit {
+            Some(limit) => {
+                let mut held = 0u64;
+                for mode in lock
+                    .holders
+                    .iter()
+                    .map(|h| h.mode)
+                    .chain(lock.waiters.iter().map(|w| w.mode))
+                {
+                    assert!(
+                        matches!(mode, Mode::Permits { limit: l, .. } if l == limit),
+                        "{name}: {mode:?}"
+                    );
+                }
+                for holder in &lock.holders {
+                    if let Mode::Permits { count, .. } = holder.mode {
+                        held += u64::from(count);
+                    }
+                }
+                assert!(
+                    held <= u64::from(limit),
+                    "{name}: {held} permits held of {limit}"
+                );
+            }
+            None => {
+                let modes = lock
+                    .holders
+                    .iter()
+                    .map(|h| h.mode)
+                    .chain(lock.waiters.iter().map(|w| w.mode));
+                for mode in modes {
+                    assert!(
+                        !matches!(mode, Mode::Permits { .. }),
+                        "{name}: permits on a mutex"
+                    );
+                }
+            }
+        }
+        if let Some(head) = lock.waiters.front() {
+            let fits = Occupancy::of(lock).fits(head.mode, lock.semaphore_limit);
+            assert!(
+                !fits,
+                "{name}: head waiter {} fits but was not granted",
+                head.owner
+            );
+        }
+    }
+    for (lease, attachments) in &mut expected {
+        assert!(
+            live.contains(lease),
+            "lease {lease} is gone but still attached"
+        );
+        attachments.sort();
+    }
+    for id in &live {
+        let want = expected.remove(id).unwrap_or_default();
+        assert_eq!(state.lease_attachments(*id), want, "lease {id} index");
+    }
+}

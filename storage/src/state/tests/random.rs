@@ -1,0 +1,202 @@
+//! Random command sequences: invariants after every step, retries replay,
+//! and a state rebuilt from its parts behaves exactly like the original.
+
+use uuid::Uuid;
+
+use super::*;
+use crate::state::StateParts;
+
+/// xorshift64*: deterministic, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+const NAMES: [&str; 4] = ["m", "rw", "s", "e"];
+const OWNERS: [&str; 5] = ["o0", "o1", "o2", "o3", "o4"];
+
+fn random_mode(rng: &mut Rng, name: &str) -> Mode {
+    if rng.below(20) == 0 {
+        // Occasionally the wrong kind for the name.
+        return *rng.pick(&[Mode::Exclusive, Mode::Shared, permits(1, 3), permits(0, 1)]);
+    }
+    match name {
+        "rw" => *rng.pick(&[Mode::Shared, Mode::Shared, Mode::Exclusive]),
+        "s" => permits(1 + rng.below(4) as u32, 4),
+        _ => Mode::Exclusive,
+    }
+}
+
+fn random_command(rng: &mut Rng, leases: &[LeaseId]) -> Command {
+    let lease = if leases.is_empty() {
+        0
+    } else {
+        *rng.pick(leases)
+    };
+    let name = rng.pick(&NAMES).to_string();
+    let owner = rng.pick(&OWNERS).to_string();
+    match rng.below(100) {
+        0..=7 => Command::GrantLease {
+            ttl_ms: *rng.pick(&[1_000, 1_000, 1_000, 0]),
+        },
+        8..=11 => Command::RevokeLease { id: lease },
+        12..=15 => {
+            let ids = (0..=rng.below(3))
+                .map(|_| *rng.pick(leases.get(..).filter(|l| !l.is_empty()).unwrap_or(&[0])))
+                .collect();
+            Command::ExpireLeases { ids }
+        }
+        16..=59 => Command::Acquire {
+            mode: random_mode(rng, &name),
+            value: (name == "e").then(|| owner.clone().into_bytes()),
+            wait: rng.below(5) != 0,
+            name,
+            owner,
+            lease,
+        },
+        60..=79 => Command::Release { name, owner },
+        80..=87 => Command::Cancel { name, owner },
+        88..=91 => Command::ForceRelease { name },
+        _ => Command::Proclaim {
+            name,
+            owner,
+            value: vec![rng.below(256) as u8],
+        },
+    }
+}
+
+/// Rebuilds a state from its parts, through JSON as the store would.
+fn round_trip(state: &LockState) -> LockState {
+    let parts = state.to_parts();
+    let json = serde_json::to_string(&parts).unwrap_or_else(|e| panic!("parts serialize: {e}"));
+    let back: StateParts =
+        serde_json::from_str(&json).unwrap_or_else(|e| panic!("parts deserialize: {e}"));
+    assert_eq!(back, parts);
+    let rebuilt = LockState::from_parts(back);
+    assert_eq!(rebuilt, *state, "from_parts(to_parts(s)) != s");
+    rebuilt
+}
+
+fn run_seed(seed: u64, steps: usize) {
+    let mut rng = Rng(seed);
+    let mut h = Harness::new();
+    let mut shadow = LockState::default();
+    let mut leases: Vec<LeaseId> = Vec::new();
+    let mut max_fence: BTreeMap<String, u64> = BTreeMap::new();
+    let clients = [Uuid::from_u128(1), Uuid::from_u128(2)];
+    let mut next_seq = [0u64; 2];
+    let mut last: [Option<(Request, Response)>; 2] = [None, None];
+
+    for step in 0..steps {
+        if step % 97 == 0 {
+            shadow = round_trip(&h.state);
+        }
+        let who = rng.below(4) as usize;
+        let retry = who < 2 && rng.below(10) == 0 && last[who].is_some();
+        let request = if retry {
+            last[who]
+                .as_ref()
+                .map(|(r, _)| r.clone())
+                .unwrap_or_else(|| unreachable!())
+        } else {
+            let command = random_command(&mut rng, &leases);
+            let origin = (who < 2).then(|| {
+                next_seq[who] += 1;
+                let acked_below = next_seq[who].saturating_sub(rng.below(4));
+                ClientSeq {
+                    client: clients[who],
+                    seq: next_seq[who],
+                    acked_below,
+                }
+            });
+            Request {
+                origin,
+                time_ms: step as u64,
+                command,
+            }
+        };
+        let before = retry.then(|| h.state.to_parts());
+        let (reply, changes) = h.run_request(request.clone());
+
+        let mut shadow_changes = Changes::default();
+        let shadow_reply = shadow.apply(h.index, &request, &mut shadow_changes);
+        assert_eq!(
+            shadow_reply, reply,
+            "step {step}: rebuilt state answered differently"
+        );
+        assert_eq!(shadow_changes.events, changes.events);
+        assert_eq!(shadow_changes.locks, changes.locks);
+
+        if let (Some(before), Some((_, original))) = (before, &last[who]) {
+            assert_eq!(&reply, original, "step {step}: a retry must replay");
+            let after = h.state.to_parts();
+            assert_eq!((before.leases, before.locks), (after.leases, after.locks));
+            assert!(changes.events.is_empty());
+        } else if who < 2 {
+            last[who] = Some((request.clone(), reply.clone()));
+        }
+
+        if let Response::LeaseGranted { id, .. } = reply {
+            leases.push(id);
+        }
+        if let Response::Granted { fence, .. } = reply {
+            if let Command::Acquire { name, owner, .. } = &request.command {
+                let held = h
+                    .state
+                    .lock(name)
+                    .and_then(|l| l.holder(owner))
+                    .map(|x| x.fence);
+                if !retry {
+                    assert_eq!(
+                        held,
+                        Some(fence),
+                        "step {step}: reply fence is the hold's fence"
+                    );
+                }
+            }
+        }
+        for event in &changes.events {
+            if let Event::Granted { name, fence, .. } = event {
+                let previous = max_fence.get(name).copied().unwrap_or(0);
+                assert!(
+                    *fence > previous,
+                    "step {step}: fence {fence} for {name} not above {previous}"
+                );
+            }
+        }
+        for event in &changes.events {
+            if let Event::Granted { name, fence, .. } = event {
+                max_fence.insert(name.clone(), *fence);
+            }
+        }
+    }
+    round_trip(&h.state);
+}
+
+#[test]
+fn random_sequences_keep_the_invariants() {
+    for seed in [1, 2, 3, 0x9E37_79B9_7F4A_7C15, 42] {
+        run_seed(seed, 3_000);
+    }
+}
+
+#[test]
+fn an_empty_state_round_trips() {
+    let state = LockState::default();
+    assert_eq!(state.to_parts(), StateParts::default());
+    assert_eq!(round_trip(&state), state);
+}

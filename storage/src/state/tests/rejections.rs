@@ -1,0 +1,274 @@
+//! Every bad input is refused and changes nothing but the reply table.
+
+use uuid::Uuid;
+
+use super::*;
+use crate::limits::{
+    MAX_LEASES, MAX_NAME_LEN, MAX_OWNER_LEN, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_VALUE_LEN,
+    MAX_WAITERS_PER_LOCK, MIN_TTL_MS,
+};
+use crate::state::{Lease, StateParts};
+
+/// Applies `command` and asserts it was refused without any effect.
+fn assert_refused(h: &mut Harness, command: Command) -> CommandError {
+    let before = h.state.to_parts();
+    let (reply, changes) = h.run(command.clone());
+    let Response::Rejected(error) = reply else {
+        panic!("{command:?} was not refused: {reply:?}");
+    };
+    assert_eq!(h.state.to_parts(), before, "{command:?} changed the state");
+    assert!(
+        changes.events.is_empty(),
+        "{command:?}: {:?}",
+        changes.events
+    );
+    assert!(changes.leases.is_empty() && changes.locks.is_empty() && changes.clients.is_empty());
+    error
+}
+
+/// A lease, a held mutex with a waiter, a read lock and a semaphore.
+fn populated() -> (Harness, LeaseId, LeaseId) {
+    let mut h = Harness::new();
+    let l = h.lease();
+    let other = h.lease();
+    h.reply(acquire("m", "a", l, Mode::Exclusive, true));
+    h.reply(acquire("m", "b", l, Mode::Exclusive, true));
+    h.reply(acquire("rw", "r", l, Mode::Shared, true));
+    h.reply(acquire("s", "p", l, permits(2, 3), true));
+    (h, l, other)
+}
+
+fn invalid(error: &CommandError) -> bool {
+    matches!(error, CommandError::InvalidArgument(_))
+}
+
+fn conflict(error: &CommandError) -> bool {
+    matches!(error, CommandError::Conflict { .. })
+}
+
+#[test]
+fn bad_ttls_and_unknown_leases() {
+    let (mut h, l, _) = populated();
+    for ttl_ms in [0, MIN_TTL_MS - 1, MAX_TTL_MS + 1, u64::MAX] {
+        assert!(invalid(&assert_refused(
+            &mut h,
+            Command::GrantLease { ttl_ms }
+        )));
+    }
+    assert_eq!(
+        assert_refused(&mut h, Command::RevokeLease { id: 999 }),
+        CommandError::LeaseNotFound(999)
+    );
+    let e = assert_refused(&mut h, acquire("m2", "a", 999, Mode::Exclusive, true));
+    assert_eq!(e, CommandError::LeaseNotFound(999));
+    assert!(matches!(
+        h.reply(Command::GrantLease { ttl_ms: MIN_TTL_MS }),
+        Response::LeaseGranted { .. }
+    ));
+    assert!(matches!(
+        h.reply(Command::GrantLease { ttl_ms: MAX_TTL_MS }),
+        Response::LeaseGranted { .. }
+    ));
+    h.reply(Command::RevokeLease { id: l });
+    assert_eq!(
+        assert_refused(&mut h, acquire("x", "a", l, Mode::Exclusive, true)),
+        CommandError::LeaseNotFound(l)
+    );
+}
+
+#[test]
+fn bad_names_owners_values_and_modes() {
+    let (mut h, l, _) = populated();
+    let long_name = "n".repeat(MAX_NAME_LEN + 1);
+    let long_owner = "o".repeat(MAX_OWNER_LEN + 1);
+    for (name, owner) in [
+        ("", "a"),
+        (long_name.as_str(), "a"),
+        ("x", ""),
+        ("x", long_owner.as_str()),
+    ] {
+        assert!(invalid(&assert_refused(
+            &mut h,
+            acquire(name, owner, l, Mode::Exclusive, true)
+        )));
+    }
+    let big = Command::Acquire {
+        name: "e".into(),
+        owner: "a".into(),
+        lease: l,
+        mode: Mode::Exclusive,
+        wait: true,
+        value: Some(vec![0; MAX_VALUE_LEN + 1]),
+    };
+    assert!(invalid(&assert_refused(&mut h, big)));
+    for mode in [
+        permits(0, 3),
+        permits(4, 3),
+        permits(1, MAX_SEMAPHORE_LIMIT + 1),
+        permits(0, 0),
+    ] {
+        assert!(invalid(&assert_refused(
+            &mut h,
+            acquire("s2", "a", l, mode, true)
+        )));
+    }
+    let proclaim = |owner: &str, len: usize| Command::Proclaim {
+        name: "m".into(),
+        owner: owner.into(),
+        value: vec![1; len],
+    };
+    assert!(invalid(&assert_refused(
+        &mut h,
+        proclaim("a", MAX_VALUE_LEN + 1)
+    )));
+    assert!(matches!(
+        assert_refused(&mut h, proclaim("b", 1)),
+        CommandError::NotHolder { .. }
+    ));
+    assert!(matches!(
+        h.reply(proclaim("a", MAX_VALUE_LEN)),
+        Response::Proclaimed
+    ));
+    // The longest allowed name and owner are fine.
+    let name = "n".repeat(MAX_NAME_LEN);
+    let owner = "o".repeat(MAX_OWNER_LEN);
+    assert!(matches!(
+        h.reply(acquire(&name, &owner, l, Mode::Exclusive, true)),
+        Response::Granted { .. }
+    ));
+}
+
+#[test]
+fn kind_and_mode_conflicts() {
+    let (mut h, l, other) = populated();
+    let cases = [
+        acquire("m", "z", l, permits(1, 3), true),
+        acquire("s", "z", l, Mode::Exclusive, true),
+        acquire("s", "z", l, Mode::Shared, true),
+        acquire("s", "z", l, permits(1, 4), true),
+        // Re-entry needs the same lease and mode.
+        acquire("m", "a", other, Mode::Exclusive, true),
+        acquire("rw", "r", l, Mode::Exclusive, true),
+        acquire("s", "p", l, permits(1, 3), true),
+        // So does asking again while queued.
+        acquire("m", "b", other, Mode::Exclusive, true),
+        acquire("m", "b", l, Mode::Shared, true),
+    ];
+    for command in cases {
+        assert!(conflict(&assert_refused(&mut h, command)));
+    }
+}
+
+#[test]
+fn releases_and_proclaims_by_non_holders() {
+    let (mut h, _, _) = populated();
+    for (name, owner) in [("m", "b"), ("m", "zz"), ("none", "a"), ("", "")] {
+        let e = assert_refused(&mut h, release(name, owner));
+        assert_eq!(
+            e,
+            CommandError::NotHolder {
+                name: name.into(),
+                owner: owner.into()
+            }
+        );
+    }
+}
+
+#[test]
+fn too_many_waiters() {
+    let mut h = Harness::new();
+    let l = h.lease();
+    h.reply(acquire("m", "holder", l, Mode::Exclusive, true));
+    let mut changes = Changes::default();
+    for i in 0..MAX_WAITERS_PER_LOCK {
+        let request = Request {
+            origin: None,
+            time_ms: 0,
+            command: acquire("m", &format!("w{i}"), l, Mode::Exclusive, true),
+        };
+        h.index += 1;
+        h.state.apply(h.index, &request, &mut changes);
+    }
+    assert_eq!(h.waiters("m").len(), MAX_WAITERS_PER_LOCK);
+    let e = assert_refused(&mut h, acquire("m", "late", l, Mode::Exclusive, true));
+    assert_eq!(
+        e,
+        CommandError::TooManyWaiters {
+            name: "m".into(),
+            limit: MAX_WAITERS_PER_LOCK
+        }
+    );
+    assert_eq!(
+        h.reply(acquire("m", "late", l, Mode::Exclusive, false)),
+        Response::Busy
+    );
+}
+
+#[test]
+fn too_many_leases() {
+    let leases = (1..=MAX_LEASES as u64)
+        .map(|id| Lease {
+            id,
+            ttl_ms: 1_000,
+            granted_at_ms: 0,
+        })
+        .collect();
+    let mut h = Harness::new();
+    h.state = LockState::from_parts(StateParts {
+        leases,
+        ..StateParts::default()
+    });
+    h.index = MAX_LEASES as u64;
+    let mut changes = Changes::default();
+    let request = Request {
+        origin: None,
+        time_ms: 0,
+        command: Command::GrantLease { ttl_ms: 1_000 },
+    };
+    let reply = h.state.apply(h.index + 1, &request, &mut changes);
+    assert_eq!(
+        reply,
+        Response::Rejected(CommandError::TooManyLeases(MAX_LEASES))
+    );
+    assert!(changes.events.is_empty() && changes.leases.is_empty());
+    assert_eq!(h.state.leases().count(), MAX_LEASES);
+}
+
+#[test]
+fn reentry_overflow() {
+    let mut h = Harness::new();
+    let l = h.lease();
+    h.reply(acquire("m", "a", l, Mode::Exclusive, true));
+    let mut parts = h.state.to_parts();
+    parts.locks[0].holders[0].count = u32::MAX;
+    h.state = LockState::from_parts(parts);
+    assert!(invalid(&assert_refused(
+        &mut h,
+        acquire("m", "a", l, Mode::Exclusive, true)
+    )));
+}
+
+#[test]
+fn a_refused_client_request_only_records_its_reply() {
+    let (mut h, _, _) = populated();
+    let c = Uuid::from_u128(9);
+    let before = h.state.to_parts();
+    let origin = ClientSeq {
+        client: c,
+        seq: 0,
+        acked_below: 0,
+    };
+    let (reply, changes) = h.run_as(origin, release("m", "b"));
+    assert!(matches!(
+        reply,
+        Response::Rejected(CommandError::NotHolder { .. })
+    ));
+    assert!(changes.events.is_empty() && changes.locks.is_empty() && changes.leases.is_empty());
+    assert_eq!(changes.clients, [c].into());
+    let after = h.state.to_parts();
+    assert_eq!((before.leases, before.locks), (after.leases, after.locks));
+    assert_eq!(
+        h.state.client(&c).and_then(|s| s.replies.get(&0)),
+        Some(&reply)
+    );
+}

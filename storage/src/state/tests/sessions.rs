@@ -1,0 +1,145 @@
+//! Exactly-once: retries, stale requests, pruning and client eviction.
+
+use uuid::Uuid;
+
+use super::*;
+use crate::limits::{MAX_CLIENT_SESSIONS, MAX_REPLIES_PER_CLIENT};
+
+fn seq(client: Uuid, seq: u64, acked_below: u64) -> ClientSeq {
+    ClientSeq {
+        client,
+        seq,
+        acked_below,
+    }
+}
+
+#[test]
+fn a_retried_release_is_applied_once() {
+    let mut h = Harness::new();
+    let c = Uuid::from_u128(1);
+    let l = h.lease();
+    h.run_as(seq(c, 0, 0), acquire("m", "a", l, Mode::Exclusive, false));
+    h.run_as(seq(c, 1, 0), acquire("m", "a", l, Mode::Exclusive, false));
+    let (first, _) = h.run_as(seq(c, 2, 0), release("m", "a"));
+    assert_eq!(first, Response::Released { remaining: 1 });
+    let before = h.state.to_parts();
+    let (retry, changes) = h.run_as(seq(c, 2, 0), release("m", "a"));
+    assert_eq!(retry, first);
+    assert!(changes.events.is_empty() && changes.locks.is_empty());
+    let after = h.state.to_parts();
+    assert_eq!((before.leases, before.locks), (after.leases, after.locks));
+    assert_eq!(
+        h.state
+            .lock("m")
+            .and_then(|m| m.holder("a"))
+            .map(|x| x.count),
+        Some(1)
+    );
+}
+
+#[test]
+fn a_rejected_reply_is_remembered_too() {
+    let mut h = Harness::new();
+    let c = Uuid::from_u128(1);
+    let l = h.lease();
+    let (refused, changes) = h.run_as(seq(c, 0, 0), release("m", "a"));
+    assert!(matches!(
+        refused,
+        Response::Rejected(CommandError::NotHolder { .. })
+    ));
+    assert_eq!(changes.clients, [c].into());
+    assert!(changes.events.is_empty() && changes.locks.is_empty());
+    h.run_as(seq(c, 1, 0), acquire("m", "a", l, Mode::Exclusive, false));
+    assert_eq!(h.run_as(seq(c, 0, 0), release("m", "a")).0, refused);
+    assert_eq!(h.holders("m"), ["a"]);
+}
+
+#[test]
+fn acked_replies_are_pruned_and_older_retries_are_stale() {
+    let mut h = Harness::new();
+    let c = Uuid::from_u128(1);
+    for s in 0..4 {
+        h.run_as(seq(c, s, 0), Command::GrantLease { ttl_ms: 1_000 });
+    }
+    let (_, changes) = h.run_as(seq(c, 4, 3), Command::GrantLease { ttl_ms: 1_000 });
+    assert_eq!(changes.clients, [c].into());
+    let session = h.state.client(&c).cloned().unwrap_or_default();
+    assert_eq!(session.forgotten_below, 3);
+    assert_eq!(session.replies.keys().copied().collect::<Vec<_>>(), [3, 4]);
+    assert_eq!(session.last_index, h.index);
+
+    let leases = h.state.leases().count();
+    let (stale, changes) = h.run_as(seq(c, 1, 3), Command::GrantLease { ttl_ms: 1_000 });
+    assert_eq!(
+        stale,
+        Response::Rejected(CommandError::StaleRequest { seq: 1 })
+    );
+    assert!(changes.events.is_empty());
+    assert_eq!(
+        h.state.leases().count(),
+        leases,
+        "a stale request is not applied"
+    );
+    assert!(!h
+        .state
+        .client(&c)
+        .is_some_and(|s| s.replies.contains_key(&1)));
+    // Still remembered: a retry of 3 replays.
+    let (replayed, _) = h.run_as(seq(c, 3, 3), Command::GrantLease { ttl_ms: 1_000 });
+    assert_eq!(
+        replayed,
+        Response::LeaseGranted {
+            id: 4,
+            ttl_ms: 1_000
+        }
+    );
+}
+
+#[test]
+fn replies_per_client_are_bounded() {
+    let mut h = Harness::new();
+    let c = Uuid::from_u128(1);
+    let n = MAX_REPLIES_PER_CLIENT as u64 + 2;
+    for s in 0..n {
+        h.run_as(seq(c, s, 0), Command::ExpireLeases { ids: vec![] });
+    }
+    let session = h.state.client(&c).cloned().unwrap_or_default();
+    assert_eq!(session.replies.len(), MAX_REPLIES_PER_CLIENT);
+    assert_eq!(session.forgotten_below, 2);
+    let (stale, _) = h.run_as(seq(c, 1, 0), Command::ExpireLeases { ids: vec![] });
+    assert_eq!(
+        stale,
+        Response::Rejected(CommandError::StaleRequest { seq: 1 })
+    );
+}
+
+#[test]
+fn the_least_recently_seen_client_is_evicted() {
+    let mut state = LockState::default();
+    let noop = |client: u128, index: u64| Request {
+        origin: Some(seq(Uuid::from_u128(client), 0, 0)),
+        time_ms: 0,
+        command: Command::ExpireLeases { ids: vec![] },
+    };
+    let mut index = 0;
+    for client in 0..MAX_CLIENT_SESSIONS as u128 {
+        index += 1;
+        state.apply(index, &noop(client, index), &mut Changes::default());
+    }
+    // Client 0 is seen again, so client 1 is now the least recent.
+    index += 1;
+    state.apply(index, &noop(0, index), &mut Changes::default());
+    let mut changes = Changes::default();
+    index += 1;
+    let newcomer = MAX_CLIENT_SESSIONS as u128;
+    state.apply(index, &noop(newcomer, index), &mut changes);
+    assert!(state.client(&Uuid::from_u128(1)).is_none());
+    assert!(state.client(&Uuid::from_u128(0)).is_some());
+    assert!(state.client(&Uuid::from_u128(newcomer)).is_some());
+    assert_eq!(state.clients().count(), MAX_CLIENT_SESSIONS);
+    assert_eq!(
+        changes.clients,
+        [Uuid::from_u128(1), Uuid::from_u128(newcomer)].into()
+    );
+    assert_eq!(LockState::from_parts(state.to_parts()), state);
+}

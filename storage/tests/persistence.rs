@@ -1,0 +1,369 @@
+//! The sled stores keep what they promise across a restart: log, vote,
+//! committed id, purge point, applied state, membership and snapshots, and
+//! refuse corrupt bytes with an error instead of a panic.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Cursor;
+use std::path::Path;
+
+use openraft::storage::{RaftLogStorage, RaftLogStorageExt, RaftStateMachine};
+use openraft::testing::log_id;
+use openraft::{
+    Entry, EntryPayload, Membership, RaftLogReader, RaftSnapshotBuilder, SnapshotMeta, Vote,
+};
+use raftlock_storage::state::{LockState, StateParts};
+use raftlock_storage::{
+    open, Applied, ClientSeq, Command, EndReason, Error, Event, LogStore, Mode, NodeAddr, Request,
+    Response, StateMachineStore, TypeConfig,
+};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use uuid::Uuid;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn open_dir(
+    dir: &Path,
+) -> Result<(LogStore, StateMachineStore, UnboundedReceiver<Applied>), Error> {
+    let (tx, rx) = unbounded_channel();
+    let (log, sm) = open(dir, tx)?;
+    Ok((log, sm, rx))
+}
+
+fn normal(index: u64, command: Command) -> Entry<TypeConfig> {
+    let origin = Some(ClientSeq {
+        client: client_id(),
+        seq: index,
+        acked_below: 0,
+    });
+    Entry {
+        log_id: log_id(1, 1, index),
+        payload: EntryPayload::Normal(Request {
+            origin,
+            time_ms: 1000,
+            command,
+        }),
+    }
+}
+
+fn client_id() -> Uuid {
+    Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef)
+}
+
+fn blank(index: u64) -> Entry<TypeConfig> {
+    Entry {
+        log_id: log_id(1, 1, index),
+        payload: EntryPayload::Blank,
+    }
+}
+
+fn membership(index: u64) -> Entry<TypeConfig> {
+    let nodes = BTreeMap::from([
+        (
+            1,
+            NodeAddr {
+                peer_addr: "127.0.0.1:7001".into(),
+                client_addr: "127.0.0.1:8001".into(),
+            },
+        ),
+        (
+            2,
+            NodeAddr {
+                peer_addr: "127.0.0.1:7002".into(),
+                client_addr: "127.0.0.1:8002".into(),
+            },
+        ),
+    ]);
+    let config = Membership::new(vec![BTreeSet::from([1, 2])], nodes);
+    Entry {
+        log_id: log_id(1, 1, index),
+        payload: EntryPayload::Membership(config),
+    }
+}
+
+fn acquire(name: &str, owner: &str, lease: u64) -> Command {
+    Command::Acquire {
+        name: name.into(),
+        owner: owner.into(),
+        lease,
+        mode: Mode::Exclusive,
+        wait: true,
+        value: None,
+    }
+}
+
+fn parts(sm: &StateMachineStore) -> StateParts {
+    sm.state().read().map(|s| s.to_parts()).unwrap_or_default()
+}
+
+/// The keys of the `sm` tree, read straight from sled (stores closed).
+fn sm_keys(dir: &Path) -> Result<Vec<Vec<u8>>, sled::Error> {
+    let db = sled::open(dir)?;
+    let tree = db.open_tree("sm")?;
+    tree.iter().keys().map(|k| k.map(|k| k.to_vec())).collect()
+}
+
+#[tokio::test]
+async fn restart_keeps_log_vote_state_and_membership() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (before, last_applied, members) = {
+        let (mut log, mut sm, _rx) = open_dir(dir.path())?;
+        let entries = vec![
+            blank(1),
+            membership(2),
+            normal(3, Command::GrantLease { ttl_ms: 5_000 }),
+            normal(4, acquire("a", "owner-1", 3)),
+        ];
+        log.blocking_append(entries.clone()).await?;
+        log.save_vote(&Vote::new_committed(1, 1)).await?;
+        log.save_committed(Some(log_id(1, 1, 4))).await?;
+        let responses = sm.apply(entries).await?;
+        assert_eq!(responses[0], Response::None);
+        assert_eq!(responses[1], Response::None);
+        assert_eq!(
+            responses[2],
+            Response::LeaseGranted {
+                id: 3,
+                ttl_ms: 5_000
+            }
+        );
+        assert!(
+            matches!(responses[3], Response::Granted { fence: 4, count: 1 }),
+            "{:?}",
+            responses[3]
+        );
+        let (applied, members) = sm.applied_state().await?;
+        (parts(&sm), applied, members)
+    };
+
+    let (mut log, mut sm, _rx) = open_dir(dir.path())?;
+    let state = log.get_log_state().await?;
+    assert_eq!(state.last_log_id, Some(log_id(1, 1, 4)));
+    assert_eq!(state.last_purged_log_id, None);
+    let entries = log.try_get_log_entries(1..5).await?;
+    assert_eq!(
+        entries.iter().map(|e| e.log_id.index).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+    assert_eq!(
+        entries[3].payload,
+        normal(4, acquire("a", "owner-1", 3)).payload
+    );
+    assert_eq!(log.read_vote().await?, Some(Vote::new_committed(1, 1)));
+    assert_eq!(log.read_committed().await?, Some(log_id(1, 1, 4)));
+
+    let (applied, reopened_members) = sm.applied_state().await?;
+    assert_eq!(applied, last_applied);
+    assert_eq!(applied, Some(log_id(1, 1, 4)));
+    assert_eq!(reopened_members, members);
+    assert_eq!(reopened_members.log_id(), &Some(log_id(1, 1, 2)));
+    assert_eq!(parts(&sm), before);
+    assert!(sm.state().read().map(|s| s.check("a", 4)).unwrap_or(false));
+    Ok(())
+}
+
+#[tokio::test]
+async fn purge_and_truncate_keep_log_state_right() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    {
+        let (mut log, _sm, _rx) = open_dir(dir.path())?;
+        log.blocking_append((1..=10).map(blank)).await?;
+        log.truncate(log_id(1, 1, 9)).await?;
+        let state = log.get_log_state().await?;
+        assert_eq!(state.last_log_id, Some(log_id(1, 1, 8)));
+
+        log.purge(log_id(1, 1, 5)).await?;
+        let state = log.get_log_state().await?;
+        assert_eq!(state.last_purged_log_id, Some(log_id(1, 1, 5)));
+        assert_eq!(state.last_log_id, Some(log_id(1, 1, 8)));
+        let left = log.try_get_log_entries(0..100).await?;
+        assert_eq!(
+            left.iter().map(|e| e.log_id.index).collect::<Vec<_>>(),
+            vec![6, 7, 8]
+        );
+
+        // Purging everything: the purge point becomes the last log id.
+        log.purge(log_id(1, 1, 8)).await?;
+        let state = log.get_log_state().await?;
+        assert_eq!(state.last_purged_log_id, Some(log_id(1, 1, 8)));
+        assert_eq!(state.last_log_id, Some(log_id(1, 1, 8)));
+        assert!(log.try_get_log_entries(..).await?.is_empty());
+    }
+    let (mut log, _sm, _rx) = open_dir(dir.path())?;
+    let state = log.get_log_state().await?;
+    assert_eq!(state.last_purged_log_id, Some(log_id(1, 1, 8)));
+    assert_eq!(state.last_log_id, Some(log_id(1, 1, 8)));
+    Ok(())
+}
+
+#[tokio::test]
+async fn snapshot_round_trip_into_a_fresh_store() -> TestResult {
+    let source_dir = tempfile::tempdir()?;
+    let (_log, mut source, _rx) = open_dir(source_dir.path())?;
+    source
+        .apply(vec![
+            membership(1),
+            normal(2, Command::GrantLease { ttl_ms: 5_000 }),
+            normal(3, acquire("a", "owner-1", 2)),
+            normal(4, acquire("a", "owner-2", 2)),
+        ])
+        .await?;
+    let snapshot = source.get_snapshot_builder().await.build_snapshot().await?;
+    assert_eq!(snapshot.meta.last_log_id, Some(log_id(1, 1, 4)));
+    assert!(
+        snapshot.meta.snapshot_id.starts_with("1-4-"),
+        "{}",
+        snapshot.meta.snapshot_id
+    );
+    let current = source
+        .get_current_snapshot()
+        .await?
+        .ok_or("no current snapshot")?;
+    assert_eq!(current.meta, snapshot.meta);
+    assert_eq!(current.snapshot.get_ref(), snapshot.snapshot.get_ref());
+
+    let target_dir = tempfile::tempdir()?;
+    {
+        let (_log, mut target, mut rx) = open_dir(target_dir.path())?;
+        let mut received = target.begin_receiving_snapshot().await?;
+        assert!(received.get_ref().is_empty());
+        received
+            .get_mut()
+            .extend_from_slice(snapshot.snapshot.get_ref());
+        target.install_snapshot(&snapshot.meta, received).await?;
+        assert_eq!(rx.try_recv()?, Applied::Snapshot { index: 4 });
+        assert_eq!(parts(&target), parts(&source));
+        assert_eq!(target.applied_state().await?, source.applied_state().await?);
+        let current = target
+            .get_current_snapshot()
+            .await?
+            .ok_or("no current snapshot")?;
+        assert_eq!(current.meta, snapshot.meta);
+    }
+    // The installed state is on disk, not only in memory.
+    let (_log, target, _rx) = open_dir(target_dir.path())?;
+    assert_eq!(parts(&target), parts(&source));
+    let rebuilt = LockState::from_parts(parts(&target));
+    assert_eq!(source.state().read().map(|s| s.clone()).ok(), Some(rebuilt));
+    Ok(())
+}
+
+#[tokio::test]
+async fn installing_a_snapshot_replaces_old_records() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (_log, mut sm, _rx) = open_dir(dir.path())?;
+    sm.apply(vec![
+        normal(1, Command::GrantLease { ttl_ms: 5_000 }),
+        normal(2, acquire("old", "o", 1)),
+    ])
+    .await?;
+    // An empty state at a later position, as a leader would send.
+    let meta = SnapshotMeta {
+        last_log_id: Some(log_id(2, 1, 10)),
+        last_membership: Default::default(),
+        snapshot_id: "2-10-1".into(),
+    };
+    let data = serde_json::to_vec(&serde_json::json!({
+        "last_applied": log_id(2, 1, 10),
+        "membership": openraft::StoredMembership::<u64, NodeAddr>::default(),
+        "state": StateParts::default(),
+    }))?;
+    sm.install_snapshot(&meta, Box::new(Cursor::new(data)))
+        .await?;
+    assert_eq!(parts(&sm), StateParts::default());
+    drop((_log, sm));
+    let keys = sm_keys(dir.path())?;
+    assert_eq!(
+        keys,
+        vec![b"m/last_applied".to_vec(), b"m/membership".to_vec()]
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn apply_persists_exactly_the_changed_records() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let before = {
+        let (_log, mut sm, mut rx) = open_dir(dir.path())?;
+        sm.apply(vec![
+            normal(1, Command::GrantLease { ttl_ms: 5_000 }),
+            normal(2, Command::GrantLease { ttl_ms: 5_000 }),
+            normal(3, acquire("a", "owner-1", 1)),
+        ])
+        .await?;
+        // Events arrive per entry, in log order.
+        let mut indexes = Vec::new();
+        while let Ok(Applied::Entry { index, events }) = rx.try_recv() {
+            assert!(!events.is_empty());
+            indexes.push(index);
+        }
+        assert_eq!(indexes, vec![1, 2, 3]);
+        // Revoking lease 1 releases "a": the lock record and the lease go.
+        sm.apply(vec![normal(4, Command::RevokeLease { id: 1 })])
+            .await?;
+        match rx.try_recv()? {
+            Applied::Entry { index: 4, events } => {
+                assert!(events.contains(&Event::LeaseEnded {
+                    id: 1,
+                    reason: EndReason::LeaseRevoked
+                }))
+            }
+            other => return Err(format!("unexpected {other:?}").into()),
+        }
+        parts(&sm)
+    };
+    let keys = sm_keys(dir.path())?;
+    let mut expected = vec![
+        b"c/".to_vec(),
+        b"l/".to_vec(),
+        b"m/last_applied".to_vec(),
+        b"m/membership".to_vec(),
+    ];
+    expected[0].extend_from_slice(client_id().as_bytes());
+    expected[1].extend_from_slice(&2u64.to_be_bytes());
+    assert_eq!(keys, expected);
+
+    let (_log, sm, _rx) = open_dir(dir.path())?;
+    assert_eq!(parts(&sm), before);
+    assert_eq!(before.leases.len(), 1);
+    assert!(before.locks.is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn corrupt_bytes_are_errors_not_panics() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    {
+        let (mut log, mut sm, _rx) = open_dir(dir.path())?;
+        log.blocking_append(vec![blank(1)]).await?;
+        // A received snapshot that is not one.
+        let meta = SnapshotMeta {
+            last_log_id: Some(log_id(1, 1, 1)),
+            last_membership: Default::default(),
+            snapshot_id: "x".into(),
+        };
+        let garbage = Box::new(Cursor::new(b"not json".to_vec()));
+        assert!(sm.install_snapshot(&meta, garbage).await.is_err());
+        assert!(sm.get_current_snapshot().await?.is_none());
+    }
+    {
+        let db = sled::open(dir.path())?;
+        db.open_tree("log")?
+            .insert(2u64.to_be_bytes(), b"{broken".to_vec())?;
+        db.flush()?;
+    }
+    {
+        let (mut log, _sm, _rx) = open_dir(dir.path())?;
+        assert!(log.try_get_log_entries(..).await.is_err());
+        assert!(log.get_log_state().await.is_err());
+    }
+    {
+        let db = sled::open(dir.path())?;
+        db.open_tree("sm")?.insert(b"k/a", b"{broken".to_vec())?;
+        db.flush()?;
+    }
+    match open_dir(dir.path()) {
+        Err(Error::Decode { .. }) => Ok(()),
+        Err(e) => Err(format!("unexpected error {e}").into()),
+        Ok(_) => Err("opened a store with a corrupt lock record".into()),
+    }
+}
