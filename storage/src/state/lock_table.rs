@@ -1,32 +1,23 @@
-//! The locks by name and every command that changes one: acquire, release,
-//! cancel, force release, proclaim, and ending what dying leases own.
+//! The locks by name and every command that changes one: acquire (whose
+//! cases live in `acquisition`), release, cancel, force release, proclaim,
+//! and ending what dying leases own.
 //!
 //! Each command validates everything before it mutates anything, so a
 //! refusal leaves the state, the events and the change set untouched.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use super::acquisition::{acquire_existing, acquire_new, AcquireRequest};
 use super::bounds::{check_mode, check_name, check_owner, check_value};
 use super::lease_table::LeaseTable;
-use super::queue::{self, Grant, Occupancy};
+use super::queue::{self, count_u32};
 use super::{Holder, Lock, Step, Waiter};
-use crate::command::{CancelOutcome, CommandError, LeaseId, Mode, Response};
+use crate::command::{CancelOutcome, CommandError, LeaseId, Response};
 use crate::event::{EndReason, Event};
-use crate::limits::MAX_WAITERS_PER_LOCK;
-
-/// The fields of [`Command::Acquire`](crate::command::Command::Acquire).
-pub(super) struct AcquireRequest<'a> {
-    pub(super) name: &'a str,
-    pub(super) owner: &'a str,
-    pub(super) lease: LeaseId,
-    pub(super) mode: Mode,
-    pub(super) wait: bool,
-    pub(super) value: &'a Option<Vec<u8>>,
-}
 
 /// What a command did to one lock's record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Touched {
+pub(super) enum Touched {
     /// Nothing.
     Nothing,
     /// The record changed, its holders did not (count, queue).
@@ -96,19 +87,9 @@ impl LockTable {
         let (reply, touched) = match self.locks.get_mut(req.name) {
             Some(lock) => acquire_existing(lock, req, leases, step)?,
             None => {
-                let semaphore_limit = match req.mode {
-                    Mode::Permits { limit, .. } => Some(limit),
-                    Mode::Exclusive | Mode::Shared => None,
-                };
-                let mut lock = Lock {
-                    name: req.name.to_owned(),
-                    semaphore_limit,
-                    holders: Vec::new(),
-                    waiters: VecDeque::new(),
-                };
-                let fence = queue::grant(&mut lock, grant_of(req), leases, step);
+                let (lock, reply) = acquire_new(req, leases, step);
                 self.locks.insert(lock.name.clone(), lock);
-                (Response::Granted { fence, count: 1 }, Touched::Holders)
+                (reply, Touched::Holders)
             }
         };
         self.finish(req.name, touched, step);
@@ -297,127 +278,6 @@ impl LockTable {
     }
 }
 
-/// Acquire on a lock that exists: re-entry, already queued, grant, queue or
-/// busy.
-fn acquire_existing(
-    lock: &mut Lock,
-    req: &AcquireRequest<'_>,
-    leases: &mut LeaseTable,
-    step: &mut Step<'_>,
-) -> Result<(Response, Touched), CommandError> {
-    check_kind(lock, req.mode)?;
-    if let Some(holder) = lock.holders.iter_mut().find(|h| h.owner == req.owner) {
-        check_same(&lock.name, "holds", req, holder.lease, holder.mode)?;
-        let count = holder.count.checked_add(1).ok_or_else(|| {
-            CommandError::InvalidArgument(format!(
-                "re-entry count of {} on {} overflows",
-                req.owner, req.name
-            ))
-        })?;
-        holder.count = count;
-        return Ok((
-            Response::Granted {
-                fence: holder.fence,
-                count,
-            },
-            Touched::Record,
-        ));
-    }
-    if let Some(at) = lock.waiter_position(req.owner) {
-        let waiter = &lock.waiters[at];
-        check_same(&lock.name, "waits for", req, waiter.lease, waiter.mode)?;
-        return Ok((
-            Response::Queued {
-                position: count_u32(at),
-            },
-            Touched::Nothing,
-        ));
-    }
-    if lock.waiters.is_empty() && Occupancy::of(lock).fits(req.mode, lock.semaphore_limit) {
-        let fence = queue::grant(lock, grant_of(req), leases, step);
-        return Ok((Response::Granted { fence, count: 1 }, Touched::Holders));
-    }
-    if !req.wait {
-        return Ok((Response::Busy, Touched::Nothing));
-    }
-    if lock.waiters.len() >= MAX_WAITERS_PER_LOCK {
-        return Err(CommandError::TooManyWaiters {
-            name: lock.name.clone(),
-            limit: MAX_WAITERS_PER_LOCK,
-        });
-    }
-    leases.attach(req.lease, &lock.name, req.owner, false);
-    lock.waiters.push_back(Waiter {
-        owner: req.owner.to_owned(),
-        lease: req.lease,
-        mode: req.mode,
-        queued_at_ms: step.time_ms,
-        value: req.value.clone(),
-    });
-    let position = count_u32(lock.waiters.len() - 1);
-    Ok((Response::Queued { position }, Touched::Record))
-}
-
-/// A lock's kind is fixed while it exists: a semaphore with one limit, or a
-/// mutex / read-write lock.
-fn check_kind(lock: &Lock, mode: Mode) -> Result<(), CommandError> {
-    let detail = match (lock.semaphore_limit, mode) {
-        (None, Mode::Exclusive | Mode::Shared) => return Ok(()),
-        (Some(have), Mode::Permits { limit, .. }) if have == limit => return Ok(()),
-        (Some(have), Mode::Permits { limit, .. }) => {
-            format!("it is a semaphore of {have} permits, not {limit}")
-        }
-        (Some(have), _) => {
-            format!("it is a semaphore of {have} permits, not a mutex or read-write lock")
-        }
-        (None, Mode::Permits { .. }) => {
-            "it is a mutex or read-write lock, not a semaphore".to_owned()
-        }
-    };
-    Err(CommandError::Conflict {
-        name: lock.name.clone(),
-        detail,
-    })
-}
-
-/// An owner already holding or waiting must ask again with the same lease
-/// and mode.
-fn check_same(
-    name: &str,
-    verb: &str,
-    req: &AcquireRequest<'_>,
-    lease: LeaseId,
-    mode: Mode,
-) -> Result<(), CommandError> {
-    let detail = if lease != req.lease {
-        format!(
-            "{} {verb} it under lease {lease}, not {}",
-            req.owner, req.lease
-        )
-    } else if mode != req.mode {
-        format!(
-            "{} {verb} it in mode {mode:?}, not {:?}",
-            req.owner, req.mode
-        )
-    } else {
-        return Ok(());
-    };
-    Err(CommandError::Conflict {
-        name: name.to_owned(),
-        detail,
-    })
-}
-
-/// The hold an acquire asks for.
-fn grant_of(req: &AcquireRequest<'_>) -> Grant {
-    Grant {
-        owner: req.owner.to_owned(),
-        lease: req.lease,
-        mode: req.mode,
-        value: req.value.clone(),
-    }
-}
-
 /// Removes the hold at `at` and announces it.
 fn end_hold(
     lock: &mut Lock,
@@ -461,9 +321,4 @@ fn wait_ended(
         owner: waiter.owner.clone(),
         reason,
     });
-}
-
-/// A length as a protocol count, saturating (bounded by the limits anyway).
-fn count_u32(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
 }

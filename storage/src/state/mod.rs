@@ -10,12 +10,15 @@
 //!
 //! - this file: the public records, [`LockState`], dispatch and queries;
 //! - `lease_table`: live leases and the derived lease → attachments index;
+//! - `acquisition`: acquire on a new or existing lock (grant, re-entry,
+//!   queue, busy) and its kind and mode checks;
 //! - `lock_table`: the lock commands (acquire, release, cancel, force
 //!   release, proclaim) and ending every attachment of dying leases;
 //! - `queue`: compatibility rules and granting waiters from the queue head;
 //! - `session_table`: the exactly-once reply table with LRU eviction;
 //! - `bounds`: the input checks on names, owners, values, modes and TTLs.
 
+mod acquisition;
 mod bounds;
 mod lease_table;
 mod lock_table;
@@ -33,8 +36,9 @@ use uuid::Uuid;
 use crate::command::{Command, CommandError, Fence, LeaseId, Mode, Request, Response};
 use crate::event::{EndReason, Event};
 
+use acquisition::AcquireRequest;
 use lease_table::LeaseTable;
-use lock_table::{AcquireRequest, LockTable};
+use lock_table::LockTable;
 use session_table::{Admission, SessionTable};
 
 /// A live lease.

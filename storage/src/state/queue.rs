@@ -123,3 +123,8 @@ pub(super) fn grant_from_head(
     }
     granted
 }
+
+/// A length as a protocol count, saturating (bounded by the limits anyway).
+pub(super) fn count_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::queue::Occupancy;
 use super::{Changes, LockState};
-use crate::command::{ClientSeq, Command, LeaseId, Mode, Request, Response};
+use crate::command::{ClientSeq, Command, CommandError, LeaseId, Mode, Request, Response};
 use crate::event::Event;
 
 /// A state plus the next log index to apply at.

@@ -41,12 +41,20 @@ fn random_mode(rng: &mut Rng, name: &str) -> Mode {
     }
 }
 
-fn random_command(rng: &mut Rng, leases: &[LeaseId]) -> Command {
-    let lease = if leases.is_empty() {
-        0
+/// A lease id: mostly a live one, sometimes one that ended (or never was).
+fn random_lease(rng: &mut Rng, live: &[LeaseId], ever: &[LeaseId]) -> LeaseId {
+    let pool = if rng.below(5) == 0 || live.is_empty() {
+        ever
     } else {
-        *rng.pick(leases)
+        live
     };
+    pool.get(rng.below(pool.len().max(1) as u64) as usize)
+        .copied()
+        .unwrap_or(0)
+}
+
+fn random_command(rng: &mut Rng, live: &[LeaseId], ever: &[LeaseId]) -> Command {
+    let lease = random_lease(rng, live, ever);
     let name = rng.pick(&NAMES).to_string();
     let owner = rng.pick(&OWNERS).to_string();
     match rng.below(100) {
@@ -56,7 +64,7 @@ fn random_command(rng: &mut Rng, leases: &[LeaseId]) -> Command {
         8..=11 => Command::RevokeLease { id: lease },
         12..=15 => {
             let ids = (0..=rng.below(3))
-                .map(|_| *rng.pick(leases.get(..).filter(|l| !l.is_empty()).unwrap_or(&[0])))
+                .map(|_| random_lease(rng, live, ever))
                 .collect();
             Command::ExpireLeases { ids }
         }
@@ -113,7 +121,8 @@ fn run_seed(seed: u64, steps: usize) {
                 .map(|(r, _)| r.clone())
                 .unwrap_or_else(|| unreachable!())
         } else {
-            let command = random_command(&mut rng, &leases);
+            let live: Vec<LeaseId> = h.state.leases().map(|l| l.id).collect();
+            let command = random_command(&mut rng, &live, &leases);
             let origin = (who < 2).then(|| {
                 next_seq[who] += 1;
                 let acked_below = next_seq[who].saturating_sub(rng.below(4));
@@ -141,7 +150,7 @@ fn run_seed(seed: u64, steps: usize) {
         assert_eq!(shadow_changes.events, changes.events);
         assert_eq!(shadow_changes.locks, changes.locks);
 
-        if let (Some(before), Some((_, original))) = (before, &last[who]) {
+        if let (Some(before), Some(Some((_, original)))) = (before, last.get(who)) {
             assert_eq!(&reply, original, "step {step}: a retry must replay");
             let after = h.state.to_parts();
             assert_eq!((before.leases, before.locks), (after.leases, after.locks));

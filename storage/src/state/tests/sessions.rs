@@ -116,7 +116,7 @@ fn replies_per_client_are_bounded() {
 #[test]
 fn the_least_recently_seen_client_is_evicted() {
     let mut state = LockState::default();
-    let noop = |client: u128, index: u64| Request {
+    let noop = |client: u128| Request {
         origin: Some(seq(Uuid::from_u128(client), 0, 0)),
         time_ms: 0,
         command: Command::ExpireLeases { ids: vec![] },
@@ -124,15 +124,15 @@ fn the_least_recently_seen_client_is_evicted() {
     let mut index = 0;
     for client in 0..MAX_CLIENT_SESSIONS as u128 {
         index += 1;
-        state.apply(index, &noop(client, index), &mut Changes::default());
+        state.apply(index, &noop(client), &mut Changes::default());
     }
     // Client 0 is seen again, so client 1 is now the least recent.
     index += 1;
-    state.apply(index, &noop(0, index), &mut Changes::default());
+    state.apply(index, &noop(0), &mut Changes::default());
     let mut changes = Changes::default();
     index += 1;
     let newcomer = MAX_CLIENT_SESSIONS as u128;
-    state.apply(index, &noop(newcomer, index), &mut changes);
+    state.apply(index, &noop(newcomer), &mut changes);
     assert!(state.client(&Uuid::from_u128(1)).is_none());
     assert!(state.client(&Uuid::from_u128(0)).is_some());
     assert!(state.client(&Uuid::from_u128(newcomer)).is_some());
