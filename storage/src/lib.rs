@@ -37,6 +37,6 @@ pub use error::Error;
 pub use event::{Applied, EndReason, Event};
 pub use log_store::LogStore;
 pub use node_db::open;
-pub use sm_store::{SharedState, StateMachineStore};
+pub use sm_store::{AppliedState, SharedState, StateMachineStore};
 pub use snapshot::SnapshotBuilder;
 pub use types::{NodeAddr, NodeId, TypeConfig};

@@ -19,7 +19,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::command::Response;
 use crate::error::Error;
-use crate::event::{Applied, Event};
+use crate::event::Applied;
 use crate::node_db::SM_TREE;
 use crate::sm_records::{self, AppliedMeta};
 use crate::snapshot::{SnapshotBuilder, SnapshotPayload, SnapshotStore};
@@ -29,6 +29,9 @@ use crate::types::{NodeAddr, NodeId, TypeConfig};
 /// The in-memory lock state, shared with the serving layer for reads. Take
 /// the read lock briefly and never across an `.await`.
 pub type SharedState = Arc<RwLock<LockState>>;
+
+/// The last applied log id and the last applied membership.
+pub type AppliedState = (Option<LogId<NodeId>>, StoredMembership<NodeId, NodeAddr>);
 
 /// The applied meta. Only changed while holding [`SharedState`]'s write lock,
 /// and read under its read lock, so the two always agree.
@@ -84,9 +87,7 @@ impl StateMachineStore {
     }
 
     /// The last applied log id and membership.
-    pub fn applied(
-        &self,
-    ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, NodeAddr>), Error> {
+    pub fn applied(&self) -> Result<AppliedState, Error> {
         let meta = self.meta.lock().map_err(|_| Error::Poisoned)?;
         Ok((meta.last_applied, meta.membership.clone()))
     }
@@ -98,12 +99,12 @@ impl StateMachineStore {
     }
 
     /// Applies `entries` to the state and persists what they changed. Returns
-    /// one response per entry and the events of each entry that had some.
+    /// one response per entry and an [`Applied::Entry`] per entry with events.
     ///
     /// The sled batch is applied while the write lock is held (a blocking but
     /// in-memory write, no `.await`): a snapshot built concurrently then only
     /// sees state whose records are already in sled, so its flush covers them.
-    fn apply_entries<I>(&self, entries: I) -> Result<(Vec<Response>, Vec<(u64, Vec<Event>)>), Error>
+    fn apply_entries<I>(&self, entries: I) -> Result<(Vec<Response>, Vec<Applied>), Error>
     where
         I: IntoIterator<Item = Entry<TypeConfig>>,
     {
@@ -123,7 +124,10 @@ impl StateMachineStore {
                     dirty.locks.append(&mut changes.locks);
                     dirty.clients.append(&mut changes.clients);
                     if !changes.events.is_empty() {
-                        events.push((entry.log_id.index, changes.events));
+                        events.push(Applied::Entry {
+                            index: entry.log_id.index,
+                            events: changes.events,
+                        });
                     }
                     response
                 }
@@ -198,9 +202,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let (responses, events) = self
             .apply_entries(entries)
             .map_err(|e| e.storage(ErrorSubject::StateMachine, ErrorVerb::Write))?;
-        for (index, events) in events {
+        for applied in events {
             // No listener is fine.
-            let _ = self.events.send(Applied::Entry { index, events });
+            let _ = self.events.send(applied);
         }
         Ok(responses)
     }

@@ -22,6 +22,9 @@ const META_KEY: &[u8] = b"meta";
 const DATA_KEY: &[u8] = b"data";
 const COUNTER_KEY: &[u8] = b"counter";
 
+/// A stored snapshot: its meta and its bytes.
+pub(crate) type StoredSnapshot = (SnapshotMeta<NodeId, NodeAddr>, Vec<u8>);
+
 /// The bytes of a snapshot: the whole lock state and the log position it is
 /// at, as JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,9 +104,7 @@ impl SnapshotStore {
     }
 
     /// The current snapshot, if one was built or installed.
-    pub(crate) fn current(
-        &self,
-    ) -> Result<Option<(SnapshotMeta<NodeId, NodeAddr>, Vec<u8>)>, Error> {
+    pub(crate) fn current(&self) -> Result<Option<StoredSnapshot>, Error> {
         let (Some(meta), Some(data)) = (self.tree.get(META_KEY)?, self.tree.get(DATA_KEY)?) else {
             return Ok(None);
         };

@@ -22,6 +22,7 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for SledBuil
 
 /// `Suite::test_all` makes its own tokio runtime, so this is a plain test.
 #[test]
-fn openraft_storage_suite() -> Result<(), StorageError<NodeId>> {
-    Suite::test_all(SledBuilder)
+fn openraft_storage_suite() -> Result<(), Box<dyn std::error::Error>> {
+    Suite::test_all(SledBuilder)?;
+    Ok(())
 }
