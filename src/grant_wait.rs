@@ -93,6 +93,12 @@ pub async fn acquire(node: &Arc<NodeInner>, spec: AcquireSpec) -> Result<Option<
                 Some(_) => {} // granted, hold ended or snapshot: re-read the state
                 None => return Err(Error::ShuttingDown),
             },
+            _ = node.stopped() => {
+                // The caller's retry (same request id) on another node
+                // finds its place in the queue again.
+                cancel.armed = false;
+                return Err(Error::Unavailable("node is shutting down; retry on another node".into()));
+            }
             _ = tokio::time::sleep_until(deadline.unwrap_or(far)) => {
                 cancel.armed = false;
                 cancel_now(node, &spec.name, &spec.owner).await;
@@ -150,7 +156,7 @@ struct CancelOnDrop {
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if !self.armed {
+        if !self.armed || self.node.is_stopping() {
             return;
         }
         let (node, name, owner) = (self.node.clone(), std::mem::take(&mut self.name), std::mem::take(&mut self.owner));

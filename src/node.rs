@@ -17,6 +17,9 @@ use crate::error::Error;
 use crate::pb;
 use crate::service::{ClusterService, ElectionService, LeaseService, LockService};
 
+/// Most concurrent calls on one client connection.
+const MAX_STREAMS_PER_CONNECTION: u32 = 65_536;
+
 /// A running node. [`shutdown`](Node::shutdown) stops it in order; dropping
 /// it instead aborts its tasks, like a crash (the data on disk stays).
 pub struct Node {
@@ -138,11 +141,25 @@ impl Node {
     /// Stops accepting client calls, lets in-flight ones finish (up to 5 s),
     /// then stops Raft and flushes storage.
     pub async fn shutdown(mut self) {
+        self.inner().mark_stopping();
         let _ = self.stop.send(true);
         if let Some(server) = self.server.take() {
             if tokio::time::timeout(Duration::from_secs(5), server).await.is_err() {
                 tracing::warn!("client calls still running after 5 s; stopping anyway");
             }
+        }
+        self.raft.shutdown().await;
+    }
+}
+
+impl Node {
+    /// Stops at once, without draining calls: as close to a crash as a node
+    /// sharing its process with others gets. The data dir keeps whatever
+    /// was flushed, which is everything Raft was told is durable.
+    pub async fn kill(mut self) {
+        self.inner().mark_stopping();
+        if let Some(server) = self.server.take() {
+            server.abort();
         }
         self.raft.shutdown().await;
     }
@@ -159,6 +176,9 @@ impl Drop for Node {
 async fn serve_clients(node: Arc<NodeInner>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
     let result = tonic::transport::Server::builder()
         .tcp_nodelay(true)
+        // Every queued Acquire or Campaign is an open stream; a client with
+        // many waiting tasks shares one connection.
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
         .add_service(pb::lease_server::LeaseServer::new(LeaseService { node: node.clone() }))
         .add_service(pb::lock_server::LockServer::new(LockService { node: node.clone() }))
         .add_service(pb::election_server::ElectionServer::new(ElectionService { node: node.clone() }))

@@ -44,6 +44,11 @@ pub struct NodeInner {
     pub changed: broadcast::Sender<String>,
     /// Peer clients, for forwarding.
     pub(crate) net: PeerNetwork,
+    /// Becomes `true` when the node starts stopping. Calls held open (a
+    /// queued Acquire, Observe) end with "unavailable" so their clients
+    /// retry elsewhere, and their waits are *not* cancelled: the caller did
+    /// not go away, this node did.
+    pub stopping: watch::Sender<bool>,
 }
 
 /// A node's view of the cluster, for `cluster status`.
@@ -114,6 +119,7 @@ impl RaftNode {
             timer: LeaseTimer::default(),
             changed,
             net,
+            stopping: watch::channel(false).0,
         });
         let (stop, stop_rx) = watch::channel(false);
         let mut tasks = Vec::new();
@@ -164,6 +170,7 @@ impl RaftNode {
     /// peer listener, then the event router once the state machine is gone
     /// (which flushes sled when its last handle drops).
     pub async fn shutdown(&mut self) {
+        self.inner.mark_stopping();
         let _ = self.stop.send(true);
         if let Err(e) = self.inner.raft.shutdown().await {
             tracing::warn!("raft shutdown: {e}");
@@ -185,6 +192,26 @@ impl Drop for RaftNode {
 }
 
 impl NodeInner {
+    /// Announces that this node is stopping (see [`NodeInner::stopping`]).
+    pub fn mark_stopping(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// Resolves once this node starts stopping.
+    pub async fn stopped(&self) {
+        let mut rx = self.stopping.subscribe();
+        let stopping = rx.wait_for(|s| *s).await.is_ok();
+        if !stopping {
+            // The sender lives as long as `self`; unreachable in practice.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Whether this node is stopping.
+    pub fn is_stopping(&self) -> bool {
+        *self.stopping.borrow()
+    }
+
     /// This node's view of the cluster.
     pub fn status(&self) -> NodeStatus {
         let m = self.raft.metrics().borrow().clone();

@@ -140,6 +140,10 @@ async fn observe(
                 Err(broadcast::error::RecvError::Closed) => return,
             },
             _ = tx.closed() => return,
+            _ = node.stopped() => {
+                let _ = tx.send(Err(Status::unavailable("node is shutting down; observe another node"))).await;
+                return;
+            }
         }
         let (current, revision) = {
             let state = node.state.read().unwrap_or_else(|e| e.into_inner());

@@ -1,1 +1,9 @@
-//! Integration tests.
+//! Integration tests: real nodes (in this process) talking gRPC over
+//! loopback, driven through the Rust client. One binary, one fixture
+//! ([`cluster::TestCluster`]).
+
+mod bad_input;
+mod cluster;
+mod failover;
+mod locks;
+mod membership;

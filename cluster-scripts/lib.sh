@@ -1,0 +1,369 @@
+# shellcheck shell=bash
+# Shared code for cluster-scripts/*.sh: the cluster layout (DIR/cluster.env),
+# launching and identifying node processes, and reading `cluster status`.
+# Sourced, never run. Callers set `set -euo pipefail` and USAGE first.
+#
+# Layout of a cluster directory DIR:
+#   DIR/cluster.env        KEY=VALUE lines (not shell-quoted), see write_env
+#   DIR/nodeI/data         the node's data dir
+#   DIR/nodeI/log          its stdout and stderr (appended across restarts)
+#   DIR/nodeI/pid          its pid while started by these scripts
+#   DIR/nodeI/cmdline      the exact argv it was started with, NUL-separated;
+#                          a pid is only ever signalled if its argv matches
+
+# shellcheck disable=SC2034 # used by the scripts that source this
+CLUSTER_SCRIPTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CLUSTER_HOST=127.0.0.1
+# Seconds to wait for a leader, a node's client port, or a node to exit.
+CLUSTER_WAIT_SECS=${CLUSTER_WAIT_SECS:-30}
+# Upper bound on one `raftlock cluster status` call, so a paused node can
+# never hang a script.
+CLUSTER_STATUS_TIMEOUT=${CLUSTER_STATUS_TIMEOUT:-15}
+
+die() {
+    printf 'error: %s\n' "$*" >&2
+    exit 1
+}
+
+note() {
+    printf '%s\n' "$*" >&2
+}
+
+usage() {
+    printf 'usage: %s\n' "$USAGE" >&2
+    exit "${1:-2}"
+}
+
+bad_usage() {
+    printf 'error: %s\n' "$*" >&2
+    usage 2
+}
+
+# parse_opts "SPEC" "$@": SPEC lists "X:" for an option -X VALUE (sets OPT_X)
+# and "NAME" for a flag --NAME (sets OPT_NAME=1, dashes as underscores).
+# -h/--help prints USAGE; anything else is a usage error.
+parse_opts() {
+    local spec=" $1 " arg name
+    shift
+    while (($#)); do
+        arg=$1
+        case $arg in
+            -h | --help) usage 0 ;;
+            --?*)
+                name=${arg#--}
+                [[ $spec == *" $name "* ]] || bad_usage "unknown option '$arg'"
+                printf -v "OPT_${name//-/_}" 1
+                shift
+                ;;
+            -?)
+                name=${arg#-}
+                [[ $spec == *" $name: "* ]] || bad_usage "unknown option '$arg'"
+                (($# >= 2)) || bad_usage "$arg needs a value"
+                printf -v "OPT_$name" '%s' "$2"
+                shift 2
+                ;;
+            *) bad_usage "unexpected argument '$arg'" ;;
+        esac
+    done
+}
+
+# Sets DIR from -d (which must be an existing cluster) and loads its layout.
+open_cluster() {
+    [[ -n ${OPT_d:-} ]] || bad_usage "-d DIR is required"
+    [[ -d $OPT_d ]] || die "$OPT_d is not a directory"
+    DIR=$(cd -- "$OPT_d" && pwd)
+    load_env
+}
+
+# Sets ID from -i, which must name a node of the loaded cluster.
+need_id() {
+    [[ -n ${OPT_i:-} ]] || bad_usage "-i ID is required"
+    check_id "$OPT_i"
+    # shellcheck disable=SC2034 # used by the scripts that source this
+    ID=$OPT_i
+}
+
+need_python() {
+    command -v python3 >/dev/null 2>&1 || die "python3 is required (to check ports and parse JSON)"
+}
+
+is_uint() {
+    [[ $1 =~ ^[0-9]+$ ]]
+}
+
+# Absolute path of $1 (which need not exist yet; its parent is created).
+abs_dir() {
+    mkdir -p -- "$1" || die "cannot create directory $1"
+    (cd -- "$1" && pwd)
+}
+
+# ---------------------------------------------------------------- layout
+
+node_dir() { printf '%s/node%s' "$DIR" "$1"; }
+node_client() { local v="NODE$1_CLIENT"; printf '%s' "${!v}"; }
+node_peer() { local v="NODE$1_PEER"; printf '%s' "${!v}"; }
+
+# Sets N, BASE_PORT, BIN, ENDPOINTS, INITIAL_CLUSTER and NODEi_CLIENT /
+# NODEi_PEER for a new layout.
+make_layout() {
+    local n=$1 base=$2 i eps=() members=()
+    N=$n
+    BASE_PORT=$base
+    for ((i = 1; i <= n; i++)); do
+        printf -v "NODE${i}_CLIENT" '%s:%s' "$CLUSTER_HOST" $((base + 10 * i + 1))
+        printf -v "NODE${i}_PEER" '%s:%s' "$CLUSTER_HOST" $((base + 10 * i + 2))
+        eps+=("$(node_client "$i")")
+        members+=("$i=$(node_peer "$i")/$(node_client "$i")")
+    done
+    ENDPOINTS=$(IFS=,; printf '%s' "${eps[*]}")
+    INITIAL_CLUSTER=$(IFS=,; printf '%s' "${members[*]}")
+}
+
+write_env() {
+    local i tmp="$DIR/cluster.env.tmp"
+    [[ $BIN != *$'\n'* ]] || die "binary path contains a newline: $BIN"
+    {
+        printf '# Written by cluster-scripts/start.sh; read by the other cluster-scripts.\n'
+        printf 'N=%s\nBASE_PORT=%s\nBIN=%s\nENDPOINTS=%s\nINITIAL_CLUSTER=%s\n' \
+            "$N" "$BASE_PORT" "$BIN" "$ENDPOINTS" "$INITIAL_CLUSTER"
+        for ((i = 1; i <= N; i++)); do
+            printf 'NODE%s_CLIENT=%s\nNODE%s_PEER=%s\n' "$i" "$(node_client "$i")" "$i" "$(node_peer "$i")"
+        done
+    } >"$tmp" || die "cannot write $tmp"
+    mv -f -- "$tmp" "$DIR/cluster.env" || die "cannot write $DIR/cluster.env"
+}
+
+# Reads DIR/cluster.env without executing it: only known keys are taken.
+read_env() {
+    local file="$DIR/cluster.env" line key value i
+    [[ -f $file ]] || die "$file not found; is $DIR a cluster started by start.sh?"
+    N='' BASE_PORT='' BIN='' ENDPOINTS='' INITIAL_CLUSTER=''
+    while IFS= read -r line || [[ -n $line ]]; do
+        [[ -z $line || $line == \#* ]] && continue
+        key=${line%%=*}
+        value=${line#*=}
+        case $key in
+            N | BASE_PORT | BIN | ENDPOINTS | INITIAL_CLUSTER | NODE[0-9]*_CLIENT | NODE[0-9]*_PEER)
+                printf -v "$key" '%s' "$value"
+                ;;
+            *) die "$file: unknown key '$key'" ;;
+        esac
+    done <"$file"
+    if ! is_uint "$N" || ((N < 1)); then die "$file: bad or missing N"; fi
+    [[ -n $ENDPOINTS && -n $INITIAL_CLUSTER ]] || die "$file: missing ENDPOINTS or INITIAL_CLUSTER"
+    for ((i = 1; i <= N; i++)); do
+        [[ -n $(node_client "$i") && -n $(node_peer "$i") ]] || die "$file: missing addresses of node $i"
+    done
+}
+
+# read_env, then picks the binary: RAFTLOCK_BIN if set, else the recorded one.
+load_env() {
+    read_env
+    # An explicit RAFTLOCK_BIN wins over the recorded binary.
+    if [[ -n ${RAFTLOCK_BIN:-} ]]; then
+        BIN=$(resolve_bin "$RAFTLOCK_BIN")
+    fi
+    [[ -x $BIN ]] || die "raftlock binary $BIN (from $DIR/cluster.env) is missing or not executable; set RAFTLOCK_BIN"
+}
+
+# Absolute path of an executable given as a path or a command name.
+resolve_bin() {
+    local b=$1
+    if [[ $b != */* ]]; then
+        b=$(command -v -- "$b") || die "RAFTLOCK_BIN=$1: no such command"
+    fi
+    [[ -f $b && -x $b ]] || die "RAFTLOCK_BIN=$1 is not an executable file"
+    printf '%s/%s' "$(cd -- "$(dirname -- "$b")" && pwd)" "$(basename -- "$b")"
+}
+
+# Validates -i ID against the loaded layout.
+check_id() {
+    if ! is_uint "$1" || (($1 < 1 || $1 > N)); then
+        die "node id '$1' is not in this cluster (ids are 1..$N)"
+    fi
+}
+
+# ---------------------------------------------------------------- processes
+
+# The argv a node is started with, one element per line (addresses and paths
+# never contain newlines).
+node_argv() {
+    local i=$1 d
+    d=$(node_dir "$i")
+    printf '%s\n' "$BIN" serve --id "$i" --data-dir "$d/data" \
+        --client-addr "$(node_client "$i")" --peer-addr "$(node_peer "$i")" \
+        --initial-cluster "$INITIAL_CLUSTER"
+}
+
+# Succeeds if $1 is a live process whose argv is exactly the one recorded in
+# $2 (a NUL-separated cmdline file). A dead, zombie or reused pid fails.
+pid_matches() {
+    local pid=$1 want=$2 got
+    is_uint "$pid" || return 1
+    [[ -f $want ]] || return 1
+    kill -0 "$pid" 2>/dev/null || return 1
+    if [[ -r /proc/$pid/cmdline ]]; then
+        # Through a pipe: GNU cmp -s trusts the 0 size /proc reports.
+        cat -- "/proc/$pid/cmdline" 2>/dev/null | cmp -s - "$want"
+    else
+        # No /proc (macOS): compare the space-joined argv.
+        got=$(ps -o args= -p "$pid" 2>/dev/null) || return 1
+        [[ $got == "$(tr '\0' ' ' <"$want" | sed 's/ $//')" ]]
+    fi
+}
+
+# Prints the pid of node $1 if it is running as started by these scripts.
+node_pid() {
+    local d pid
+    d=$(node_dir "$1")
+    [[ -f $d/pid ]] || return 1
+    read -r pid <"$d/pid" || return 1
+    pid_matches "$pid" "$d/cmdline" || return 1
+    printf '%s' "$pid"
+}
+
+# Starts node $1 in the background, detached from this shell's session, and
+# records its pid and argv. Fails if it is not running a moment later.
+launch_node() {
+    local i=$1 d pid argv=() t
+    d=$(node_dir "$i")
+    mkdir -p -- "$d/data" || die "cannot create $d/data"
+    mapfile -t argv < <(node_argv "$i")
+    printf '%s\0' "${argv[@]}" >"$d/cmdline"
+    printf '\n=== %s starting node %s: %s\n' "$(date '+%Y-%m-%dT%H:%M:%S%z')" "$i" "${argv[*]}" >>"$d/log"
+    # The subshell is not a process group leader, so setsid execs without
+    # forking and $! is the node's own pid.
+    if command -v setsid >/dev/null 2>&1; then
+        (exec setsid env NO_COLOR=1 "${argv[@]}" </dev/null >>"$d/log" 2>&1) &
+    else
+        (exec env NO_COLOR=1 "${argv[@]}" </dev/null >>"$d/log" 2>&1) &
+    fi
+    pid=$!
+    printf '%s\n' "$pid" >"$d/pid"
+    # Give exec a moment to replace the subshell, then check it is our node.
+    for ((t = 0; t < 50; t++)); do
+        pid_matches "$pid" "$d/cmdline" && return 0
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    rm -f -- "$d/pid"
+    note "node $i failed to start; last lines of $d/log:"
+    tail -n 20 -- "$d/log" | sed 's/^/    /' >&2
+    die "node $i did not start"
+}
+
+# Sends signal $2 to node $1, which must be running.
+signal_node() {
+    local i=$1 sig=$2 pid
+    pid=$(node_pid "$i") || die "node $i is not running (no live pid in $(node_dir "$i")/pid)"
+    kill -s "$sig" "$pid" || die "cannot send SIG$sig to node $i (pid $pid)"
+    printf '%s' "$pid"
+}
+
+# Succeeds if pid $1 is running: it exists and is not a zombie (an exited
+# node whose new parent has not reaped it yet).
+pid_alive() {
+    kill -0 "$1" 2>/dev/null || return 1
+    [[ ! -r /proc/$1/stat ]] || [[ $(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) != Z ]]
+}
+
+# Waits up to $2 seconds for pid $1 to exit.
+wait_exit() {
+    local pid=$1 deadline=$((SECONDS + $2))
+    while pid_alive "$pid"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.1
+    done
+}
+
+# Fails with a clear message if TCP port $2 on host $1 cannot be listened
+# on. SO_REUSEADDR, as the node's own listener sets, so connections of a
+# killed node lingering in TIME_WAIT do not count as "in use".
+check_port_free() {
+    python3 - "$1" "$2" <<'EOF' || die "port $2 on $1 is in use (or cannot be bound); pick another base with -b"
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind((sys.argv[1], int(sys.argv[2])))
+    s.listen(1)
+except OSError:
+    sys.exit(1)
+finally:
+    s.close()
+EOF
+}
+
+print_log_tails() {
+    local i d
+    for ((i = 1; i <= N; i++)); do
+        d=$(node_dir "$i")
+        note "--- last lines of $d/log:"
+        if [[ -f $d/log ]]; then tail -n 20 -- "$d/log" | sed 's/^/    /' >&2; fi
+    done
+}
+
+# ---------------------------------------------------------------- status
+
+# `raftlock cluster status` against endpoints $1 (default: the whole
+# cluster), with extra arguments after it, bounded by a timeout.
+run_status() {
+    local where=${1:-$ENDPOINTS}
+    shift || true
+    timeout "$CLUSTER_STATUS_TIMEOUT" "$BIN" cluster --endpoints "$where" "$@" status
+}
+
+# The status JSON, or nothing (and failure) if no node answered.
+status_json() {
+    run_status "${1:-$ENDPOINTS}" --output json 2>/dev/null
+}
+
+# Runs a query on the status JSON read from stdin. Queries:
+#   leader          the leader's id, only if that node itself says "leader"
+#   settled         the same, and only if every member answers, none is a
+#                   candidate, and all are in the leader's term
+#   count           number of members
+#   role ID         that member's role
+#   applied ID      that member's applied index ("" if unreachable)
+#   max_applied     the highest applied index of any member
+#   summary         one line per member: id role term last_log applied
+status_query() {
+    python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+nodes = {n["id"]: n for n in v.get("nodes", [])}
+q = sys.argv[1]
+show = lambda x: "" if x is None else str(x)
+if q == "leader":
+    l = v.get("leader")
+    if l is not None and nodes.get(l, {}).get("role") == "leader":
+        print(l)
+elif q == "settled":
+    l = v.get("leader")
+    lt = nodes.get(l, {}).get("term")
+    if (l is not None and nodes.get(l, {}).get("role") == "leader"
+            and all(n.get("role") in ("leader", "follower", "learner") and n.get("term") == lt
+                    for n in nodes.values())):
+        print(l)
+elif q == "count":
+    print(len(nodes))
+elif q in ("role", "applied"):
+    n = nodes.get(int(sys.argv[2]), {})
+    print(show(n.get("role" if q == "role" else "applied_index")))
+elif q == "max_applied":
+    print(max([n.get("applied_index") or 0 for n in nodes.values()] + [0]))
+elif q == "summary":
+    for i, n in sorted(nodes.items()):
+        print(i, n.get("role"), show(n.get("term")), show(n.get("last_log_index")), show(n.get("applied_index")))
+' "$@"
+}
+
+# The current leader's id (asking endpoints $1), or failure if there is none.
+# With $2 = settled, only once every member follows it (see status_query).
+current_leader() {
+    local json id
+    json=$(status_json "$1") || return 1
+    id=$(status_query "${2:-leader}" <<<"$json") || return 1
+    [[ -n $id ]] || return 1
+    printf '%s' "$id"
+}

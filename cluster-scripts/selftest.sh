@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# End-to-end check of cluster-scripts against the real binary: start a
+# 3-node cluster in a temp dir, kill -9 the leader, see a new one elected,
+# restart the killed node and see it catch up, pause/resume a follower,
+# restart the whole cluster from disk, and stop everything.
+# Uses RAFTLOCK_BIN if set, else builds once with cargo.
+set -euo pipefail
+USAGE="selftest.sh [-b BASE_PORT] [--keep]   (--keep leaves the temp dir; default base: a free one below 32768)"
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+parse_opts "b: keep" "$@"
+need_python
+here=$CLUSTER_SCRIPTS_DIR
+passed=0
+decoy_pid=''
+
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/raftlock-selftest.XXXXXX")
+
+# A base port whose 6 node ports are free; below the usual ephemeral range
+# (32768+) so outgoing connections of other tests cannot take them.
+pick_base() {
+    python3 - <<'EOF'
+import random, socket
+def free(p):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", p)); s.listen(1); return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+for _ in range(200):
+    base = random.randrange(20000, 32000, 100)
+    if all(free(base + 10 * i + k) for i in (1, 2, 3) for k in (1, 2)):
+        print(base); break
+EOF
+}
+
+# Pids of live processes whose argv mentions a node dir of this cluster.
+leftover_pids() {
+    local f pid
+    for f in /proc/[0-9]*/cmdline; do
+        pid=${f#/proc/}
+        pid=${pid%/cmdline}
+        [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
+        if tr '\0' '\n' <"$f" 2>/dev/null | grep -qxF -- "$DIR/node1/data"$'\n'"$DIR/node2/data"$'\n'"$DIR/node3/data"; then
+            printf '%s ' "$pid"
+        fi
+    done
+}
+
+finish() {
+    local rc=$?
+    trap - EXIT
+    if ((rc != 0)); then
+        note "selftest failed; node logs:"
+        if [[ -f $DIR/cluster.env ]]; then (read_env && print_log_tails) || true; fi
+    fi
+    "$here/stop.sh" -d "$DIR" -t 3 >/dev/null 2>&1 || true
+    if [[ -n $decoy_pid ]]; then kill "$decoy_pid" 2>/dev/null || true; fi
+    if [[ -n ${OPT_keep:-} ]]; then
+        note "kept $DIR"
+    else
+        rm -rf -- "$DIR"
+    fi
+    if ((rc != 0)); then
+        printf 'cluster-scripts selftest: %d passed, 1 failed\n' "$passed"
+    fi
+    exit "$rc"
+}
+trap finish EXIT
+
+pass() {
+    passed=$((passed + 1))
+    printf 'ok %d - %s\n' "$passed" "$1"
+}
+
+fail() {
+    printf 'FAIL: %s\n' "$1" >&2
+    exit 1
+}
+
+# check DESCRIPTION COMMAND...: one check, which must succeed now.
+check() {
+    local what=$1
+    shift
+    "$@" || fail "$what"
+    pass "$what"
+}
+
+# eventually DESCRIPTION COMMAND...: one check, retried for up to
+# CLUSTER_WAIT_SECS.
+eventually() {
+    local what=$1 deadline=$((SECONDS + CLUSTER_WAIT_SECS))
+    shift
+    until "$@"; do
+        ((SECONDS < deadline)) || fail "$what (still not true after ${CLUSTER_WAIT_SECS}s)"
+        sleep 0.5
+    done
+    pass "$what"
+}
+
+# Helpers the checks call; they read the status once per call.
+json() { status_json "$ENDPOINTS"; }
+members_are() { [[ $(json | status_query count) == "$1" ]]; }
+leader_is_not() { local l; l=$(current_leader "$ENDPOINTS") && [[ $l != "$1" ]]; }
+role_is() { [[ $(json | status_query role "$1") == "$2" ]]; }
+applied_at_least() {
+    local a
+    a=$(json | status_query applied "$1") && [[ -n $a ]] && ((a >= $2))
+}
+has_leader() { current_leader "$ENDPOINTS" >/dev/null; }
+settled() { current_leader "$ENDPOINTS" settled >/dev/null; }
+leader_applied_at_least() {
+    local l
+    l=$(current_leader "$ENDPOINTS") && applied_at_least "$l" "$1"
+}
+all_running() {
+    local i
+    for ((i = 1; i <= N; i++)); do node_pid "$i" >/dev/null || return 1; done
+}
+is_stopped_state() { [[ $(cut -d' ' -f3 "/proc/$1/stat") == T ]]; }
+no_leftovers() {
+    local left
+    left=$(leftover_pids)
+    [[ -z $left ]] || { note "still running: $left"; return 1; }
+}
+fails_with() {
+    # fails_with PATTERN COMMAND...: the command fails and says PATTERN.
+    local pattern=$1 out
+    shift
+    if out=$("$@" 2>&1); then return 1; fi
+    grep -qi -- "$pattern" <<<"$out" || { note "output was: $out"; return 1; }
+}
+
+base=${OPT_b:-$(pick_base)}
+[[ -n $base ]] || die "found no free base port"
+note "selftest: cluster in $DIR, base port $base"
+
+# ---- start
+out=$("$here/start.sh" -n 3 -d "$DIR" -b "$base") || fail "start.sh -n 3 failed"
+check "start.sh prints ENDPOINTS as its last line" grep -qE '^ENDPOINTS=([0-9.]+:[0-9]+,){2}[0-9.]+:[0-9]+$' <<<"${out##*$'\n'}"
+load_env
+export RAFTLOCK_BIN=$BIN # every later start uses the binary built (or given) once
+check "cluster.env records the endpoints start.sh printed" [ "ENDPOINTS=$ENDPOINTS" = "${out##*$'\n'}" ]
+check "all 3 nodes have live pid files" all_running
+check "status shows 3 members" members_are 3
+check "status.sh prints a table with a leader" grep -q '^leader: [0-9]' <(timeout 20 "$here/status.sh" -d "$DIR")
+leader=$("$here/leader.sh" -d "$DIR") || fail "leader.sh found no leader"
+check "leader.sh prints a node id (got '$leader')" check_id "$leader"
+
+# ---- refusals
+check "start.sh rejects -n 4 as a usage error" fails_with "usage:" "$here/start.sh" -n 4 -d "$DIR/other"
+check "start.sh refuses ports in use" fails_with "in use" "$here/start.sh" -n 3 -d "$DIR/other" -b "$base" --no-build
+check "kill.sh rejects an unknown node id" fails_with "not in this cluster" "$here/kill.sh" -d "$DIR" -i 7
+check "restart.sh refuses a running node" fails_with "already running" "$here/restart.sh" -d "$DIR" -i 1
+
+# ---- kill -9 the leader
+applied_before=$(json | status_query max_applied)
+old_pid=$(node_pid "$leader")
+check "kill.sh kills the leader (node $leader)" "$here/kill.sh" -d "$DIR" -i "$leader"
+check "the killed leader's process is gone" eval "! pid_alive $old_pid"
+check "the killed leader's pid file is removed" [ ! -e "$(node_dir "$leader")/pid" ]
+eventually "a new leader other than node $leader is elected" leader_is_not "$leader"
+new_leader=$(current_leader "$ENDPOINTS")
+check "status shows the killed node as unreachable" role_is "$leader" unreachable
+# The new leader's term starts with an entry of its own, so the index to
+# catch up to is past anything the killed node saw.
+eventually "the new leader's applied index passes $applied_before" applied_at_least "$new_leader" $((applied_before + 1))
+target=$(json | status_query applied "$new_leader")
+
+# ---- restart it; it rejoins and catches up
+check "restart.sh brings node $leader back" "$here/restart.sh" -d "$DIR" -i "$leader"
+eventually "node $leader rejoins as a follower" role_is "$leader" follower
+eventually "node $leader's applied index catches up to $target" applied_at_least "$leader" "$target"
+
+# ---- pause / resume a follower
+cur=$(current_leader "$ENDPOINTS") || fail "no leader before pause"
+follower=$((cur % 3 + 1))
+check "pause.sh stops node $follower" "$here/pause.sh" -d "$DIR" -i "$follower"
+check "node $follower is in the stopped state" is_stopped_state "$(node_pid "$follower")"
+eventually "status shows paused node $follower as unreachable" role_is "$follower" unreachable
+check "the cluster keeps a leader with node $follower paused" has_leader
+check "resume.sh continues node $follower" "$here/resume.sh" -d "$DIR" -i "$follower"
+eventually "node $follower answers again as a follower or leader" eval "role_is $follower follower || role_is $follower leader"
+eventually "all 3 nodes follow one leader again" settled
+
+# ---- stop never signals a pid that is not its node
+sleep 600 &
+decoy_pid=$!
+applied_before=$(json | status_query max_applied)
+check "stop.sh stops the cluster" "$here/stop.sh" -d "$DIR" -t 10
+check "no raftlock process of $DIR remains" no_leftovers
+check "stop.sh removed every pid file" eval "! compgen -G '$DIR/node*/pid' >/dev/null"
+printf '%s\n' "$decoy_pid" >"$(node_dir 1)/pid"
+check "stop.sh leaves a foreign pid in a stale pid file alone" "$here/stop.sh" -d "$DIR" -t 1
+check "the foreign process survived" kill -0 "$decoy_pid"
+kill "$decoy_pid" 2>/dev/null || true
+decoy_pid=''
+
+# ---- whole cluster again from disk
+out=$("$here/start.sh" -d "$DIR" --no-build) || fail "start.sh could not restart the cluster from $DIR"
+check "start.sh restarts the cluster from disk with the same endpoints" [ "${out##*$'\n'}" = "ENDPOINTS=$ENDPOINTS" ]
+check "the restarted cluster has 3 members" members_are 3
+eventually "the restarted cluster's leader applied at least index $applied_before" leader_applied_at_least "$applied_before"
+check "stop.sh stops the restarted cluster" "$here/stop.sh" -d "$DIR"
+check "no raftlock process of $DIR remains after the second stop" no_leftovers
+
+printf 'cluster-scripts selftest: %d passed, 0 failed\n' "$passed"

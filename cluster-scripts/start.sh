@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Starts a 3- or 5-node raftlock cluster on loopback, or restarts the one
+# already in DIR from its data dirs, and waits for a leader.
+# Prints ENDPOINTS=host:port,... as the last line on stdout.
+set -euo pipefail
+USAGE="start.sh -n 3|5 -d DIR [-b BASE_PORT] [--no-build]
+  Node I listens for clients on BASE_PORT+10*I+1 and for peers on BASE_PORT+10*I+2
+  (BASE_PORT default 27000). RAFTLOCK_BIN=path uses that binary instead of building.
+  A DIR that holds a cluster already restarts it with its recorded ids and ports."
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+parse_opts "n: d: b: no-build" "$@"
+n=${OPT_n:-} dir=${OPT_d:-} base=${OPT_b:-}
+[[ -n $dir ]] || bad_usage "-d DIR is required"
+[[ -z $n || $n == 3 || $n == 5 ]] || bad_usage "-n must be 3 or 5, not '$n'"
+[[ -z $base ]] || is_uint "$base" || bad_usage "-b must be a port number, not '$base'"
+need_python
+
+DIR=$(abs_dir "$dir")
+
+# ---- layout: new, or the recorded one
+if [[ -f $DIR/cluster.env ]]; then
+    read_env
+    [[ -z $n || $n == "$N" ]] || die "$DIR holds a $N-node cluster; drop -n or use -n $N"
+    [[ -z $base || $base == "$BASE_PORT" ]] || die "$DIR uses base port $BASE_PORT; drop -b or use -b $BASE_PORT"
+    recorded_bin=$BIN
+    restarting=1
+else
+    compgen -G "$DIR/node*" >/dev/null && die "$DIR has node dirs but no cluster.env; use an empty DIR"
+    [[ -n $n ]] || bad_usage "-n 3|5 is required for a new cluster"
+    base=${base:-27000}
+    ((base >= 1024 && base + 10 * n + 2 <= 65535)) || die "base port $base leaves node ports outside 1024..65535"
+    make_layout "$n" "$base"
+    recorded_bin=''
+    restarting=0
+fi
+
+# ---- binary
+repo=$(cd "$CLUSTER_SCRIPTS_DIR/.." && pwd)
+if [[ -n ${RAFTLOCK_BIN:-} ]]; then
+    BIN=$(resolve_bin "$RAFTLOCK_BIN")
+elif [[ -z ${OPT_no_build:-} ]]; then
+    command -v cargo >/dev/null 2>&1 || die "cargo not found; install Rust or set RAFTLOCK_BIN"
+    note "building raftlock (cargo build --release --bin raftlock) ..."
+    BIN=$(cd "$repo" && cargo build --release --bin raftlock --message-format=json-render-diagnostics |
+        python3 -c '
+import json, sys
+exe = ""
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("target", {}).get("name") == "raftlock" and m.get("executable"):
+        exe = m["executable"]
+print(exe)
+') || die "cargo build failed (see above)"
+    [[ -n $BIN ]] || die "cargo build did not report a raftlock executable"
+elif [[ -n $recorded_bin ]]; then
+    BIN=$recorded_bin
+else
+    BIN=${CARGO_TARGET_DIR:-$repo/target}/release/raftlock
+fi
+[[ -x $BIN ]] || die "raftlock binary $BIN not found or not executable (build it, or set RAFTLOCK_BIN)"
+write_env
+
+# ---- start the nodes that are not running
+to_start=()
+for ((i = 1; i <= N; i++)); do
+    if pid=$(node_pid "$i"); then
+        note "node $i already running (pid $pid); leaving it"
+        continue
+    fi
+    rm -f -- "$(node_dir "$i")/pid"
+    for addr in "$(node_client "$i")" "$(node_peer "$i")"; do
+        check_port_free "${addr%:*}" "${addr##*:}"
+    done
+    to_start+=("$i")
+done
+if ((restarting)); then
+    note "restarting the $N-node cluster in $DIR"
+else
+    note "starting a $N-node cluster in $DIR"
+fi
+for i in ${to_start[@]+"${to_start[@]}"}; do
+    launch_node "$i"
+    note "node $i: pid $(node_pid "$i"), client $(node_client "$i"), peer $(node_peer "$i")"
+done
+
+# ---- wait for a leader that every node follows (a node that starts late
+# can still trigger one more election, so "some leader" is not enough)
+deadline=$((SECONDS + CLUSTER_WAIT_SECS))
+while true; do
+    if leader=$(current_leader "$ENDPOINTS" settled); then
+        break
+    fi
+    for i in ${to_start[@]+"${to_start[@]}"}; do
+        if ! node_pid "$i" >/dev/null; then
+            print_log_tails
+            die "node $i exited while waiting for a leader (log: $(node_dir "$i")/log)"
+        fi
+    done
+    if ((SECONDS >= deadline)); then
+        print_log_tails
+        die "no leader followed by all $N nodes after ${CLUSTER_WAIT_SECS}s (nodes are left running; stop them with stop.sh -d $DIR)"
+    fi
+    sleep 0.5
+done
+note "leader: node $leader"
+printf 'ENDPOINTS=%s\n' "$ENDPOINTS"

@@ -1,0 +1,207 @@
+//! `TestCluster`: N nodes in this process, every listener bound to port 0
+//! first, each node in its own temp dir; nodes can be killed, restarted,
+//! isolated and added.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use raftlock::{Client, Config, InitialMember, LinkFilter, Node};
+use raftlock_storage::NodeAddr;
+use tempfile::TempDir;
+use tokio::net::TcpListener;
+
+/// A cluster of in-process nodes.
+pub struct TestCluster {
+    /// Holds every node's data dir; removed on drop.
+    pub dir: TempDir,
+    /// Running nodes; `None` while killed.
+    pub nodes: BTreeMap<u64, Option<Node>>,
+    /// Each node's (client, peer) address, stable across restarts.
+    pub addrs: BTreeMap<u64, (SocketAddr, SocketAddr)>,
+    /// Shared by every node; cuts links.
+    pub filter: LinkFilter,
+    /// Settings every node starts from.
+    pub base: Config,
+}
+
+/// Fast timings for tests: elections in well under a second.
+pub fn test_config() -> Config {
+    Config {
+        heartbeat: Duration::from_millis(50),
+        election_timeout: Duration::from_millis(300),
+        leader_wait: Duration::from_secs(5),
+        ..Config::default()
+    }
+}
+
+async fn bind() -> (TcpListener, SocketAddr) {
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
+    let a = l.local_addr().expect("local addr");
+    (l, a)
+}
+
+impl TestCluster {
+    /// Starts `n` nodes (ids 1..=n) as one cluster and waits for a leader.
+    pub async fn new(n: u64) -> TestCluster {
+        Self::with_config(n, test_config()).await
+    }
+
+    /// Like [`new`](Self::new) with custom base settings.
+    pub async fn with_config(n: u64, base: Config) -> TestCluster {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut listeners = BTreeMap::new();
+        let mut addrs = BTreeMap::new();
+        for id in 1..=n {
+            let (cl, ca) = bind().await;
+            let (pl, pa) = bind().await;
+            listeners.insert(id, (cl, pl));
+            addrs.insert(id, (ca, pa));
+        }
+        let mut cluster =
+            TestCluster { dir, nodes: BTreeMap::new(), addrs, filter: LinkFilter::default(), base };
+        let members = cluster.members(1..=n);
+        for (id, (cl, pl)) in listeners {
+            let config = Config { initial_cluster: members.clone(), ..cluster.config(id) };
+            let node = cluster.builder(config).client_listener(cl).peer_listener(pl).start().await.expect("start node");
+            cluster.nodes.insert(id, Some(node));
+        }
+        cluster.wait_for_leader().await;
+        cluster
+    }
+
+    fn members(&self, ids: impl IntoIterator<Item = u64>) -> Vec<InitialMember> {
+        ids.into_iter().map(|id| InitialMember { id, addr: self.node_addr(id) }).collect()
+    }
+
+    /// The address record of node `id`.
+    pub fn node_addr(&self, id: u64) -> NodeAddr {
+        let (c, p) = self.addrs[&id];
+        NodeAddr { peer_addr: p.to_string(), client_addr: c.to_string() }
+    }
+
+    fn config(&self, id: u64) -> Config {
+        let (c, p) = self.addrs[&id];
+        Config {
+            id,
+            data_dir: self.dir.path().join(format!("node{id}")),
+            client_addr: c.to_string(),
+            peer_addr: p.to_string(),
+            ..self.base.clone()
+        }
+    }
+
+    fn builder(&self, config: Config) -> raftlock::NodeBuilder {
+        Node::builder().config(config).link_filter(self.filter.clone())
+    }
+
+    /// A running node.
+    pub fn node(&self, id: u64) -> &Node {
+        self.nodes[&id].as_ref().unwrap_or_else(|| panic!("node {id} is not running"))
+    }
+
+    /// Ids of running nodes.
+    pub fn running(&self) -> Vec<u64> {
+        self.nodes.iter().filter(|(_, n)| n.is_some()).map(|(id, _)| *id).collect()
+    }
+
+    /// A client over every running node's endpoint.
+    pub async fn client(&self) -> Client {
+        let eps: Vec<String> = self.running().iter().map(|id| self.addrs[id].0.to_string()).collect();
+        Client::connect(eps).await.expect("client")
+    }
+
+    /// A client of node `id` only.
+    pub async fn client_of(&self, id: u64) -> Client {
+        Client::connect([self.addrs[&id].0.to_string()]).await.expect("client")
+    }
+
+    /// Waits until the running nodes agree on a running leader; returns it.
+    pub async fn wait_for_leader(&self) -> u64 {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let running = self.running();
+            let views: Vec<Option<u64>> = running.iter().map(|id| self.node(*id).status().leader).collect();
+            if let Some(Some(leader)) = views.first() {
+                if running.contains(leader)
+                    && views.iter().all(|v| *v == Some(*leader))
+                    && self.node(*leader).status().role == "leader"
+                {
+                    return *leader;
+                }
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no agreed leader within 15 s: {views:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Stops node `id` abruptly: its listeners and Raft stop at once, no
+    /// drain. Its data dir stays.
+    pub async fn kill(&mut self, id: u64) {
+        let node = self.nodes.get_mut(&id).and_then(Option::take).expect("node running");
+        node.kill().await;
+    }
+
+    /// Restarts node `id` from its data dir on its old addresses.
+    pub async fn restart(&mut self, id: u64) {
+        assert!(self.nodes[&id].is_none(), "node {id} is running");
+        let config = self.config(id);
+        let node = self.start_on_old_ports(config).await;
+        self.nodes.insert(id, Some(node));
+    }
+
+    async fn start_on_old_ports(&self, config: Config) -> Node {
+        // The old sockets may take a moment to be released.
+        let mut tries = 0;
+        loop {
+            match self.builder(config.clone()).start().await {
+                Ok(node) => return node,
+                Err(e) if tries < 50 => {
+                    tries += 1;
+                    tracing::debug!("restart attempt failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("cannot restart node {}: {e}", config.id),
+            }
+        }
+    }
+
+    /// Starts a new, empty node `id` that waits to be added (`--join`).
+    pub async fn start_joining(&mut self, id: u64) {
+        let (cl, ca) = bind().await;
+        let (pl, pa) = bind().await;
+        self.addrs.insert(id, (ca, pa));
+        let config = Config { join: true, ..self.config(id) };
+        let node = self.builder(config).client_listener(cl).peer_listener(pl).start().await.expect("start joining node");
+        self.nodes.insert(id, Some(node));
+    }
+
+    /// Cuts every link between `id` and the other nodes.
+    pub fn isolate(&self, id: u64) {
+        let others: Vec<u64> = self.addrs.keys().copied().filter(|o| *o != id).collect();
+        self.filter.isolate(id, others);
+    }
+
+    /// Restores every link.
+    pub fn heal(&self) {
+        self.filter.heal();
+    }
+
+    /// Stops every node in order.
+    pub async fn shutdown(mut self) {
+        for (_, node) in std::mem::take(&mut self.nodes) {
+            if let Some(node) = node {
+                node.shutdown().await;
+            }
+        }
+    }
+
+    /// Waits until node `id` applied at least `index`.
+    pub async fn wait_applied(&self, id: u64, index: u64) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        while self.node(id).status().applied_index < index {
+            assert!(tokio::time::Instant::now() < deadline, "node {id} did not apply {index}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! Node failures: leader kill, a holder vanishing until its lease expires,
+//! a lagging node catching up by snapshot, full-cluster restart.
+
+use std::time::Duration;
+
+use raftlock::client::Acquire;
+
+use crate::cluster::{test_config, TestCluster};
+
+const TTL: Duration = Duration::from_secs(30);
+
+#[tokio::test]
+async fn leader_kill_keeps_locks_waiters_and_fences() {
+    let mut cluster = TestCluster::new(3).await;
+    let client = cluster.client().await;
+    let lease = client.grant_lease(TTL).await.unwrap();
+    let held = client.acquire(&Acquire::exclusive("k", "a", lease)).await.unwrap().unwrap();
+    let waiter_client = cluster.client().await;
+    let waiter = tokio::spawn(async move { waiter_client.acquire(&Acquire::exclusive("k", "b", lease)).await });
+    while client.describe("k").await.unwrap().unwrap().waiters.is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    let old = cluster.wait_for_leader().await;
+    cluster.kill(old).await;
+    let new = cluster.wait_for_leader().await;
+    assert_ne!(old, new);
+
+    // The hold, the waiter and the lease survived.
+    let info = client.describe("k").await.unwrap().unwrap();
+    assert_eq!(info.holders[0].owner, "a");
+    assert_eq!(info.holders[0].fence, held.fence);
+    assert_eq!(info.waiters.len(), 1);
+    assert_eq!(info.waiters[0].owner, "b");
+    assert!(client.keep_alive(lease).await.is_ok());
+
+    // The new leader serves: releasing grants the waiter, with a bigger fence.
+    client.release("k", "a").await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(10), waiter).await.unwrap().unwrap().unwrap().unwrap();
+    assert!(got.fence > held.fence);
+
+    cluster.restart(old).await;
+    cluster.wait_for_leader().await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn expired_holder_hands_over_to_waiters_in_fifo_order() {
+    let cluster = TestCluster::new(3).await;
+    let client = cluster.client().await;
+    // The holder's lease is short and nobody keeps it alive: its owner is gone.
+    let gone = client.grant_lease(Duration::from_millis(400)).await.unwrap();
+    let held = client.acquire(&Acquire::exclusive("exp", "gone", gone)).await.unwrap().unwrap();
+
+    let live = client.grant_lease(TTL).await.unwrap();
+    let mut tasks = Vec::new();
+    for owner in ["w1", "w2"] {
+        let c = client.clone();
+        tasks.push(tokio::spawn(async move { c.acquire(&Acquire::exclusive("exp", owner, live)).await }));
+        let want = tasks.len();
+        while client.describe("exp").await.unwrap().map(|i| i.waiters.len()).unwrap_or(0) < want {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    let w1 = tokio::time::timeout(Duration::from_secs(5), tasks.remove(0)).await.unwrap().unwrap().unwrap().unwrap();
+    assert!(w1.fence > held.fence);
+    let info = client.describe("exp").await.unwrap().unwrap();
+    assert_eq!(info.holders[0].owner, "w1", "first waiter must get the lock");
+    assert_eq!(info.waiters[0].owner, "w2");
+    assert!(client.keep_alive(gone).await.is_err(), "the expired lease must stay expired");
+    assert!(!client.check("exp", held.fence).await.unwrap());
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn lagging_node_catches_up_by_snapshot() {
+    let config = raftlock::Config { snapshot_after_entries: 50, keep_entries_after_snapshot: 10, ..test_config() };
+    let cluster = TestCluster::with_config(3, config).await;
+    let leader = cluster.wait_for_leader().await;
+    let lagging = cluster.running().into_iter().find(|id| *id != leader).unwrap();
+    cluster.isolate(lagging);
+
+    let client = cluster.client_of(leader).await;
+    let lease = client.grant_lease(TTL).await.unwrap();
+    for i in 0..200 {
+        let name = format!("snap/{i}");
+        client.acquire(&Acquire::exclusive(&name, "o", lease)).await.unwrap().unwrap();
+    }
+    let status = cluster.node(leader).status();
+    assert!(status.snapshot_index > 0, "leader took no snapshot");
+    cluster.heal();
+    cluster.wait_applied(lagging, status.applied_index).await;
+    let lagging_client = cluster.client_of(lagging).await;
+    let locks = lagging_client.list("snap/", 0).await.unwrap();
+    assert_eq!(locks.len(), 200);
+    assert!(cluster.node(lagging).status().snapshot_index > 0, "the follower should have installed a snapshot");
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn full_cluster_restart_loses_nothing() {
+    let mut cluster = TestCluster::new(3).await;
+    let client = cluster.client().await;
+    let lease = client.grant_lease(TTL).await.unwrap();
+    let a = client.acquire(&Acquire::exclusive("r", "a", lease)).await.unwrap().unwrap();
+    let c2 = client.clone();
+    let waiter = tokio::spawn(async move { c2.acquire(&Acquire::exclusive("r", "b", lease)).await });
+    while client.describe("r").await.unwrap().unwrap().waiters.is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let before = client.describe("r").await.unwrap().unwrap();
+
+    for id in cluster.running() {
+        cluster.kill(id).await;
+    }
+    waiter.abort();
+    for id in [1, 2, 3] {
+        cluster.restart(id).await;
+    }
+    cluster.wait_for_leader().await;
+    let client = cluster.client().await;
+    let after = client.describe("r").await.unwrap().unwrap();
+    assert_eq!(after.holders[0].fence, before.holders[0].fence);
+    assert_eq!(after.holders[0].owner, "a");
+    assert_eq!(after.waiters.iter().map(|w| &w.owner).collect::<Vec<_>>(), ["b"]);
+    assert!(client.keep_alive(lease).await.is_ok());
+
+    // Fences keep increasing after the restart.
+    client.release("r", "a").await.unwrap();
+    let info = client.describe("r").await.unwrap().unwrap();
+    assert_eq!(info.holders[0].owner, "b");
+    assert!(info.holders[0].fence > a.fence);
+    cluster.shutdown().await;
+}

@@ -1,0 +1,69 @@
+//! Membership: 3 -> 5 -> 3 while clients keep locking.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use raftlock::client::Acquire;
+
+use crate::cluster::TestCluster;
+
+#[tokio::test]
+async fn grow_to_five_and_shrink_to_three_under_load() {
+    let mut cluster = TestCluster::new(3).await;
+    let client = cluster.client().await;
+    let lease = client.grant_lease(Duration::from_secs(30)).await.unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let mut load = Vec::new();
+    for w in 0..4 {
+        let (c, stop, done) = (client.clone(), stop.clone(), done.clone());
+        load.push(tokio::spawn(async move {
+            let mut last_fence = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let owner = format!("w{w}");
+                let got = c.acquire(&Acquire::exclusive("load", &owner, lease)).await.expect("acquire under load");
+                let got = got.expect("waiting acquire is granted");
+                assert!(got.fence > last_fence);
+                last_fence = got.fence;
+                c.release("load", &owner).await.expect("release under load");
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+
+    for id in [4, 5] {
+        cluster.start_joining(id).await;
+        let addr = cluster.node_addr(id);
+        client.add_learner(id, &addr.peer_addr, &addr.client_addr).await.unwrap();
+        let members = client.promote(id).await.unwrap();
+        assert!(members.iter().any(|m| m.id == id && m.voter));
+    }
+    let status = cluster.node(1).status();
+    assert_eq!(status.members.values().filter(|(_, voter)| *voter).count(), 5);
+
+    // Remove two of the original members, the leader among them if it is.
+    let leader = cluster.wait_for_leader().await;
+    let mut to_remove = vec![leader];
+    to_remove.extend([1, 2, 3].into_iter().filter(|id| *id != leader).take(1));
+    for id in &to_remove {
+        client.remove_member(*id).await.unwrap();
+    }
+    for id in &to_remove {
+        cluster.kill(*id).await;
+    }
+    let leader = cluster.wait_for_leader().await;
+    assert!(!to_remove.contains(&leader));
+    let members = cluster.node(leader).status().members;
+    assert_eq!(members.len(), 3, "{members:?}");
+
+    let before = done.load(Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::Relaxed);
+    for task in load {
+        tokio::time::timeout(Duration::from_secs(20), task).await.expect("load finishes").expect("load task");
+    }
+    assert!(done.load(Ordering::Relaxed) > before, "no progress after shrinking to 3");
+    cluster.shutdown().await;
+}
