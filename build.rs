@@ -5,6 +5,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protoc = protoc_bin_vendored::protoc_bin_path()?;
     std::env::set_var("PROTOC", protoc);
     println!("cargo:rerun-if-changed=proto/raftlock/v1/raftlock.proto");
-    tonic_prost_build::configure().compile_protos(&["proto/raftlock/v1/raftlock.proto"], &["proto"])?;
+    tonic_prost_build::configure()
+        .compile_protos(&["proto/raftlock/v1/raftlock.proto"], &["proto"])?;
     Ok(())
 }

@@ -91,7 +91,7 @@ is_uint() {
     [[ $1 =~ ^[0-9]+$ ]]
 }
 
-# Absolute path of $1 (which need not exist yet; its parent is created).
+# Creates directory $1 if need be and prints its absolute path.
 abs_dir() {
     mkdir -p -- "$1" || die "cannot create directory $1"
     (cd -- "$1" && pwd)
@@ -103,8 +103,8 @@ node_dir() { printf '%s/node%s' "$DIR" "$1"; }
 node_client() { local v="NODE$1_CLIENT"; printf '%s' "${!v}"; }
 node_peer() { local v="NODE$1_PEER"; printf '%s' "${!v}"; }
 
-# Sets N, BASE_PORT, BIN, ENDPOINTS, INITIAL_CLUSTER and NODEi_CLIENT /
-# NODEi_PEER for a new layout.
+# make_layout N BASE_PORT: sets N, BASE_PORT, ENDPOINTS, INITIAL_CLUSTER and
+# NODEi_CLIENT / NODEi_PEER for a new cluster.
 make_layout() {
     local n=$1 base=$2 i eps=() members=()
     N=$n
@@ -223,26 +223,36 @@ node_pid() {
 }
 
 # Starts node $1 in the background, detached from this shell's session, and
-# records its pid and argv. Fails if it is not running a moment later.
+# records its pid (also left in LAUNCHED_PID) and argv. Fails if it never
+# runs. The node gets no RAFTLOCK_* variable but RAFTLOCK_LOG (serve reads
+# them as settings), so its flags alone say how it runs.
 launch_node() {
-    local i=$1 d pid argv=() t
+    local i=$1 d pid argv=() t name
     d=$(node_dir "$i")
     mkdir -p -- "$d/data" || die "cannot create $d/data"
     mapfile -t argv < <(node_argv "$i")
+    local scrub=(env)
+    for name in $(compgen -e); do
+        if [[ $name == RAFTLOCK_* && $name != RAFTLOCK_LOG ]]; then scrub+=(-u "$name"); fi
+    done
+    scrub+=(NO_COLOR=1) # plain log files
     printf '%s\0' "${argv[@]}" >"$d/cmdline"
     printf '\n=== %s starting node %s: %s\n' "$(date '+%Y-%m-%dT%H:%M:%S%z')" "$i" "${argv[*]}" >>"$d/log"
     # The subshell is not a process group leader, so setsid execs without
     # forking and $! is the node's own pid.
     if command -v setsid >/dev/null 2>&1; then
-        (exec setsid env NO_COLOR=1 "${argv[@]}" </dev/null >>"$d/log" 2>&1) &
+        (exec setsid "${scrub[@]}" "${argv[@]}" </dev/null >>"$d/log" 2>&1) &
     else
-        (exec env NO_COLOR=1 "${argv[@]}" </dev/null >>"$d/log" 2>&1) &
+        (exec "${scrub[@]}" "${argv[@]}" </dev/null >>"$d/log" 2>&1) &
     fi
     pid=$!
     printf '%s\n' "$pid" >"$d/pid"
     # Give exec a moment to replace the subshell, then check it is our node.
     for ((t = 0; t < 50; t++)); do
-        pid_matches "$pid" "$d/cmdline" && return 0
+        if pid_matches "$pid" "$d/cmdline"; then
+            LAUNCHED_PID=$pid
+            return 0
+        fi
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
@@ -260,11 +270,19 @@ signal_node() {
     printf '%s' "$pid"
 }
 
+# The state letter of pid $1 (R, S, T = stopped, Z = zombie, ...), or
+# nothing without /proc.
+proc_state() {
+    local stat
+    stat=$(cat -- "/proc/$1/stat" 2>/dev/null) || return 0
+    stat=${stat##*) } # after "pid (comm) "
+    printf '%s' "${stat%% *}"
+}
+
 # Succeeds if pid $1 is running: it exists and is not a zombie (an exited
 # node whose new parent has not reaped it yet).
 pid_alive() {
-    kill -0 "$1" 2>/dev/null || return 1
-    [[ ! -r /proc/$1/stat ]] || [[ $(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) != Z ]]
+    kill -0 "$1" 2>/dev/null && [[ $(proc_state "$1") != Z ]]
 }
 
 # Waits up to $2 seconds for pid $1 to exit.
@@ -274,6 +292,43 @@ wait_exit() {
         ((SECONDS < deadline)) || return 1
         sleep 0.1
     done
+}
+
+# stop_nodes GRACE ID...: SIGTERM each running node (and SIGCONT, since a
+# paused node only acts on SIGTERM once it runs again), SIGKILL any still
+# running GRACE seconds later, and remove their pid files. Says so on stderr
+# when none was running.
+stop_nodes() {
+    local grace=$1 i d pid left stopped=0
+    shift
+    local -A pids=()
+    for i in "$@"; do
+        d=$(node_dir "$i")
+        [[ -f $d/pid ]] || continue
+        if pid=$(node_pid "$i"); then
+            kill -s TERM "$pid" 2>/dev/null || true
+            kill -s CONT "$pid" 2>/dev/null || true
+            pids[$i]=$pid
+        else
+            note "node $i: pid file is stale (process gone or not ours); removing it"
+            rm -f -- "$d/pid"
+        fi
+    done
+    local deadline=$((SECONDS + grace))
+    for i in "${!pids[@]}"; do
+        pid=${pids[$i]}
+        left=$((deadline - SECONDS))
+        if wait_exit "$pid" $((left > 0 ? left : 0)); then
+            note "node $i (pid $pid) stopped"
+        elif pid_matches "$pid" "$(node_dir "$i")/cmdline"; then
+            note "node $i (pid $pid) still running after ${grace}s; sending SIGKILL"
+            kill -s KILL "$pid" 2>/dev/null || true
+            wait_exit "$pid" 5 || die "node $i (pid $pid) survived SIGKILL"
+        fi
+        rm -f -- "$(node_dir "$i")/pid"
+        stopped=$((stopped + 1))
+    done
+    ((stopped)) || note "no running nodes to stop in $DIR"
 }
 
 # Fails with a clear message if TCP port $2 on host $1 cannot be listened
@@ -305,12 +360,56 @@ print_log_tails() {
 
 # ---------------------------------------------------------------- status
 
+# Endpoints $1 (comma-separated) ordered healthy first: nodes of this
+# cluster running normally (or not ours to know), then paused ones, then ones
+# not running. Prints "RANK ENDPOINT" lines.
+rank_endpoints() {
+    local ep i pid rank eps=()
+    IFS=, read -r -a eps <<<"$1"
+    for ep in "${eps[@]}"; do
+        rank=0
+        for ((i = 1; i <= N; i++)); do
+            [[ $ep == "$(node_client "$i")" ]] || continue
+            if ! pid=$(node_pid "$i"); then
+                rank=2
+            elif [[ $(proc_state "$pid") == T ]]; then
+                rank=1
+            fi
+        done
+        printf '%s %s\n' "$rank" "$ep"
+    done | sort -s -n -k1,1
+}
+
 # `raftlock cluster status` against endpoints $1 (default: the whole
-# cluster), with extra arguments after it, bounded by a timeout.
+# cluster), with extra arguments after it, each call bounded by a timeout.
+# The client moves past an endpoint it cannot connect to, but a paused node
+# accepts the connection and never answers, which fails the whole call after
+# seconds. So healthy endpoints go first, and if a call still fails, each
+# other healthy endpoint is tried first in turn. The last error is shown only
+# if every try failed.
 run_status() {
-    local where=${1:-$ENDPOINTS}
+    local where=${1:-$ENDPOINTS} err rc=1 rank ep first list
     shift || true
-    timeout "$CLUSTER_STATUS_TIMEOUT" "$BIN" cluster --endpoints "$where" "$@" status
+    local ordered=() healthy=()
+    while read -r rank ep; do
+        ordered+=("$ep")
+        if ((rank == 0)); then healthy+=("$ep"); fi
+    done < <(rank_endpoints "$where")
+    ((${#healthy[@]})) || healthy=("${ordered[0]}")
+    err=$(mktemp) || die "cannot create a temp file"
+    for first in "${healthy[@]}"; do
+        list=$first
+        for ep in "${ordered[@]}"; do
+            if [[ $ep != "$first" ]]; then list+=",$ep"; fi
+        done
+        if timeout "$CLUSTER_STATUS_TIMEOUT" "$BIN" cluster --endpoints "$list" "$@" status 2>"$err"; then
+            rc=0
+            break
+        fi
+    done
+    ((rc == 0)) || cat -- "$err" >&2
+    rm -f -- "$err"
+    return "$rc"
 }
 
 # The status JSON, or nothing (and failure) if no node answered.

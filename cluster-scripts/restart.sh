@@ -17,7 +17,7 @@ for addr in "$(node_client "$ID")" "$(node_peer "$ID")"; do
     check_port_free "${addr%:*}" "${addr##*:}"
 done
 launch_node "$ID"
-pid=$(node_pid "$ID") || die "node $ID exited at once; see $(node_dir "$ID")/log"
+pid=$LAUNCHED_PID
 deadline=$((SECONDS + CLUSTER_WAIT_SECS))
 until status_json "$(node_client "$ID")" >/dev/null; do
     if ! node_pid "$ID" >/dev/null; then

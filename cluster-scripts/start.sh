@@ -83,9 +83,22 @@ if ((restarting)); then
 else
     note "starting a $N-node cluster in $DIR"
 fi
+# On any failure from here on, stop the nodes this run started (their logs
+# stay in DIR/nodeI/log), so a failed start leaves nothing running.
+started=()
+cleanup() {
+    local rc=$?
+    if ((rc != 0 && ${#started[@]})); then
+        note "stopping the nodes this run started (${started[*]}); logs are in $DIR/node*/log"
+        stop_nodes 5 "${started[@]}" || true
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
 for i in ${to_start[@]+"${to_start[@]}"}; do
+    started+=("$i")
     launch_node "$i"
-    note "node $i: pid $(node_pid "$i"), client $(node_client "$i"), peer $(node_peer "$i")"
+    note "node $i: pid $LAUNCHED_PID, client $(node_client "$i"), peer $(node_peer "$i")"
 done
 
 # ---- wait for a leader that every node follows (a node that starts late
@@ -103,7 +116,7 @@ while true; do
     done
     if ((SECONDS >= deadline)); then
         print_log_tails
-        die "no leader followed by all $N nodes after ${CLUSTER_WAIT_SECS}s (nodes are left running; stop them with stop.sh -d $DIR)"
+        die "no leader followed by all $N nodes after ${CLUSTER_WAIT_SECS}s"
     fi
     sleep 0.5
 done

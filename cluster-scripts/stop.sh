@@ -15,32 +15,6 @@ is_uint "$grace" || bad_usage "-t must be a whole number of seconds, not '$grace
 DIR=$(cd -- "$OPT_d" && pwd)
 read_env
 
-declare -A pids=()
-for ((i = 1; i <= N; i++)); do
-    d=$(node_dir "$i")
-    [[ -f $d/pid ]] || continue
-    if pid=$(node_pid "$i"); then
-        kill -s TERM "$pid" 2>/dev/null || true
-        # A paused node only acts on SIGTERM once it runs again.
-        kill -s CONT "$pid" 2>/dev/null || true
-        pids[$i]=$pid
-    else
-        note "node $i: pid file is stale (process gone or not ours); removing it"
-        rm -f -- "$d/pid"
-    fi
-done
-
-deadline=$((SECONDS + grace))
-for i in "${!pids[@]}"; do
-    pid=${pids[$i]}
-    left=$((deadline - SECONDS))
-    if wait_exit "$pid" $((left > 0 ? left : 0)); then
-        note "node $i (pid $pid) stopped"
-    elif pid_matches "$pid" "$(node_dir "$i")/cmdline"; then
-        note "node $i (pid $pid) still running after ${grace}s; sending SIGKILL"
-        kill -s KILL "$pid" 2>/dev/null || true
-        wait_exit "$pid" 5 || die "node $i (pid $pid) survived SIGKILL"
-    fi
-    rm -f -- "$(node_dir "$i")/pid"
-done
-((${#pids[@]})) || note "no running nodes in $DIR"
+ids=()
+for ((i = 1; i <= N; i++)); do ids+=("$i"); done
+stop_nodes "$grace" "${ids[@]}"

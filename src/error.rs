@@ -48,8 +48,19 @@ impl Error {
 
 /// The leader named by a not-leader status: (node id, client address).
 pub fn leader_hint(status: &Status) -> Option<(u64, String)> {
-    let id = status.metadata().get(LEADER_ID_KEY)?.to_str().ok()?.parse().ok()?;
-    let addr = status.metadata().get(LEADER_ADDR_KEY)?.to_str().ok()?.to_string();
+    let id = status
+        .metadata()
+        .get(LEADER_ID_KEY)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()?;
+    let addr = status
+        .metadata()
+        .get(LEADER_ADDR_KEY)?
+        .to_str()
+        .ok()?
+        .to_string();
     Some((id, addr))
 }
 

@@ -59,14 +59,29 @@ pub async fn acquire(node: &Arc<NodeInner>, spec: AcquireSpec) -> Result<Option<
     };
     let (index, response) = node.write(request).await?;
     match response {
-        Response::Granted { fence, count } => return Ok(Some(Grant { fence, count, revision: index })),
+        Response::Granted { fence, count } => {
+            return Ok(Some(Grant {
+                fence,
+                count,
+                revision: index,
+            }))
+        }
         Response::Busy => return Ok(None),
         Response::Rejected(e) => return Err(e.into()),
         Response::Queued { .. } => {}
-        other => return Err(Error::Internal(format!("unexpected answer to acquire: {other:?}"))),
+        other => {
+            return Err(Error::Internal(format!(
+                "unexpected answer to acquire: {other:?}"
+            )))
+        }
     }
 
-    let mut cancel = CancelOnDrop { node: node.clone(), name: spec.name.clone(), owner: spec.owner.clone(), armed: true };
+    let mut cancel = CancelOnDrop {
+        node: node.clone(),
+        name: spec.name.clone(),
+        owner: spec.owner.clone(),
+        armed: true,
+    };
     let deadline = spec.timeout.map(|t| Instant::now() + t);
     // A forwarded write is applied here a little after the leader.
     node.wait_applied(index).await?;
@@ -74,13 +89,26 @@ pub async fn acquire(node: &Arc<NodeInner>, spec: AcquireSpec) -> Result<Option<
         match standing(node, &spec.name, &spec.owner) {
             Standing::Holding(fence, count) => {
                 cancel.armed = false;
-                let revision = node.raft.metrics().borrow().last_applied.map(|l| l.index).unwrap_or(index);
-                return Ok(Some(Grant { fence, count, revision }));
+                let revision = node
+                    .raft
+                    .metrics()
+                    .borrow()
+                    .last_applied
+                    .map(|l| l.index)
+                    .unwrap_or(index);
+                return Ok(Some(Grant {
+                    fence,
+                    count,
+                    revision,
+                }));
             }
             Standing::Waiting => {}
             Standing::Gone => {
                 cancel.armed = false;
-                return Err(Error::WaitEnded(format!("wait for {} ended without a grant", spec.name)));
+                return Err(Error::WaitEnded(format!(
+                    "wait for {} ended without a grant",
+                    spec.name
+                )));
             }
         }
         let far = Instant::now() + Duration::from_secs(86_400);
@@ -116,7 +144,9 @@ enum Standing {
 
 fn standing(node: &NodeInner, name: &str, owner: &str) -> Standing {
     let state = node.state.read().unwrap_or_else(|e| e.into_inner());
-    let Some(lock) = state.lock(name) else { return Standing::Gone };
+    let Some(lock) = state.lock(name) else {
+        return Standing::Gone;
+    };
     if let Some(h) = lock.holders.iter().find(|h| h.owner == owner) {
         return Standing::Holding(h.fence, h.count);
     }
@@ -139,7 +169,10 @@ async fn cancel_now(node: &NodeInner, name: &str, owner: &str) {
     let request = Request {
         origin: None,
         time_ms: wall_clock_ms(),
-        command: Command::Cancel { name: name.to_string(), owner: owner.to_string() },
+        command: Command::Cancel {
+            name: name.to_string(),
+            owner: owner.to_string(),
+        },
     };
     if let Err(e) = node.write(request).await {
         tracing::warn!(name, owner, "cannot cancel an abandoned wait: {e}");
@@ -159,7 +192,11 @@ impl Drop for CancelOnDrop {
         if !self.armed || self.node.is_stopping() {
             return;
         }
-        let (node, name, owner) = (self.node.clone(), std::mem::take(&mut self.name), std::mem::take(&mut self.owner));
+        let (node, name, owner) = (
+            self.node.clone(),
+            std::mem::take(&mut self.name),
+            std::mem::take(&mut self.owner),
+        );
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move { cancel_now(&node, &name, &owner).await });
         }

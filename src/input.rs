@@ -21,7 +21,10 @@ pub fn name(name: &str) -> Result<(), Error> {
         return Err(invalid("name must not be empty".into()));
     }
     if name.len() > MAX_NAME_LEN {
-        return Err(invalid(format!("name is {} bytes; the limit is {MAX_NAME_LEN}", name.len())));
+        return Err(invalid(format!(
+            "name is {} bytes; the limit is {MAX_NAME_LEN}",
+            name.len()
+        )));
     }
     Ok(())
 }
@@ -32,7 +35,10 @@ pub fn owner(owner: &str) -> Result<(), Error> {
         return Err(invalid("owner token must not be empty".into()));
     }
     if owner.len() > MAX_OWNER_LEN {
-        return Err(invalid(format!("owner token is {} bytes; the limit is {MAX_OWNER_LEN}", owner.len())));
+        return Err(invalid(format!(
+            "owner token is {} bytes; the limit is {MAX_OWNER_LEN}",
+            owner.len()
+        )));
     }
     Ok(())
 }
@@ -40,7 +46,9 @@ pub fn owner(owner: &str) -> Result<(), Error> {
 /// A lease TTL.
 pub fn ttl_ms(ttl_ms: u64) -> Result<(), Error> {
     if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl_ms) {
-        return Err(invalid(format!("ttl {ttl_ms} ms is outside {MIN_TTL_MS}..={MAX_TTL_MS} ms")));
+        return Err(invalid(format!(
+            "ttl {ttl_ms} ms is outside {MIN_TTL_MS}..={MAX_TTL_MS} ms"
+        )));
     }
     Ok(())
 }
@@ -48,7 +56,10 @@ pub fn ttl_ms(ttl_ms: u64) -> Result<(), Error> {
 /// An election value.
 pub fn value(value: &[u8]) -> Result<(), Error> {
     if value.len() > MAX_VALUE_LEN {
-        return Err(invalid(format!("value is {} bytes; the limit is {MAX_VALUE_LEN}", value.len())));
+        return Err(invalid(format!(
+            "value is {} bytes; the limit is {MAX_VALUE_LEN}",
+            value.len()
+        )));
     }
     Ok(())
 }
@@ -68,12 +79,17 @@ pub fn mode(mode: i32, permits: u32, limit: u32) -> Result<Mode, Error> {
         Ok(pb::LockMode::Shared) => Ok(Mode::Shared),
         Ok(pb::LockMode::Permits) => {
             if limit == 0 || limit > MAX_SEMAPHORE_LIMIT {
-                return Err(invalid(format!("semaphore limit {limit} is outside 1..={MAX_SEMAPHORE_LIMIT}")));
+                return Err(invalid(format!(
+                    "semaphore limit {limit} is outside 1..={MAX_SEMAPHORE_LIMIT}"
+                )));
             }
             if permits == 0 || permits > limit {
                 return Err(invalid(format!("permits {permits} is outside 1..={limit}")));
             }
-            Ok(Mode::Permits { count: permits, limit })
+            Ok(Mode::Permits {
+                count: permits,
+                limit,
+            })
         }
         Err(_) => Err(invalid(format!("unknown lock mode {mode}"))),
     }
@@ -84,17 +100,29 @@ pub fn mode(mode: i32, permits: u32, limit: u32) -> Result<Mode, Error> {
 /// re-sends it makes a new request.
 pub fn request_id(id: Option<&pb::RequestId>) -> Result<ClientSeq, Error> {
     let Some(id) = id else {
-        return Ok(ClientSeq { client: Uuid::new_v4(), seq: 1, acked_below: 0 });
+        return Ok(ClientSeq {
+            client: Uuid::new_v4(),
+            seq: 1,
+            acked_below: 0,
+        });
     };
-    let client = Uuid::from_slice(&id.client_id)
-        .map_err(|_| invalid(format!("request_id.client_id must be 16 bytes, got {}", id.client_id.len())))?;
+    let client = Uuid::from_slice(&id.client_id).map_err(|_| {
+        invalid(format!(
+            "request_id.client_id must be 16 bytes, got {}",
+            id.client_id.len()
+        ))
+    })?;
     if id.seq == 0 {
         return Err(invalid("request_id.seq must be at least 1".into()));
     }
     if id.acked_below > id.seq {
         return Err(invalid("request_id.acked_below must not exceed seq".into()));
     }
-    Ok(ClientSeq { client, seq: id.seq, acked_below: id.acked_below })
+    Ok(ClientSeq {
+        client,
+        seq: id.seq,
+        acked_below: id.acked_below,
+    })
 }
 
 #[cfg(test)]
@@ -113,7 +141,11 @@ mod tests {
         assert!(mode(2, 4, 3).is_err());
         assert!(mode(7, 1, 1).is_err());
         assert_eq!(mode(2, 2, 3).unwrap(), Mode::Permits { count: 2, limit: 3 });
-        let bad = pb::RequestId { client_id: vec![1, 2], seq: 1, acked_below: 0 };
+        let bad = pb::RequestId {
+            client_id: vec![1, 2],
+            seq: 1,
+            acked_below: 0,
+        };
         assert!(request_id(Some(&bad)).is_err());
     }
 }

@@ -75,22 +75,36 @@ impl NodeBuilder {
         let mut config = self.config;
         let client_listener = match self.client_listener {
             Some(l) => l,
-            None => TcpListener::bind(&config.client_addr)
-                .await
-                .map_err(|e| Error::Startup(format!("cannot listen on {}: {e}", config.client_addr)))?,
+            None => TcpListener::bind(&config.client_addr).await.map_err(|e| {
+                Error::Startup(format!("cannot listen on {}: {e}", config.client_addr))
+            })?,
         };
-        let client_addr = client_listener.local_addr().map_err(|e| Error::Startup(e.to_string()))?;
+        let client_addr = client_listener
+            .local_addr()
+            .map_err(|e| Error::Startup(e.to_string()))?;
         config.client_addr = client_addr.to_string();
         if let Some(peer) = &self.peer_listener {
-            config.peer_addr = peer.local_addr().map_err(|e| Error::Startup(e.to_string()))?.to_string();
+            config.peer_addr = peer
+                .local_addr()
+                .map_err(|e| Error::Startup(e.to_string()))?
+                .to_string();
         }
         let raft = RaftNode::start(config, self.peer_listener, self.filter)
             .await
             .map_err(|e| Error::Startup(e.to_string()))?;
         let (stop, stop_rx) = watch::channel(false);
-        let server = tokio::spawn(serve_clients(raft.inner().clone(), client_listener, stop_rx));
+        let server = tokio::spawn(serve_clients(
+            raft.inner().clone(),
+            client_listener,
+            stop_rx,
+        ));
         tracing::info!(id = raft.inner().id, %client_addr, peer_addr = %raft.peer_addr(), "node started");
-        Ok(Node { raft, client_addr, stop, server: Some(server) })
+        Ok(Node {
+            raft,
+            client_addr,
+            stop,
+            server: Some(server),
+        })
     }
 }
 
@@ -135,7 +149,8 @@ impl Node {
             .metrics(|m| m.current_leader.is_some(), "leader known")
             .await
             .map_err(|e| Error::Unavailable(format!("no leader after {timeout:?}: {e}")))?;
-        m.current_leader.ok_or_else(|| Error::Unavailable("no leader".into()))
+        m.current_leader
+            .ok_or_else(|| Error::Unavailable("no leader".into()))
     }
 
     /// Stops accepting client calls, lets in-flight ones finish (up to 5 s),
@@ -144,7 +159,10 @@ impl Node {
         self.inner().mark_stopping();
         let _ = self.stop.send(true);
         if let Some(server) = self.server.take() {
-            if tokio::time::timeout(Duration::from_secs(5), server).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(5), server)
+                .await
+                .is_err()
+            {
                 tracing::warn!("client calls still running after 5 s; stopping anyway");
             }
         }
@@ -173,16 +191,28 @@ impl Drop for Node {
     }
 }
 
-async fn serve_clients(node: Arc<NodeInner>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+async fn serve_clients(
+    node: Arc<NodeInner>,
+    listener: TcpListener,
+    mut stop: watch::Receiver<bool>,
+) {
     let result = tonic::transport::Server::builder()
         .tcp_nodelay(true)
         // Every queued Acquire or Campaign is an open stream; a client with
         // many waiting tasks shares one connection.
         .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
-        .add_service(pb::lease_server::LeaseServer::new(LeaseService { node: node.clone() }))
-        .add_service(pb::lock_server::LockServer::new(LockService { node: node.clone() }))
-        .add_service(pb::election_server::ElectionServer::new(ElectionService { node: node.clone() }))
-        .add_service(pb::cluster_server::ClusterServer::new(ClusterService { node }))
+        .add_service(pb::lease_server::LeaseServer::new(LeaseService {
+            node: node.clone(),
+        }))
+        .add_service(pb::lock_server::LockServer::new(LockService {
+            node: node.clone(),
+        }))
+        .add_service(pb::election_server::ElectionServer::new(ElectionService {
+            node: node.clone(),
+        }))
+        .add_service(pb::cluster_server::ClusterServer::new(ClusterService {
+            node,
+        }))
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
             let _ = stop.changed().await;
         })

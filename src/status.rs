@@ -15,7 +15,10 @@ pub fn to_status(e: Error) -> Status {
     let message = e.to_string();
     match e {
         Error::Rejected(c) => Status::new(command_code(&c), message),
-        Error::NotLeader { leader_id, leader_addr } => {
+        Error::NotLeader {
+            leader_id,
+            leader_addr,
+        } => {
             let mut status = Status::unavailable(message);
             if let Ok(v) = leader_id.to_string().parse() {
                 status.metadata_mut().insert(LEADER_ID_KEY, v);
@@ -37,10 +40,12 @@ fn command_code(e: &CommandError) -> Code {
     match e {
         CommandError::InvalidArgument(_) => Code::InvalidArgument,
         CommandError::LeaseNotFound(_) => Code::NotFound,
-        CommandError::NotHolder { .. } | CommandError::Conflict { .. } | CommandError::StaleRequest { .. } => {
-            Code::FailedPrecondition
+        CommandError::NotHolder { .. }
+        | CommandError::Conflict { .. }
+        | CommandError::StaleRequest { .. } => Code::FailedPrecondition,
+        CommandError::TooManyWaiters { .. } | CommandError::TooManyLeases(_) => {
+            Code::ResourceExhausted
         }
-        CommandError::TooManyWaiters { .. } | CommandError::TooManyLeases(_) => Code::ResourceExhausted,
         _ => Code::Internal,
     }
 }
@@ -51,7 +56,10 @@ mod tests {
 
     #[test]
     fn not_leader_names_the_leader() {
-        let s = to_status(Error::NotLeader { leader_id: 3, leader_addr: "127.0.0.1:7379".into() });
+        let s = to_status(Error::NotLeader {
+            leader_id: 3,
+            leader_addr: "127.0.0.1:7379".into(),
+        });
         assert_eq!(s.code(), Code::Unavailable);
         assert_eq!(s.metadata().get(LEADER_ID_KEY).unwrap(), "3");
         assert_eq!(s.metadata().get(LEADER_ADDR_KEY).unwrap(), "127.0.0.1:7379");
@@ -61,8 +69,23 @@ mod tests {
     fn rejections_keep_their_meaning() {
         let code = |e| to_status(Error::Rejected(e)).code();
         assert_eq!(code(CommandError::LeaseNotFound(4)), Code::NotFound);
-        assert_eq!(code(CommandError::InvalidArgument("x".into())), Code::InvalidArgument);
-        assert_eq!(code(CommandError::NotHolder { name: "a".into(), owner: "b".into() }), Code::FailedPrecondition);
-        assert_eq!(code(CommandError::TooManyWaiters { name: "a".into(), limit: 1 }), Code::ResourceExhausted);
+        assert_eq!(
+            code(CommandError::InvalidArgument("x".into())),
+            Code::InvalidArgument
+        );
+        assert_eq!(
+            code(CommandError::NotHolder {
+                name: "a".into(),
+                owner: "b".into()
+            }),
+            Code::FailedPrecondition
+        );
+        assert_eq!(
+            code(CommandError::TooManyWaiters {
+                name: "a".into(),
+                limit: 1
+            }),
+            Code::ResourceExhausted
+        );
     }
 }

@@ -30,7 +30,10 @@ impl FromStr for InitialMember {
         }
         Ok(InitialMember {
             id,
-            addr: NodeAddr { peer_addr: peer.trim().to_string(), client_addr: client.trim().to_string() },
+            addr: NodeAddr {
+                peer_addr: peer.trim().to_string(),
+                client_addr: client.trim().to_string(),
+            },
         })
     }
 }
@@ -109,7 +112,10 @@ pub enum ConfigError {
     #[error("{0} must not be empty")]
     Empty(&'static str),
     #[error("election timeout ({election:?}) must be at least 3 heartbeats ({heartbeat:?})")]
-    Timing { heartbeat: Duration, election: Duration },
+    Timing {
+        heartbeat: Duration,
+        election: Duration,
+    },
     #[error("--join and --initial-cluster exclude each other")]
     JoinWithCluster,
 }
@@ -130,7 +136,10 @@ impl Config {
             return Err(ConfigError::Empty("data dir"));
         }
         if self.heartbeat.is_zero() || self.election_timeout < self.heartbeat * 3 {
-            return Err(ConfigError::Timing { heartbeat: self.heartbeat, election: self.election_timeout });
+            return Err(ConfigError::Timing {
+                heartbeat: self.heartbeat,
+                election: self.election_timeout,
+            });
         }
         if self.join && !self.initial_cluster.is_empty() {
             return Err(ConfigError::JoinWithCluster);
@@ -153,15 +162,24 @@ impl Config {
     /// The address record other members store for this node.
     pub fn node_addr(&self) -> NodeAddr {
         NodeAddr {
-            peer_addr: self.advertise_peer_addr.clone().unwrap_or_else(|| self.peer_addr.clone()),
-            client_addr: self.advertise_client_addr.clone().unwrap_or_else(|| self.client_addr.clone()),
+            peer_addr: self
+                .advertise_peer_addr
+                .clone()
+                .unwrap_or_else(|| self.peer_addr.clone()),
+            client_addr: self
+                .advertise_client_addr
+                .clone()
+                .unwrap_or_else(|| self.client_addr.clone()),
         }
     }
 
     /// Members to initialize with: the configured cluster, or just this node.
     pub fn initial_members(&self) -> Vec<InitialMember> {
         if self.initial_cluster.is_empty() {
-            vec![InitialMember { id: self.id, addr: self.node_addr() }]
+            vec![InitialMember {
+                id: self.id,
+                addr: self.node_addr(),
+            }]
         } else {
             self.initial_cluster.clone()
         }
@@ -210,18 +228,30 @@ mod tests {
         assert_eq!(m.addr.peer_addr, "127.0.0.1:7480");
         assert_eq!(m.addr.client_addr, "127.0.0.1:7479");
         for bad in ["", "2", "x=a/b", "2=a", "2=/b", "2=a/"] {
-            assert!(bad.parse::<InitialMember>().is_err(), "{bad:?} should not parse");
+            assert!(
+                bad.parse::<InitialMember>().is_err(),
+                "{bad:?} should not parse"
+            );
         }
     }
 
     #[test]
     fn validate_catches_mistakes() {
         assert_eq!(Config::default().validate(), Ok(()));
-        let c = Config { id: 0, ..Config::default() };
+        let c = Config {
+            id: 0,
+            ..Config::default()
+        };
         assert_eq!(c.validate(), Err(ConfigError::ZeroId));
-        let c = Config { initial_cluster: vec!["2=a/b".parse().unwrap()], ..Config::default() };
+        let c = Config {
+            initial_cluster: vec!["2=a/b".parse().unwrap()],
+            ..Config::default()
+        };
         assert_eq!(c.validate(), Err(ConfigError::SelfNotInCluster(1)));
-        let c = Config { election_timeout: Duration::from_millis(100), ..Config::default() };
+        let c = Config {
+            election_timeout: Duration::from_millis(100),
+            ..Config::default()
+        };
         assert!(matches!(c.validate(), Err(ConfigError::Timing { .. })));
         assert!(Config::default().raft_config().is_ok());
     }

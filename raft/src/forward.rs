@@ -19,7 +19,10 @@ pub enum Forwarded {
     /// Remaining time of a lease on the leader's timer.
     Remaining(LeaseId),
     /// Membership changes.
-    AddLearner { id: NodeId, node: NodeAddr },
+    AddLearner {
+        id: NodeId,
+        node: NodeAddr,
+    },
     Promote(NodeId),
     Remove(NodeId),
 }

@@ -51,14 +51,18 @@ impl NodeInner {
             .applied_index_at_least(Some(index), "wait for apply")
             .await
             .map(|_| ())
-            .map_err(|e| Error::Unavailable(format!("node {} did not apply index {index}: {e}", self.id)))
+            .map_err(|e| {
+                Error::Unavailable(format!("node {} did not apply index {index}: {e}", self.id))
+            })
     }
 
     /// Renews a lease on the leader; answers its TTL.
     pub async fn keep_alive(&self, id: LeaseId) -> Result<u64, Error> {
         match self.call_leader(Forwarded::KeepAlive(id)).await? {
             ForwardReply::LeaseTtl(Some(ttl)) => Ok(ttl),
-            ForwardReply::LeaseTtl(None) => Err(raftlock_storage::CommandError::LeaseNotFound(id).into()),
+            ForwardReply::LeaseTtl(None) => {
+                Err(raftlock_storage::CommandError::LeaseNotFound(id).into())
+            }
             other => Err(unexpected(other)),
         }
     }
@@ -101,7 +105,9 @@ impl NodeInner {
             let result = if self.is_leader() {
                 self.serve_as_leader(call.clone()).await
             } else if let Some((leader, addr)) = self.leader().filter(|(id, _)| *id != self.id) {
-                let left = deadline.saturating_duration_since(Instant::now()).max(RETRY_PAUSE);
+                let left = deadline
+                    .saturating_duration_since(Instant::now())
+                    .max(RETRY_PAUSE);
                 match self.net.forward(leader, &addr.peer_addr, &call, left).await {
                     Ok(result) => result,
                     Err(e) => Err(Error::Unavailable(format!("cannot reach leader: {e}"))),
@@ -115,7 +121,9 @@ impl NodeInner {
                     tokio::time::sleep(RETRY_PAUSE).await;
                 }
                 Err(Error::NotLeader { .. }) => {
-                    return Err(Error::Unavailable("no leader reachable; retry later".to_string()))
+                    return Err(Error::Unavailable(
+                        "no leader reachable; retry later".to_string(),
+                    ))
                 }
                 other => return other,
             }
@@ -128,20 +136,38 @@ impl NodeInner {
     pub async fn serve_as_leader(&self, call: Forwarded) -> ForwardResult {
         match call {
             Forwarded::Write(request) => {
-                let written = self.raft.client_write(request).await.map_err(|e| self.write_error(e))?;
-                Ok(ForwardReply::Written { index: written.log_id.index, response: written.data })
+                let written = self
+                    .raft
+                    .client_write(request)
+                    .await
+                    .map_err(|e| self.write_error(e))?;
+                Ok(ForwardReply::Written {
+                    index: written.log_id.index,
+                    response: written.data,
+                })
             }
             Forwarded::ReadIndex => {
-                let (read, _) = self.raft.get_read_log_id().await.map_err(|e| self.leader_error(e))?;
+                let (read, _) = self
+                    .raft
+                    .get_read_log_id()
+                    .await
+                    .map_err(|e| self.leader_error(e))?;
                 Ok(ForwardReply::ReadIndex(read.map(|l| l.index).unwrap_or(0)))
             }
             Forwarded::KeepAlive(id) => {
                 // Confirm leadership with a quorum and catch up the applied
                 // state before renewing: a deposed leader renews nothing.
-                self.raft.ensure_linearizable().await.map_err(|e| self.leader_error(e))?;
+                self.raft
+                    .ensure_linearizable()
+                    .await
+                    .map_err(|e| self.leader_error(e))?;
                 let state = self.state.clone();
                 let ttl = self.timer.keep_alive(id, Instant::now(), move || {
-                    state.read().unwrap_or_else(|e| e.into_inner()).lease(id).map(|l| l.ttl_ms)
+                    state
+                        .read()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .lease(id)
+                        .map(|l| l.ttl_ms)
                 });
                 match ttl {
                     Ok(ttl) => Ok(ForwardReply::LeaseTtl(Some(ttl))),
@@ -150,35 +176,61 @@ impl NodeInner {
                 }
             }
             Forwarded::Remaining(id) => {
-                self.raft.ensure_linearizable().await.map_err(|e| self.leader_error(e))?;
+                self.raft
+                    .ensure_linearizable()
+                    .await
+                    .map_err(|e| self.leader_error(e))?;
                 let left = self.timer.remaining(id, Instant::now());
                 Ok(ForwardReply::LeaseTtl(left.map(|d| d.as_millis() as u64)))
             }
             Forwarded::AddLearner { id, node } => {
-                let r = self.raft.add_learner(id, node, true).await.map_err(|e| self.write_error(e))?;
-                Ok(ForwardReply::Membership { index: r.log_id.index })
+                let r = self
+                    .raft
+                    .add_learner(id, node, true)
+                    .await
+                    .map_err(|e| self.write_error(e))?;
+                Ok(ForwardReply::Membership {
+                    index: r.log_id.index,
+                })
             }
             Forwarded::Promote(id) => {
                 let change = ChangeMembers::AddVoterIds(BTreeSet::from([id]));
-                let r = self.raft.change_membership(change, false).await.map_err(|e| self.write_error(e))?;
-                Ok(ForwardReply::Membership { index: r.log_id.index })
+                let r = self
+                    .raft
+                    .change_membership(change, false)
+                    .await
+                    .map_err(|e| self.write_error(e))?;
+                Ok(ForwardReply::Membership {
+                    index: r.log_id.index,
+                })
             }
             Forwarded::Remove(id) => {
                 let is_voter = self.status().members.get(&id).map(|(_, voter)| *voter);
                 let change = match is_voter {
                     Some(true) => ChangeMembers::RemoveVoters(BTreeSet::from([id])),
                     Some(false) => ChangeMembers::RemoveNodes(BTreeSet::from([id])),
-                    None => return Err(Error::InvalidArgument(format!("node {id} is not a member"))),
+                    None => {
+                        return Err(Error::InvalidArgument(format!("node {id} is not a member")))
+                    }
                 };
-                let r = self.raft.change_membership(change, false).await.map_err(|e| self.write_error(e))?;
-                Ok(ForwardReply::Membership { index: r.log_id.index })
+                let r = self
+                    .raft
+                    .change_membership(change, false)
+                    .await
+                    .map_err(|e| self.write_error(e))?;
+                Ok(ForwardReply::Membership {
+                    index: r.log_id.index,
+                })
             }
         }
     }
 
     fn not_leader(&self) -> Error {
         match self.leader() {
-            Some((id, addr)) if id != self.id => Error::NotLeader { leader_id: id, leader_addr: addr.client_addr },
+            Some((id, addr)) if id != self.id => Error::NotLeader {
+                leader_id: id,
+                leader_addr: addr.client_addr,
+            },
             _ => Error::Unavailable("no leader elected".to_string()),
         }
     }
@@ -204,7 +256,9 @@ impl NodeInner {
 
 fn membership_error(e: ChangeMembershipError<NodeId>) -> Error {
     match e {
-        ChangeMembershipError::InProgress(e) => Error::Unavailable(format!("membership change in progress: {e}")),
+        ChangeMembershipError::InProgress(e) => {
+            Error::Unavailable(format!("membership change in progress: {e}"))
+        }
         other => Error::InvalidArgument(other.to_string()),
     }
 }
@@ -217,5 +271,7 @@ fn fatal(e: openraft::error::Fatal<NodeId>) -> Error {
 }
 
 fn unexpected(reply: ForwardReply) -> Error {
-    Error::Internal(format!("leader answered with an unexpected reply: {reply:?}"))
+    Error::Internal(format!(
+        "leader answered with an unexpected reply: {reply:?}"
+    ))
 }

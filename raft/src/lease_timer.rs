@@ -82,7 +82,10 @@ impl LeaseTimer {
         I: IntoIterator<Item = (LeaseId, u64)>,
     {
         let mut d = self.lock();
-        *d = Deadlines { active: true, ..Deadlines::default() };
+        *d = Deadlines {
+            active: true,
+            ..Deadlines::default()
+        };
         for (id, ttl_ms) in leases() {
             d.set(id, ttl_ms, now);
         }
@@ -139,7 +142,9 @@ impl LeaseTimer {
     /// Time left before `id` expires, if the leader tracks it.
     pub fn remaining(&self, id: LeaseId, now: Instant) -> Option<Duration> {
         let d = self.lock();
-        d.by_id.get(&id).map(|(deadline, _)| deadline.saturating_duration_since(now))
+        d.by_id
+            .get(&id)
+            .map(|(deadline, _)| deadline.saturating_duration_since(now))
     }
 
     /// Leases whose deadline has passed, marked expiring (at most
@@ -195,20 +200,35 @@ mod tests {
     async fn deadlines_restart_on_activation_and_keep_alive() {
         let timer = LeaseTimer::default();
         let t0 = Instant::now();
-        assert_eq!(timer.keep_alive(1, t0, || Some(1000)), Err(KeepAliveRefused::NotLeader));
+        assert_eq!(
+            timer.keep_alive(1, t0, || Some(1000)),
+            Err(KeepAliveRefused::NotLeader)
+        );
 
         timer.activate(t0, || vec![(1, 1000), (2, 3000)]);
-        assert_eq!(timer.take_due(t0 + Duration::from_millis(999)).0, Vec::<LeaseId>::new());
+        assert_eq!(
+            timer.take_due(t0 + Duration::from_millis(999)).0,
+            Vec::<LeaseId>::new()
+        );
 
         // A keep-alive at 900 ms moves lease 1 to 1900 ms.
-        assert_eq!(timer.keep_alive(1, t0 + Duration::from_millis(900), || Some(1000)), Ok(1000));
-        assert!(timer.take_due(t0 + Duration::from_millis(1500)).0.is_empty());
+        assert_eq!(
+            timer.keep_alive(1, t0 + Duration::from_millis(900), || Some(1000)),
+            Ok(1000)
+        );
+        assert!(timer
+            .take_due(t0 + Duration::from_millis(1500))
+            .0
+            .is_empty());
         let (due, next) = timer.take_due(t0 + Duration::from_millis(1900));
         assert_eq!(due, vec![1]);
         assert_eq!(next, Some(t0 + Duration::from_millis(3000)));
 
         // Expiring: not handed out twice, and keep-alive is refused.
-        assert!(timer.take_due(t0 + Duration::from_millis(1950)).0.is_empty());
+        assert!(timer
+            .take_due(t0 + Duration::from_millis(1950))
+            .0
+            .is_empty());
         assert_eq!(
             timer.keep_alive(1, t0 + Duration::from_millis(1950), || Some(1000)),
             Err(KeepAliveRefused::NotFound)
@@ -220,7 +240,10 @@ mod tests {
         assert_eq!(timer.remaining(1, t0), None);
 
         // A lease missing from the applied state cannot be kept alive.
-        assert_eq!(timer.keep_alive(9, t0, || None), Err(KeepAliveRefused::NotFound));
+        assert_eq!(
+            timer.keep_alive(9, t0, || None),
+            Err(KeepAliveRefused::NotFound)
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -230,16 +253,24 @@ mod tests {
         assert_eq!(timer.remaining(1, Instant::now()), None);
         timer.activate(Instant::now(), Vec::new);
         timer.on_granted(1, 100);
-        assert_eq!(timer.remaining(1, Instant::now()), Some(Duration::from_millis(100)));
+        assert_eq!(
+            timer.remaining(1, Instant::now()),
+            Some(Duration::from_millis(100))
+        );
         timer.deactivate();
-        assert!(timer.take_due(Instant::now() + Duration::from_secs(10)).0.is_empty());
+        assert!(timer
+            .take_due(Instant::now() + Duration::from_secs(10))
+            .0
+            .is_empty());
     }
 
     #[tokio::test(start_paused = true)]
     async fn expiry_batches_are_bounded() {
         let timer = LeaseTimer::default();
         let t0 = Instant::now();
-        timer.activate(t0, || (1..=(MAX_EXPIRE_BATCH as u64 + 10)).map(|id| (id, 100)));
+        timer.activate(t0, || {
+            (1..=(MAX_EXPIRE_BATCH as u64 + 10)).map(|id| (id, 100))
+        });
         let (first, next) = timer.take_due(t0 + Duration::from_millis(100));
         assert_eq!(first.len(), MAX_EXPIRE_BATCH);
         assert_eq!(next, Some(t0 + Duration::from_millis(100)));

@@ -72,7 +72,11 @@ pub struct PeerNetwork {
 
 impl PeerNetwork {
     pub fn new(id: NodeId, filter: LinkFilter) -> Self {
-        PeerNetwork { id, channels: Arc::default(), filter }
+        PeerNetwork {
+            id,
+            channels: Arc::default(),
+            filter,
+        }
     }
 
     fn channel(&self, addr: &str) -> Result<Channel, String> {
@@ -118,7 +122,11 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
     type Network = PeerConnection;
 
     async fn new_client(&mut self, target: NodeId, node: &NodeAddr) -> Self::Network {
-        PeerConnection { net: self.clone(), target, addr: node.peer_addr.clone() }
+        PeerConnection {
+            net: self.clone(),
+            target,
+            addr: node.peer_addr.clone(),
+        }
     }
 }
 
@@ -149,7 +157,10 @@ impl PeerConnection {
         E: std::error::Error + DeserializeOwned,
     {
         if self.net.filter.is_blocked(self.net.id, self.target) {
-            let e = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "link cut by test filter");
+            let e = std::io::Error::new(
+                std::io::ErrorKind::ConnectionRefused,
+                "link cut by test filter",
+            );
             return Err(RPCError::Unreachable(Unreachable::new(&e)));
         }
         let channel = self.net.channel(&self.addr).map_err(|e| {
@@ -209,7 +220,9 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
 
 /// Serializes a peer message.
 pub(crate) fn encode<T: Serialize>(msg: &T) -> Result<Blob, serde_json::Error> {
-    Ok(Blob { data: serde_json::to_vec(msg)? })
+    Ok(Blob {
+        data: serde_json::to_vec(msg)?,
+    })
 }
 
 /// Deserializes a peer message.

@@ -13,9 +13,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_stream::wrappers::TcpListenerStream;
 
-use raftlock_storage::{
-    Command, NodeAddr, NodeId, Request, SharedState, TypeConfig,
-};
+use raftlock_storage::{Command, NodeAddr, NodeId, Request, SharedState, TypeConfig};
 
 use crate::config::Config;
 use crate::error::Error;
@@ -85,10 +83,15 @@ impl RaftNode {
         peer_listener: Option<TcpListener>,
         filter: LinkFilter,
     ) -> Result<RaftNode, Error> {
-        config.validate().map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        config
+            .validate()
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
         let raft_config = config.raft_config().map_err(Error::InvalidArgument)?;
         std::fs::create_dir_all(&config.data_dir).map_err(|e| {
-            Error::Internal(format!("cannot create data dir {}: {e}", config.data_dir.display()))
+            Error::Internal(format!(
+                "cannot create data dir {}: {e}",
+                config.data_dir.display()
+            ))
         })?;
 
         let (events_tx, events_rx) = mpsc::unbounded_channel();
@@ -97,17 +100,25 @@ impl RaftNode {
         let state = sm_store.state();
 
         let net = PeerNetwork::new(config.id, filter);
-        let raft = Raft::new(config.id, Arc::new(raft_config), net.clone(), log_store, sm_store)
-            .await
-            .map_err(|e| Error::Internal(format!("cannot start raft: {e}")))?;
+        let raft = Raft::new(
+            config.id,
+            Arc::new(raft_config),
+            net.clone(),
+            log_store,
+            sm_store,
+        )
+        .await
+        .map_err(|e| Error::Internal(format!("cannot start raft: {e}")))?;
 
         let listener = match peer_listener {
             Some(l) => l,
-            None => TcpListener::bind(&config.peer_addr)
-                .await
-                .map_err(|e| Error::Internal(format!("cannot listen on {}: {e}", config.peer_addr)))?,
+            None => TcpListener::bind(&config.peer_addr).await.map_err(|e| {
+                Error::Internal(format!("cannot listen on {}: {e}", config.peer_addr))
+            })?,
         };
-        let peer_addr = listener.local_addr().map_err(|e| Error::Internal(e.to_string()))?;
+        let peer_addr = listener
+            .local_addr()
+            .map_err(|e| Error::Internal(e.to_string()))?;
 
         let (changed, _) = broadcast::channel(1024);
         let inner = Arc::new(NodeInner {
@@ -122,36 +133,51 @@ impl RaftNode {
             stopping: watch::channel(false).0,
         });
         let (stop, stop_rx) = watch::channel(false);
-        let mut tasks = Vec::new();
+        let tasks = vec![
+            tokio::spawn(route_events(
+                events_rx,
+                inner.waiters.clone(),
+                inner.timer.clone(),
+                inner.changed.clone(),
+            )),
+            tokio::spawn(track_leadership(inner.clone(), stop_rx.clone())),
+            tokio::spawn(expire_leases(inner.clone(), stop_rx.clone())),
+            tokio::spawn(serve_peers(inner.clone(), listener, stop_rx)),
+        ];
 
-        tasks.push(tokio::spawn(route_events(
-            events_rx,
-            inner.waiters.clone(),
-            inner.timer.clone(),
-            inner.changed.clone(),
-        )));
-        tasks.push(tokio::spawn(track_leadership(inner.clone(), stop_rx.clone())));
-        tasks.push(tokio::spawn(expire_leases(inner.clone(), stop_rx.clone())));
-        tasks.push(tokio::spawn(serve_peers(inner.clone(), listener, stop_rx)));
-
-        let node = RaftNode { inner, peer_addr, stop, tasks };
+        let node = RaftNode {
+            inner,
+            peer_addr,
+            stop,
+            tasks,
+        };
         node.initialize_if_new().await?;
         Ok(node)
     }
 
     async fn initialize_if_new(&self) -> Result<(), Error> {
         let inner = &self.inner;
-        let initialized = inner.raft.is_initialized().await.map_err(|e| Error::Internal(e.to_string()))?;
+        let initialized = inner
+            .raft
+            .is_initialized()
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))?;
         if initialized || inner.config.join {
             return Ok(());
         }
-        let members: BTreeMap<NodeId, NodeAddr> =
-            inner.config.initial_members().into_iter().map(|m| (m.id, m.addr)).collect();
+        let members: BTreeMap<NodeId, NodeAddr> = inner
+            .config
+            .initial_members()
+            .into_iter()
+            .map(|m| (m.id, m.addr))
+            .collect();
         // Every member of a new cluster initializes with the same membership;
         // openraft accepts that, and refuses (harmlessly) once a log exists.
         match inner.raft.initialize(members).await {
             Ok(()) => Ok(()),
-            Err(openraft::error::RaftError::APIError(openraft::error::InitializeError::NotAllowed(_))) => Ok(()),
+            Err(openraft::error::RaftError::APIError(
+                openraft::error::InitializeError::NotAllowed(_),
+            )) => Ok(()),
             Err(e) => Err(Error::Internal(format!("cannot initialize cluster: {e}"))),
         }
     }
@@ -264,10 +290,17 @@ async fn track_leadership(node: Arc<NodeInner>, mut stop: watch::Receiver<bool>)
     loop {
         let (leading, term) = {
             let m = metrics.borrow_and_update();
-            (m.state == ServerState::Leader && m.current_leader == Some(node.id), m.current_term)
+            (
+                m.state == ServerState::Leader && m.current_leader == Some(node.id),
+                m.current_term,
+            )
         };
         if leading && leading_term != Some(term) {
-            tracing::info!(node = node.id, term, "became leader; restarting every lease deadline at now + ttl");
+            tracing::info!(
+                node = node.id,
+                term,
+                "became leader; restarting every lease deadline at now + ttl"
+            );
             let state = node.state.clone();
             node.timer.activate(Instant::now(), move || {
                 let state = state.read().unwrap_or_else(|e| e.into_inner());

@@ -20,7 +20,9 @@ fn bad_request(e: serde_json::Error) -> Status {
 }
 
 fn reply<T: serde::Serialize>(value: &T) -> Result<Response<Blob>, Status> {
-    encode(value).map(Response::new).map_err(|e| Status::internal(format!("cannot encode reply: {e}")))
+    encode(value)
+        .map(Response::new)
+        .map_err(|e| Status::internal(format!("cannot encode reply: {e}")))
 }
 
 #[tonic::async_trait]

@@ -83,7 +83,12 @@ impl Waiters {
         reg.next_id += 1;
         let id = reg.next_id;
         reg.by_key.entry(key.clone()).or_default().push((id, tx));
-        Watch { key, id, rx, registry: self.clone() }
+        Watch {
+            key,
+            id,
+            rx,
+            registry: self.clone(),
+        }
     }
 
     fn send(&self, name: &str, owner: &str, signal: Signal) {
@@ -140,11 +145,20 @@ pub async fn route_events(
 
 fn route(event: Event, waiters: &Waiters, timer: &LeaseTimer, changed: &broadcast::Sender<String>) {
     match event {
-        Event::Granted { name, owner, fence, .. } => waiters.send(&name, &owner, Signal::Granted { fence }),
-        Event::WaitEnded { name, owner, reason } => waiters.send(&name, &owner, Signal::WaitEnded(reason)),
-        Event::HoldEnded { name, owner, fence, reason } => {
-            waiters.send(&name, &owner, Signal::HoldEnded { fence, reason })
-        }
+        Event::Granted {
+            name, owner, fence, ..
+        } => waiters.send(&name, &owner, Signal::Granted { fence }),
+        Event::WaitEnded {
+            name,
+            owner,
+            reason,
+        } => waiters.send(&name, &owner, Signal::WaitEnded(reason)),
+        Event::HoldEnded {
+            name,
+            owner,
+            fence,
+            reason,
+        } => waiters.send(&name, &owner, Signal::HoldEnded { fence, reason }),
         Event::Changed { name } => {
             let _ = changed.send(name);
         }

@@ -59,9 +59,10 @@ struct ClusterView {
 }
 
 pub async fn run(args: ClusterArgs) -> Result<ExitCode, String> {
-    let client = Client::connect_with_retry(args.endpoints.endpoints.clone(), Duration::from_secs(5))
-        .await
-        .map_err(|e| e.to_string())?;
+    let client =
+        Client::connect_with_retry(args.endpoints.endpoints.clone(), Duration::from_secs(5))
+            .await
+            .map_err(|e| e.to_string())?;
     let output = args.endpoints.output;
     let members = match args.command {
         ClusterCommand::Status => {
@@ -69,9 +70,11 @@ pub async fn run(args: ClusterArgs) -> Result<ExitCode, String> {
             print_status(&view, output)?;
             return Ok(ExitCode::SUCCESS);
         }
-        ClusterCommand::AddLearner { id, peer_addr, client_addr } => {
-            client.add_learner(id, &peer_addr, &client_addr).await
-        }
+        ClusterCommand::AddLearner {
+            id,
+            peer_addr,
+            client_addr,
+        } => client.add_learner(id, &peer_addr, &client_addr).await,
         ClusterCommand::Promote { id } => client.promote(id).await,
         ClusterCommand::Remove { id } => client.remove_member(id).await,
     }
@@ -82,7 +85,10 @@ pub async fn run(args: ClusterArgs) -> Result<ExitCode, String> {
 
 /// Asks one node for the members, then every member for its own figures.
 async fn status(client: &Client) -> Result<ClusterView, String> {
-    let first = client.status().await.map_err(|e| format!("{e}; is a node running at {:?}?", client.endpoints()))?;
+    let first = client
+        .status()
+        .await
+        .map_err(|e| format!("{e}; is a node running at {:?}?", client.endpoints()))?;
     let mut nodes = Vec::new();
     for m in &first.members {
         let own = node_status(&m.client_addr).await;
@@ -91,28 +97,49 @@ async fn status(client: &Client) -> Result<ClusterView, String> {
             client_addr: m.client_addr.clone(),
             peer_addr: m.peer_addr.clone(),
             voter: m.voter,
-            role: own.as_ref().map(|s| s.role.clone()).unwrap_or_else(|| "unreachable".into()),
+            role: own
+                .as_ref()
+                .map(|s| s.role.clone())
+                .unwrap_or_else(|| "unreachable".into()),
             term: own.as_ref().map(|s| s.term),
             last_log_index: own.as_ref().map(|s| s.last_log_index),
             applied_index: own.as_ref().map(|s| s.applied_index),
         });
     }
-    Ok(ClusterView { leader: (first.leader_id != 0).then_some(first.leader_id), term: first.term, nodes })
+    Ok(ClusterView {
+        leader: (first.leader_id != 0).then_some(first.leader_id),
+        term: first.term,
+        nodes,
+    })
 }
 
 async fn node_status(addr: &str) -> Option<pb::StatusResponse> {
-    let client = Client::connect_with_retry([addr.to_string()], Duration::from_millis(500)).await.ok()?;
-    tokio::time::timeout(Duration::from_secs(2), client.status()).await.ok()?.ok()
+    let client = Client::connect_with_retry([addr.to_string()], Duration::from_millis(500))
+        .await
+        .ok()?;
+    tokio::time::timeout(Duration::from_secs(2), client.status())
+        .await
+        .ok()?
+        .ok()
 }
 
 fn print_status(view: &ClusterView, output: Output) -> Result<(), String> {
     if output == Output::Json {
-        println!("{}", serde_json::to_string_pretty(view).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(view).map_err(|e| e.to_string())?
+        );
         return Ok(());
     }
-    let leader = view.leader.map(|l| l.to_string()).unwrap_or_else(|| "none".into());
+    let leader = view
+        .leader
+        .map(|l| l.to_string())
+        .unwrap_or_else(|| "none".into());
     println!("leader: {leader}  term: {}", view.term);
-    println!("{:<4} {:<22} {:<22} {:<8} {:<11} {:>6} {:>9} {:>9}", "ID", "CLIENT", "PEER", "VOTER", "ROLE", "TERM", "LAST_LOG", "APPLIED");
+    println!(
+        "{:<4} {:<22} {:<22} {:<8} {:<11} {:>6} {:>9} {:>9}",
+        "ID", "CLIENT", "PEER", "VOTER", "ROLE", "TERM", "LAST_LOG", "APPLIED"
+    );
     let show = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
     for n in &view.nodes {
         println!(
@@ -140,15 +167,26 @@ fn print_members(members: &[pb::Member], output: Output) -> Result<(), String> {
     }
     let rows: Vec<Row> = members
         .iter()
-        .map(|m| Row { id: m.id, client_addr: &m.client_addr, peer_addr: &m.peer_addr, voter: m.voter })
+        .map(|m| Row {
+            id: m.id,
+            client_addr: &m.client_addr,
+            peer_addr: &m.peer_addr,
+            voter: m.voter,
+        })
         .collect();
     if output == Output::Json {
-        println!("{}", serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
+        );
         return Ok(());
     }
     println!("{:<4} {:<22} {:<22} {:<8}", "ID", "CLIENT", "PEER", "VOTER");
     for r in rows {
-        println!("{:<4} {:<22} {:<22} {:<8}", r.id, r.client_addr, r.peer_addr, r.voter);
+        println!(
+            "{:<4} {:<22} {:<22} {:<8}",
+            r.id, r.client_addr, r.peer_addr, r.voter
+        );
     }
     Ok(())
 }

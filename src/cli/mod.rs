@@ -37,7 +37,12 @@ pub enum Output {
 #[derive(Debug, Clone, clap::Args)]
 pub struct Endpoints {
     /// Client endpoints, comma-separated host:port.
-    #[arg(long, env = "RAFTLOCK_ENDPOINTS", value_delimiter = ',', default_value = "127.0.0.1:7379")]
+    #[arg(
+        long,
+        env = "RAFTLOCK_ENDPOINTS",
+        value_delimiter = ',',
+        default_value = "127.0.0.1:7379"
+    )]
     pub endpoints: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Output::Table)]
@@ -49,8 +54,14 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_env("RAFTLOCK_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn,sled=warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

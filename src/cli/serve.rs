@@ -59,7 +59,8 @@ impl ServeArgs {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
-                toml::from_str(&text).map_err(|e| format!("bad config file {}: {e}", path.display()))?
+                toml::from_str(&text)
+                    .map_err(|e| format!("bad config file {}: {e}", path.display()))?
             }
             None => Config::default(),
         };
@@ -103,7 +104,12 @@ impl ServeArgs {
 pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let config = args.to_config()?;
     let node = Node::start(config).await.map_err(|e| e.to_string())?;
-    eprintln!("raftlock node {} serving clients on {} (peers on {})", node.id(), node.client_addr(), node.peer_addr());
+    eprintln!(
+        "raftlock node {} serving clients on {} (peers on {})",
+        node.id(),
+        node.client_addr(),
+        node.peer_addr()
+    );
     wait_for_signal().await?;
     eprintln!("shutting down");
     node.shutdown().await;
@@ -112,7 +118,8 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
 
 async fn wait_for_signal() -> Result<(), String> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
+    let mut term =
+        signal(SignalKind::terminate()).map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
     tokio::select! {
         r = tokio::signal::ctrl_c() => r.map_err(|e| format!("cannot watch SIGINT: {e}")),
         _ = term.recv() => Ok(()),

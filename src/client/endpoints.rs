@@ -41,7 +41,12 @@ impl Endpoints {
             channels.push(endpoint.connect_lazy());
             clean.push(addr);
         }
-        Ok(Endpoints { addrs: clean, channels, current: AtomicUsize::new(0), retry_for })
+        Ok(Endpoints {
+            addrs: clean,
+            channels,
+            current: AtomicUsize::new(0),
+            retry_for,
+        })
     }
 
     /// The endpoint addresses.
@@ -55,9 +60,12 @@ impl Endpoints {
     }
 
     fn move_on(&self, from: usize, status: &Status) {
-        let hinted = leader_hint(status).and_then(|(_, addr)| self.addrs.iter().position(|a| *a == addr));
+        let hinted =
+            leader_hint(status).and_then(|(_, addr)| self.addrs.iter().position(|a| *a == addr));
         let next = hinted.unwrap_or((from + 1) % self.channels.len());
-        let _ = self.current.compare_exchange(from, next, Ordering::Relaxed, Ordering::Relaxed);
+        let _ = self
+            .current
+            .compare_exchange(from, next, Ordering::Relaxed, Ordering::Relaxed);
     }
 
     /// Runs `call` against the current endpoint, retrying retryable

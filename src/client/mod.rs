@@ -12,8 +12,8 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 use tonic::transport::Channel;
 
-pub use endpoints::DEFAULT_RETRY_FOR;
 use endpoints::Endpoints;
+pub use endpoints::DEFAULT_RETRY_FOR;
 use request_ids::RequestIds;
 
 use crate::error::{from_status, Error};
@@ -23,7 +23,9 @@ use crate::pb::election_client::ElectionClient;
 use crate::pb::lease_client::LeaseClient;
 use crate::pb::lock_client::LockClient;
 
-pub use crate::pb::{LeaderResponse as LeaderInfo, LockInfo, LockMode, StatusResponse as NodeStatus};
+pub use crate::pb::{
+    LeaderResponse as LeaderInfo, LockInfo, LockMode, StatusResponse as NodeStatus,
+};
 
 /// A lease id.
 pub type LeaseId = u64;
@@ -119,14 +121,22 @@ impl Client {
     }
 
     /// Like [`connect`](Self::connect) with a custom retry budget per call.
-    pub async fn connect_with_retry<I, S>(endpoints: I, retry_for: Duration) -> Result<Client, Error>
+    pub async fn connect_with_retry<I, S>(
+        endpoints: I,
+        retry_for: Duration,
+    ) -> Result<Client, Error>
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
         let addrs: Vec<String> = endpoints.into_iter().map(Into::into).collect();
         let endpoints = Endpoints::new(&addrs, retry_for)?;
-        Ok(Client { inner: std::sync::Arc::new(Inner { endpoints, ids: RequestIds::new() }) })
+        Ok(Client {
+            inner: std::sync::Arc::new(Inner {
+                endpoints,
+                ids: RequestIds::new(),
+            }),
+        })
     }
 
     /// The endpoints this client uses.
@@ -139,7 +149,10 @@ impl Client {
     /// Grants a lease with `ttl` (100 ms ..= 1 day).
     pub async fn grant_lease(&self, ttl: Duration) -> Result<LeaseId, Error> {
         let (request_id, _open) = self.inner.ids.next();
-        let req = pb::LeaseGrantRequest { request_id: Some(request_id), ttl_ms: ttl.as_millis() as u64 };
+        let req = pb::LeaseGrantRequest {
+            request_id: Some(request_id),
+            ttl_ms: ttl.as_millis() as u64,
+        };
         Ok(rpc!(self, LeaseClient, grant, req)?.id)
     }
 
@@ -147,31 +160,51 @@ impl Client {
     /// sent.
     pub async fn keep_alive(&self, lease: LeaseId) -> Result<Duration, Error> {
         let req = pb::LeaseKeepAliveRequest { id: lease };
-        Ok(Duration::from_millis(rpc!(self, LeaseClient, keep_alive, req)?.ttl_ms))
+        Ok(Duration::from_millis(
+            rpc!(self, LeaseClient, keep_alive, req)?.ttl_ms,
+        ))
     }
 
     /// Revokes a lease, releasing its locks; answers how many holds ended.
     pub async fn revoke(&self, lease: LeaseId) -> Result<u32, Error> {
         let (request_id, _open) = self.inner.ids.next();
-        let req = pb::LeaseRevokeRequest { request_id: Some(request_id), id: lease };
+        let req = pb::LeaseRevokeRequest {
+            request_id: Some(request_id),
+            id: lease,
+        };
         Ok(rpc!(self, LeaseClient, revoke, req)?.released)
     }
 
     /// A lease's TTL, time left and attachments.
     pub async fn time_to_live(&self, lease: LeaseId) -> Result<LeaseTtl, Error> {
-        let req = pb::LeaseTimeToLiveRequest { id: lease, local: false };
+        let req = pb::LeaseTimeToLiveRequest {
+            id: lease,
+            local: false,
+        };
         let r = rpc!(self, LeaseClient, time_to_live, req)?;
         Ok(LeaseTtl {
             granted_ttl: Duration::from_millis(r.granted_ttl_ms),
             remaining: r.remaining_ms.map(Duration::from_millis),
-            attachments: r.attachments.into_iter().map(|a| (a.name, a.owner, a.held)).collect(),
+            attachments: r
+                .attachments
+                .into_iter()
+                .map(|a| (a.name, a.owner, a.held))
+                .collect(),
         })
     }
 
     /// Every live lease: (id, ttl).
     pub async fn leases(&self) -> Result<Vec<(LeaseId, Duration)>, Error> {
-        let r = rpc!(self, LeaseClient, list, pb::LeaseListRequest { local: false })?;
-        Ok(r.leases.into_iter().map(|l| (l.id, Duration::from_millis(l.ttl_ms))).collect())
+        let r = rpc!(
+            self,
+            LeaseClient,
+            list,
+            pb::LeaseListRequest { local: false }
+        )?;
+        Ok(r.leases
+            .into_iter()
+            .map(|l| (l.id, Duration::from_millis(l.ttl_ms)))
+            .collect())
     }
 
     // ------------------------------------------------------------ locks
@@ -189,16 +222,26 @@ impl Client {
             permits: spec.permits,
             limit: spec.limit,
             wait: spec.wait,
-            wait_timeout_ms: spec.timeout.map(|t| t.as_millis().max(1) as u64).unwrap_or(0),
+            wait_timeout_ms: spec
+                .timeout
+                .map(|t| t.as_millis().max(1) as u64)
+                .unwrap_or(0),
         };
         let r = rpc!(self, LockClient, acquire, req)?;
-        Ok(r.acquired.then_some(Acquired { fence: r.fence, count: r.count }))
+        Ok(r.acquired.then_some(Acquired {
+            fence: r.fence,
+            count: r.count,
+        }))
     }
 
     /// Releases one level of `owner`'s hold; answers the depth still held.
     pub async fn release(&self, name: &str, owner: &str) -> Result<u32, Error> {
         let (request_id, _open) = self.inner.ids.next();
-        let req = pb::ReleaseRequest { request_id: Some(request_id), name: name.into(), owner: owner.into() };
+        let req = pb::ReleaseRequest {
+            request_id: Some(request_id),
+            name: name.into(),
+            owner: owner.into(),
+        };
         Ok(rpc!(self, LockClient, release, req)?.remaining)
     }
 
@@ -206,32 +249,50 @@ impl Client {
     /// "released" or "not_found".
     pub async fn cancel(&self, name: &str, owner: &str) -> Result<String, Error> {
         let (request_id, _open) = self.inner.ids.next();
-        let req = pb::CancelRequest { request_id: Some(request_id), name: name.into(), owner: owner.into() };
+        let req = pb::CancelRequest {
+            request_id: Some(request_id),
+            name: name.into(),
+            owner: owner.into(),
+        };
         Ok(rpc!(self, LockClient, cancel, req)?.outcome)
     }
 
     /// Ends every hold on `name` (operators only); answers how many.
     pub async fn force_release(&self, name: &str) -> Result<u32, Error> {
         let (request_id, _open) = self.inner.ids.next();
-        let req = pb::ForceReleaseRequest { request_id: Some(request_id), name: name.into() };
+        let req = pb::ForceReleaseRequest {
+            request_id: Some(request_id),
+            name: name.into(),
+        };
         Ok(rpc!(self, LockClient, force_release, req)?.holders)
     }
 
     /// Whether `fence` still holds `name` (linearizable).
     pub async fn check(&self, name: &str, fence: u64) -> Result<bool, Error> {
-        let req = pb::CheckRequest { name: name.into(), fence, local: false };
+        let req = pb::CheckRequest {
+            name: name.into(),
+            fence,
+            local: false,
+        };
         Ok(rpc!(self, LockClient, check, req)?.valid)
     }
 
     /// Holders and waiters of `name`; `None` when nobody holds or waits.
     pub async fn describe(&self, name: &str) -> Result<Option<LockInfo>, Error> {
-        let req = pb::DescribeRequest { name: name.into(), local: false };
+        let req = pb::DescribeRequest {
+            name: name.into(),
+            local: false,
+        };
         Ok(rpc!(self, LockClient, describe, req)?.lock)
     }
 
     /// Locks whose name starts with `prefix` (at most `limit`, 0 = 1000).
     pub async fn list(&self, prefix: &str, limit: u32) -> Result<Vec<LockInfo>, Error> {
-        let req = pb::ListLocksRequest { prefix: prefix.into(), limit, local: false };
+        let req = pb::ListLocksRequest {
+            prefix: prefix.into(),
+            limit,
+            local: false,
+        };
         Ok(rpc!(self, LockClient, list, req)?.locks)
     }
 
@@ -262,26 +323,45 @@ impl Client {
     /// Publishes a new value as the leader of `name`.
     pub async fn proclaim(&self, name: &str, owner: &str, value: &[u8]) -> Result<(), Error> {
         let (request_id, _open) = self.inner.ids.next();
-        let req =
-            pb::ProclaimRequest { request_id: Some(request_id), name: name.into(), owner: owner.into(), value: value.to_vec() };
+        let req = pb::ProclaimRequest {
+            request_id: Some(request_id),
+            name: name.into(),
+            owner: owner.into(),
+            value: value.to_vec(),
+        };
         rpc!(self, ElectionClient, proclaim, req).map(|_| ())
     }
 
     /// The current leader of `name` (linearizable); `has_leader` is false
     /// when there is none.
     pub async fn leader(&self, name: &str) -> Result<LeaderInfo, Error> {
-        rpc!(self, ElectionClient, leader, pb::LeaderRequest { name: name.into(), local: false })
+        rpc!(
+            self,
+            ElectionClient,
+            leader,
+            pb::LeaderRequest {
+                name: name.into(),
+                local: false
+            }
+        )
     }
 
     /// Ends `owner`'s leadership or candidacy.
     pub async fn resign(&self, name: &str, owner: &str) -> Result<(), Error> {
         let (request_id, _open) = self.inner.ids.next();
-        let req = pb::ResignRequest { request_id: Some(request_id), name: name.into(), owner: owner.into() };
+        let req = pb::ResignRequest {
+            request_id: Some(request_id),
+            name: name.into(),
+            owner: owner.into(),
+        };
         rpc!(self, ElectionClient, resign, req).map(|_| ())
     }
 
     /// Every change of `name`'s leader, starting with the current one.
-    pub async fn observe(&self, name: &str) -> Result<impl Stream<Item = Result<LeaderInfo, Error>>, Error> {
+    pub async fn observe(
+        &self,
+        name: &str,
+    ) -> Result<impl Stream<Item = Result<LeaderInfo, Error>>, Error> {
         let req = pb::ObserveRequest { name: name.into() };
         let stream = rpc!(self, ElectionClient, observe, req)?;
         Ok(stream.map(|item| item.map_err(|s| from_status(&s))))
@@ -295,8 +375,17 @@ impl Client {
     }
 
     /// Adds a learner; answers the members afterwards.
-    pub async fn add_learner(&self, id: u64, peer_addr: &str, client_addr: &str) -> Result<Vec<pb::Member>, Error> {
-        let req = pb::AddLearnerRequest { id, peer_addr: peer_addr.into(), client_addr: client_addr.into() };
+    pub async fn add_learner(
+        &self,
+        id: u64,
+        peer_addr: &str,
+        client_addr: &str,
+    ) -> Result<Vec<pb::Member>, Error> {
+        let req = pb::AddLearnerRequest {
+            id,
+            peer_addr: peer_addr.into(),
+            client_addr: client_addr.into(),
+        };
         Ok(rpc!(self, ClusterClient, add_learner, req)?.members)
     }
 

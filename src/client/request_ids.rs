@@ -33,7 +33,13 @@ pub struct InFlightId {
 
 impl RequestIds {
     pub fn new() -> Self {
-        RequestIds { client: Uuid::new_v4(), state: Arc::new(Mutex::new(InFlight { next: 1, open: BTreeSet::new() })) }
+        RequestIds {
+            client: Uuid::new_v4(),
+            state: Arc::new(Mutex::new(InFlight {
+                next: 1,
+                open: BTreeSet::new(),
+            })),
+        }
     }
 
     /// A fresh id. Keep the returned guard until the call has an answer;
@@ -44,14 +50,28 @@ impl RequestIds {
         s.next += 1;
         s.open.insert(seq);
         let acked_below = s.open.first().copied().unwrap_or(seq);
-        let id = pb::RequestId { client_id: self.client.as_bytes().to_vec(), seq, acked_below };
-        (id, InFlightId { seq, state: self.state.clone() })
+        let id = pb::RequestId {
+            client_id: self.client.as_bytes().to_vec(),
+            seq,
+            acked_below,
+        };
+        (
+            id,
+            InFlightId {
+                seq,
+                state: self.state.clone(),
+            },
+        )
     }
 }
 
 impl Drop for InFlightId {
     fn drop(&mut self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).open.remove(&self.seq);
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .open
+            .remove(&self.seq);
     }
 }
 

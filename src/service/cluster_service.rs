@@ -31,20 +31,28 @@ impl ClusterService {
     }
 
     fn answer(&self, revision: u64) -> Reply<pb::MembershipResponse> {
-        Reply::new(pb::MembershipResponse { members: self.members(), revision })
+        Reply::new(pb::MembershipResponse {
+            members: self.members(),
+            revision,
+        })
     }
 }
 
 fn node_id(id: u64) -> Result<u64, Status> {
     if id == 0 {
-        return Err(to_status(Error::InvalidArgument("node id must be at least 1".into())));
+        return Err(to_status(Error::InvalidArgument(
+            "node id must be at least 1".into(),
+        )));
     }
     Ok(id)
 }
 
 #[tonic::async_trait]
 impl pb::cluster_server::Cluster for ClusterService {
-    async fn status(&self, _req: Request<pb::StatusRequest>) -> Result<Reply<pb::StatusResponse>, Status> {
+    async fn status(
+        &self,
+        _req: Request<pb::StatusRequest>,
+    ) -> Result<Reply<pb::StatusResponse>, Status> {
         let s = self.node.status();
         Ok(Reply::new(pb::StatusResponse {
             node_id: s.id,
@@ -58,24 +66,38 @@ impl pb::cluster_server::Cluster for ClusterService {
         }))
     }
 
-    async fn add_learner(&self, req: Request<pb::AddLearnerRequest>) -> Result<Reply<pb::MembershipResponse>, Status> {
+    async fn add_learner(
+        &self,
+        req: Request<pb::AddLearnerRequest>,
+    ) -> Result<Reply<pb::MembershipResponse>, Status> {
         let req = req.into_inner();
         let id = node_id(req.id)?;
         if req.peer_addr.is_empty() || req.client_addr.is_empty() {
-            return Err(to_status(Error::InvalidArgument("peer_addr and client_addr must be set".into())));
+            return Err(to_status(Error::InvalidArgument(
+                "peer_addr and client_addr must be set".into(),
+            )));
         }
-        let addr = NodeAddr { peer_addr: req.peer_addr, client_addr: req.client_addr };
+        let addr = NodeAddr {
+            peer_addr: req.peer_addr,
+            client_addr: req.client_addr,
+        };
         let revision = self.node.add_learner(id, addr).await.map_err(to_status)?;
         Ok(self.answer(revision))
     }
 
-    async fn promote(&self, req: Request<pb::PromoteRequest>) -> Result<Reply<pb::MembershipResponse>, Status> {
+    async fn promote(
+        &self,
+        req: Request<pb::PromoteRequest>,
+    ) -> Result<Reply<pb::MembershipResponse>, Status> {
         let id = node_id(req.into_inner().id)?;
         let revision = self.node.promote(id).await.map_err(to_status)?;
         Ok(self.answer(revision))
     }
 
-    async fn remove(&self, req: Request<pb::RemoveRequest>) -> Result<Reply<pb::MembershipResponse>, Status> {
+    async fn remove(
+        &self,
+        req: Request<pb::RemoveRequest>,
+    ) -> Result<Reply<pb::MembershipResponse>, Status> {
         let id = node_id(req.into_inner().id)?;
         let revision = self.node.remove(id).await.map_err(to_status)?;
         Ok(self.answer(revision))

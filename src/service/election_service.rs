@@ -44,7 +44,10 @@ type LeaderStream = Pin<Box<dyn Stream<Item = Result<pb::LeaderResponse, Status>
 
 #[tonic::async_trait]
 impl pb::election_server::Election for ElectionService {
-    async fn campaign(&self, req: Request<pb::CampaignRequest>) -> Result<Reply<pb::CampaignResponse>, Status> {
+    async fn campaign(
+        &self,
+        req: Request<pb::CampaignRequest>,
+    ) -> Result<Reply<pb::CampaignResponse>, Status> {
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
@@ -57,61 +60,110 @@ impl pb::election_server::Election for ElectionService {
             lease: req.lease,
             mode: Mode::Exclusive,
             wait: true,
-            timeout: (req.wait_timeout_ms > 0).then(|| std::time::Duration::from_millis(req.wait_timeout_ms)),
+            timeout: (req.wait_timeout_ms > 0)
+                .then(|| std::time::Duration::from_millis(req.wait_timeout_ms)),
             value: Some(req.value),
             origin,
         };
         let grant = acquire(&self.node, spec).await.map_err(to_status)?;
         let grant = grant.ok_or_else(|| Status::internal("campaign answered busy"))?;
-        Ok(Reply::new(pb::CampaignResponse { header: header(&self.node, grant.revision), fence: grant.fence }))
+        Ok(Reply::new(pb::CampaignResponse {
+            header: header(&self.node, grant.revision),
+            fence: grant.fence,
+        }))
     }
 
-    async fn proclaim(&self, req: Request<pb::ProclaimRequest>) -> Result<Reply<pb::ProclaimResponse>, Status> {
+    async fn proclaim(
+        &self,
+        req: Request<pb::ProclaimRequest>,
+    ) -> Result<Reply<pb::ProclaimResponse>, Status> {
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
         input::owner(&req.owner).map_err(to_status)?;
         input::value(&req.value).map_err(to_status)?;
-        let command = Command::Proclaim { name: req.name, owner: req.owner, value: req.value };
-        let (index, response) = write(&self.node, origin, command).await.map_err(to_status)?;
-        let Response::Proclaimed = response else { return Err(to_status(unexpected(response))) };
-        Ok(Reply::new(pb::ProclaimResponse { header: header(&self.node, index) }))
+        let command = Command::Proclaim {
+            name: req.name,
+            owner: req.owner,
+            value: req.value,
+        };
+        let (index, response) = write(&self.node, origin, command)
+            .await
+            .map_err(to_status)?;
+        let Response::Proclaimed = response else {
+            return Err(to_status(unexpected(response)));
+        };
+        Ok(Reply::new(pb::ProclaimResponse {
+            header: header(&self.node, index),
+        }))
     }
 
-    async fn leader(&self, req: Request<pb::LeaderRequest>) -> Result<Reply<pb::LeaderResponse>, Status> {
+    async fn leader(
+        &self,
+        req: Request<pb::LeaderRequest>,
+    ) -> Result<Reply<pb::LeaderResponse>, Status> {
         let req = req.into_inner();
         input::name(&req.name).map_err(to_status)?;
-        let (revision, mut leader) =
-            read(&self.node, req.local, |s| leader_of(s, &req.name)).await.map_err(to_status)?;
+        let (revision, mut leader) = read(&self.node, req.local, |s| leader_of(s, &req.name))
+            .await
+            .map_err(to_status)?;
         leader.header = header(&self.node, revision);
         Ok(Reply::new(leader))
     }
 
     type ObserveStream = LeaderStream;
 
-    async fn observe(&self, req: Request<pb::ObserveRequest>) -> Result<Reply<Self::ObserveStream>, Status> {
+    async fn observe(
+        &self,
+        req: Request<pb::ObserveRequest>,
+    ) -> Result<Reply<Self::ObserveStream>, Status> {
         let name = req.into_inner().name;
         input::name(&name).map_err(to_status)?;
         // Subscribe before the first read so no change falls between them.
         let changes = self.node.changed.subscribe();
-        let (revision, first) = read(&self.node, false, |s| leader_of(s, &name)).await.map_err(to_status)?;
+        let (revision, first) = read(&self.node, false, |s| leader_of(s, &name))
+            .await
+            .map_err(to_status)?;
         let (tx, rx) = mpsc::channel(16);
-        tokio::spawn(observe(self.node.clone(), name, changes, first, revision, tx));
+        tokio::spawn(observe(
+            self.node.clone(),
+            name,
+            changes,
+            first,
+            revision,
+            tx,
+        ));
         Ok(Reply::new(Box::pin(ReceiverStream::new(rx))))
     }
 
-    async fn resign(&self, req: Request<pb::ResignRequest>) -> Result<Reply<pb::ResignResponse>, Status> {
+    async fn resign(
+        &self,
+        req: Request<pb::ResignRequest>,
+    ) -> Result<Reply<pb::ResignResponse>, Status> {
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
         input::owner(&req.owner).map_err(to_status)?;
-        let command = Command::Cancel { name: req.name.clone(), owner: req.owner.clone() };
-        let (index, response) = write(&self.node, origin, command).await.map_err(to_status)?;
+        let command = Command::Cancel {
+            name: req.name.clone(),
+            owner: req.owner.clone(),
+        };
+        let (index, response) = write(&self.node, origin, command)
+            .await
+            .map_err(to_status)?;
         match response {
-            Response::Cancelled { outcome: CancelOutcome::NotFound } => {
-                Err(to_status(CommandError::NotHolder { name: req.name, owner: req.owner }.into()))
-            }
-            Response::Cancelled { .. } => Ok(Reply::new(pb::ResignResponse { header: header(&self.node, index) })),
+            Response::Cancelled {
+                outcome: CancelOutcome::NotFound,
+            } => Err(to_status(
+                CommandError::NotHolder {
+                    name: req.name,
+                    owner: req.owner,
+                }
+                .into(),
+            )),
+            Response::Cancelled { .. } => Ok(Reply::new(pb::ResignResponse {
+                header: header(&self.node, index),
+            })),
             other => Err(to_status(unexpected(other))),
         }
     }
@@ -147,7 +199,13 @@ async fn observe(
         }
         let (current, revision) = {
             let state = node.state.read().unwrap_or_else(|e| e.into_inner());
-            let revision = node.raft.metrics().borrow().last_applied.map(|l| l.index).unwrap_or(0);
+            let revision = node
+                .raft
+                .metrics()
+                .borrow()
+                .last_applied
+                .map(|l| l.index)
+                .unwrap_or(0);
             (leader_of(&state, &name), revision)
         };
         if current != last {

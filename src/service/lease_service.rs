@@ -18,24 +18,47 @@ pub struct LeaseService {
 
 #[tonic::async_trait]
 impl pb::lease_server::Lease for LeaseService {
-    async fn grant(&self, req: Request<pb::LeaseGrantRequest>) -> Result<Reply<pb::LeaseGrantResponse>, Status> {
+    async fn grant(
+        &self,
+        req: Request<pb::LeaseGrantRequest>,
+    ) -> Result<Reply<pb::LeaseGrantResponse>, Status> {
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::ttl_ms(req.ttl_ms).map_err(to_status)?;
-        let (index, response) =
-            write(&self.node, origin, Command::GrantLease { ttl_ms: req.ttl_ms }).await.map_err(to_status)?;
-        let Response::LeaseGranted { id, ttl_ms } = response else { return Err(to_status(unexpected(response))) };
-        Ok(Reply::new(pb::LeaseGrantResponse { header: header(&self.node, index), id, ttl_ms }))
+        let (index, response) = write(
+            &self.node,
+            origin,
+            Command::GrantLease { ttl_ms: req.ttl_ms },
+        )
+        .await
+        .map_err(to_status)?;
+        let Response::LeaseGranted { id, ttl_ms } = response else {
+            return Err(to_status(unexpected(response)));
+        };
+        Ok(Reply::new(pb::LeaseGrantResponse {
+            header: header(&self.node, index),
+            id,
+            ttl_ms,
+        }))
     }
 
-    async fn revoke(&self, req: Request<pb::LeaseRevokeRequest>) -> Result<Reply<pb::LeaseRevokeResponse>, Status> {
+    async fn revoke(
+        &self,
+        req: Request<pb::LeaseRevokeRequest>,
+    ) -> Result<Reply<pb::LeaseRevokeResponse>, Status> {
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::lease(req.id).map_err(to_status)?;
-        let (index, response) =
-            write(&self.node, origin, Command::RevokeLease { id: req.id }).await.map_err(to_status)?;
-        let Response::LeaseRevoked { released, .. } = response else { return Err(to_status(unexpected(response))) };
-        Ok(Reply::new(pb::LeaseRevokeResponse { header: header(&self.node, index), released }))
+        let (index, response) = write(&self.node, origin, Command::RevokeLease { id: req.id })
+            .await
+            .map_err(to_status)?;
+        let Response::LeaseRevoked { released, .. } = response else {
+            return Err(to_status(unexpected(response)));
+        };
+        Ok(Reply::new(pb::LeaseRevokeResponse {
+            header: header(&self.node, index),
+            released,
+        }))
     }
 
     async fn keep_alive(
@@ -45,8 +68,19 @@ impl pb::lease_server::Lease for LeaseService {
         let id = req.into_inner().id;
         input::lease(id).map_err(to_status)?;
         let ttl_ms = self.node.keep_alive(id).await.map_err(to_status)?;
-        let revision = self.node.raft.metrics().borrow().last_applied.map(|l| l.index).unwrap_or(0);
-        Ok(Reply::new(pb::LeaseKeepAliveResponse { header: header(&self.node, revision), id, ttl_ms }))
+        let revision = self
+            .node
+            .raft
+            .metrics()
+            .borrow()
+            .last_applied
+            .map(|l| l.index)
+            .unwrap_or(0);
+        Ok(Reply::new(pb::LeaseKeepAliveResponse {
+            header: header(&self.node, revision),
+            id,
+            ttl_ms,
+        }))
     }
 
     async fn time_to_live(
@@ -68,9 +102,15 @@ impl pb::lease_server::Lease for LeaseService {
         .await
         .map_err(to_status)?;
         let Some((granted_ttl_ms, attachments)) = found else {
-            return Err(to_status(raftlock_storage::CommandError::LeaseNotFound(req.id).into()));
+            return Err(to_status(
+                raftlock_storage::CommandError::LeaseNotFound(req.id).into(),
+            ));
         };
-        let remaining_ms = if req.local { None } else { self.node.lease_remaining(req.id).await.map_err(to_status)? };
+        let remaining_ms = if req.local {
+            None
+        } else {
+            self.node.lease_remaining(req.id).await.map_err(to_status)?
+        };
         Ok(Reply::new(pb::LeaseTimeToLiveResponse {
             header: header(&self.node, revision),
             id: req.id,
@@ -80,13 +120,24 @@ impl pb::lease_server::Lease for LeaseService {
         }))
     }
 
-    async fn list(&self, req: Request<pb::LeaseListRequest>) -> Result<Reply<pb::LeaseListResponse>, Status> {
+    async fn list(
+        &self,
+        req: Request<pb::LeaseListRequest>,
+    ) -> Result<Reply<pb::LeaseListResponse>, Status> {
         let local = req.into_inner().local;
         let (revision, leases) = read(&self.node, local, |s| {
-            s.leases().map(|l| pb::LeaseInfo { id: l.id, ttl_ms: l.ttl_ms }).collect::<Vec<_>>()
+            s.leases()
+                .map(|l| pb::LeaseInfo {
+                    id: l.id,
+                    ttl_ms: l.ttl_ms,
+                })
+                .collect::<Vec<_>>()
         })
         .await
         .map_err(to_status)?;
-        Ok(Reply::new(pb::LeaseListResponse { header: header(&self.node, revision), leases }))
+        Ok(Reply::new(pb::LeaseListResponse {
+            header: header(&self.node, revision),
+            leases,
+        }))
     }
 }

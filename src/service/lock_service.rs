@@ -26,7 +26,10 @@ pub struct LockService {
 
 #[tonic::async_trait]
 impl pb::lock_server::Lock for LockService {
-    async fn acquire(&self, req: Request<pb::AcquireRequest>) -> Result<Reply<pb::AcquireResponse>, Status> {
+    async fn acquire(
+        &self,
+        req: Request<pb::AcquireRequest>,
+    ) -> Result<Reply<pb::AcquireResponse>, Status> {
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
@@ -53,31 +56,57 @@ impl pb::lock_server::Lock for LockService {
         }))
     }
 
-    async fn release(&self, req: Request<pb::ReleaseRequest>) -> Result<Reply<pb::ReleaseResponse>, Status> {
+    async fn release(
+        &self,
+        req: Request<pb::ReleaseRequest>,
+    ) -> Result<Reply<pb::ReleaseResponse>, Status> {
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
         input::owner(&req.owner).map_err(to_status)?;
-        let command = Command::Release { name: req.name, owner: req.owner };
-        let (index, response) = write(&self.node, origin, command).await.map_err(to_status)?;
-        let Response::Released { remaining } = response else { return Err(to_status(unexpected(response))) };
-        Ok(Reply::new(pb::ReleaseResponse { header: header(&self.node, index), remaining }))
+        let command = Command::Release {
+            name: req.name,
+            owner: req.owner,
+        };
+        let (index, response) = write(&self.node, origin, command)
+            .await
+            .map_err(to_status)?;
+        let Response::Released { remaining } = response else {
+            return Err(to_status(unexpected(response)));
+        };
+        Ok(Reply::new(pb::ReleaseResponse {
+            header: header(&self.node, index),
+            remaining,
+        }))
     }
 
-    async fn cancel(&self, req: Request<pb::CancelRequest>) -> Result<Reply<pb::CancelResponse>, Status> {
+    async fn cancel(
+        &self,
+        req: Request<pb::CancelRequest>,
+    ) -> Result<Reply<pb::CancelResponse>, Status> {
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
         input::owner(&req.owner).map_err(to_status)?;
-        let command = Command::Cancel { name: req.name, owner: req.owner };
-        let (index, response) = write(&self.node, origin, command).await.map_err(to_status)?;
-        let Response::Cancelled { outcome } = response else { return Err(to_status(unexpected(response))) };
+        let command = Command::Cancel {
+            name: req.name,
+            owner: req.owner,
+        };
+        let (index, response) = write(&self.node, origin, command)
+            .await
+            .map_err(to_status)?;
+        let Response::Cancelled { outcome } = response else {
+            return Err(to_status(unexpected(response)));
+        };
         let outcome = match outcome {
             CancelOutcome::Dequeued => "dequeued",
             CancelOutcome::Released => "released",
             CancelOutcome::NotFound => "not_found",
         };
-        Ok(Reply::new(pb::CancelResponse { header: header(&self.node, index), outcome: outcome.to_string() }))
+        Ok(Reply::new(pb::CancelResponse {
+            header: header(&self.node, index),
+            outcome: outcome.to_string(),
+        }))
     }
 
     async fn force_release(
@@ -87,39 +116,74 @@ impl pb::lock_server::Lock for LockService {
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
-        let (index, response) =
-            write(&self.node, origin, Command::ForceRelease { name: req.name }).await.map_err(to_status)?;
-        let Response::ForceReleased { holders } = response else { return Err(to_status(unexpected(response))) };
-        Ok(Reply::new(pb::ForceReleaseResponse { header: header(&self.node, index), holders }))
+        let (index, response) = write(&self.node, origin, Command::ForceRelease { name: req.name })
+            .await
+            .map_err(to_status)?;
+        let Response::ForceReleased { holders } = response else {
+            return Err(to_status(unexpected(response)));
+        };
+        Ok(Reply::new(pb::ForceReleaseResponse {
+            header: header(&self.node, index),
+            holders,
+        }))
     }
 
-    async fn check(&self, req: Request<pb::CheckRequest>) -> Result<Reply<pb::CheckResponse>, Status> {
+    async fn check(
+        &self,
+        req: Request<pb::CheckRequest>,
+    ) -> Result<Reply<pb::CheckResponse>, Status> {
         let req = req.into_inner();
         input::name(&req.name).map_err(to_status)?;
-        let (revision, valid) =
-            read(&self.node, req.local, |s| s.check(&req.name, req.fence)).await.map_err(to_status)?;
-        Ok(Reply::new(pb::CheckResponse { header: header(&self.node, revision), valid }))
+        let (revision, valid) = read(&self.node, req.local, |s| s.check(&req.name, req.fence))
+            .await
+            .map_err(to_status)?;
+        Ok(Reply::new(pb::CheckResponse {
+            header: header(&self.node, revision),
+            valid,
+        }))
     }
 
-    async fn describe(&self, req: Request<pb::DescribeRequest>) -> Result<Reply<pb::DescribeResponse>, Status> {
+    async fn describe(
+        &self,
+        req: Request<pb::DescribeRequest>,
+    ) -> Result<Reply<pb::DescribeResponse>, Status> {
         let req = req.into_inner();
         input::name(&req.name).map_err(to_status)?;
         let now = wall_clock_ms();
-        let (revision, lock) =
-            read(&self.node, req.local, |s| s.lock(&req.name).map(|l| lock_info(l, now))).await.map_err(to_status)?;
-        Ok(Reply::new(pb::DescribeResponse { header: header(&self.node, revision), lock }))
-    }
-
-    async fn list(&self, req: Request<pb::ListLocksRequest>) -> Result<Reply<pb::ListLocksResponse>, Status> {
-        let req = req.into_inner();
-        let limit = if req.limit == 0 { DEFAULT_LIST_LIMIT } else { req.limit as usize };
-        let now = wall_clock_ms();
-        let (revision, locks) = read(&self.node, req.local, |s| {
-            s.locks_with_prefix(&req.prefix, limit).into_iter().map(|l| lock_info(l, now)).collect::<Vec<_>>()
+        let (revision, lock) = read(&self.node, req.local, |s| {
+            s.lock(&req.name).map(|l| lock_info(l, now))
         })
         .await
         .map_err(to_status)?;
-        Ok(Reply::new(pb::ListLocksResponse { header: header(&self.node, revision), locks }))
+        Ok(Reply::new(pb::DescribeResponse {
+            header: header(&self.node, revision),
+            lock,
+        }))
+    }
+
+    async fn list(
+        &self,
+        req: Request<pb::ListLocksRequest>,
+    ) -> Result<Reply<pb::ListLocksResponse>, Status> {
+        let req = req.into_inner();
+        let limit = if req.limit == 0 {
+            DEFAULT_LIST_LIMIT
+        } else {
+            req.limit as usize
+        };
+        let now = wall_clock_ms();
+        let (revision, locks) = read(&self.node, req.local, |s| {
+            s.locks_with_prefix(&req.prefix, limit)
+                .into_iter()
+                .map(|l| lock_info(l, now))
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(to_status)?;
+        Ok(Reply::new(pb::ListLocksResponse {
+            header: header(&self.node, revision),
+            locks,
+        }))
     }
 }
 

@@ -23,12 +23,24 @@ use crate::pb;
 /// The answer header for something that happened at `revision`.
 fn header(node: &NodeInner, revision: u64) -> Option<pb::Header> {
     let term = node.raft.metrics().borrow().current_term;
-    Some(pb::Header { revision, node_id: node.id, term })
+    Some(pb::Header {
+        revision,
+        node_id: node.id,
+        term,
+    })
 }
 
 /// Replicates a client command; a state-machine refusal becomes an error.
-async fn write(node: &NodeInner, origin: ClientSeq, command: Command) -> Result<(u64, Response), Error> {
-    let request = Request { origin: Some(origin), time_ms: wall_clock_ms(), command };
+async fn write(
+    node: &NodeInner,
+    origin: ClientSeq,
+    command: Command,
+) -> Result<(u64, Response), Error> {
+    let request = Request {
+        origin: Some(origin),
+        time_ms: wall_clock_ms(),
+        command,
+    };
     match node.write(request).await? {
         (_, Response::Rejected(e)) => Err(e.into()),
         ok => Ok(ok),
@@ -37,9 +49,18 @@ async fn write(node: &NodeInner, origin: ClientSeq, command: Command) -> Result<
 
 /// Runs `f` on the state after a linearizable barrier (or at once when the
 /// caller opted into a local read); returns the revision read at.
-async fn read<T>(node: &Arc<NodeInner>, local: bool, f: impl FnOnce(&LockState) -> T) -> Result<(u64, T), Error> {
+async fn read<T>(
+    node: &Arc<NodeInner>,
+    local: bool,
+    f: impl FnOnce(&LockState) -> T,
+) -> Result<(u64, T), Error> {
     let revision = if local {
-        node.raft.metrics().borrow().last_applied.map(|l| l.index).unwrap_or(0)
+        node.raft
+            .metrics()
+            .borrow()
+            .last_applied
+            .map(|l| l.index)
+            .unwrap_or(0)
     } else {
         node.read_barrier().await?
     };

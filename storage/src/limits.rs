@@ -13,8 +13,9 @@ pub const MAX_VALUE_LEN: usize = 64 * 1024;
 pub const MIN_TTL_MS: u64 = 100;
 /// Longest lease TTL: one day. Anything longer is almost surely a unit mistake.
 pub const MAX_TTL_MS: u64 = 24 * 60 * 60 * 1000;
-/// Most waiters one lock may queue.
-pub const MAX_WAITERS_PER_LOCK: usize = 10_000;
+/// Most waiters one lock may queue. A lock is stored as one record, so each
+/// change to it rewrites its whole queue: this bound keeps that cheap.
+pub const MAX_WAITERS_PER_LOCK: usize = 1_000;
 /// Largest semaphore limit.
 pub const MAX_SEMAPHORE_LIMIT: u32 = 1_000_000;
 /// Most live leases in the cluster.

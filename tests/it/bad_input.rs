@@ -28,24 +28,71 @@ async fn bad_requests_are_refused_and_change_nothing() {
     let cluster = TestCluster::new(1).await;
     let client = cluster.client().await;
     let lease = client.grant_lease(Duration::from_secs(10)).await.unwrap();
-    client.acquire(&Acquire::exclusive("held", "a", lease)).await.unwrap().unwrap();
+    client
+        .acquire(&Acquire::exclusive("held", "a", lease))
+        .await
+        .unwrap()
+        .unwrap();
     let before = applied(&cluster).await;
     let locks_before = locks(&client).await;
 
     let invalid = |e: Error| assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
     invalid(client.grant_lease(Duration::ZERO).await.unwrap_err());
-    invalid(client.grant_lease(Duration::from_secs(365 * 86_400)).await.unwrap_err());
-    invalid(client.acquire(&Acquire::exclusive("", "a", lease)).await.unwrap_err());
-    invalid(client.acquire(&Acquire::exclusive("x".repeat(MAX_NAME_LEN + 1), "a", lease)).await.unwrap_err());
-    invalid(client.acquire(&Acquire::exclusive("n", "", lease)).await.unwrap_err());
-    invalid(client.acquire(&Acquire::exclusive("n", "a", 0)).await.unwrap_err());
-    let sem = Acquire { mode: LockMode::Permits, permits: 5, limit: 2, ..Acquire::exclusive("s", "a", lease) };
+    invalid(
+        client
+            .grant_lease(Duration::from_secs(365 * 86_400))
+            .await
+            .unwrap_err(),
+    );
+    invalid(
+        client
+            .acquire(&Acquire::exclusive("", "a", lease))
+            .await
+            .unwrap_err(),
+    );
+    invalid(
+        client
+            .acquire(&Acquire::exclusive(
+                "x".repeat(MAX_NAME_LEN + 1),
+                "a",
+                lease,
+            ))
+            .await
+            .unwrap_err(),
+    );
+    invalid(
+        client
+            .acquire(&Acquire::exclusive("n", "", lease))
+            .await
+            .unwrap_err(),
+    );
+    invalid(
+        client
+            .acquire(&Acquire::exclusive("n", "a", 0))
+            .await
+            .unwrap_err(),
+    );
+    let sem = Acquire {
+        mode: LockMode::Permits,
+        permits: 5,
+        limit: 2,
+        ..Acquire::exclusive("s", "a", lease)
+    };
     invalid(client.acquire(&sem).await.unwrap_err());
-    assert_eq!(applied(&cluster).await, before, "refused at the edge: nothing proposed");
+    assert_eq!(
+        applied(&cluster).await,
+        before,
+        "refused at the edge: nothing proposed"
+    );
 
     // Refused by the state machine: proposed, but nothing changes.
     let gone = |e: Error| assert!(matches!(e, Error::LeaseExpired(_)), "{e:?}");
-    gone(client.acquire(&Acquire::exclusive("n", "a", 999_999)).await.unwrap_err());
+    gone(
+        client
+            .acquire(&Acquire::exclusive("n", "a", 999_999))
+            .await
+            .unwrap_err(),
+    );
     gone(client.revoke(999_999).await.unwrap_err());
     gone(client.keep_alive(999_999).await.unwrap_err());
     let not_held = |e: Error| assert!(matches!(e, Error::NotHeld(_)), "{e:?}");
@@ -56,8 +103,18 @@ async fn bad_requests_are_refused_and_change_nothing() {
     // A raw request with a malformed request id.
     let addr = format!("http://{}", cluster.addrs[&1].0);
     let mut raw = pb::lease_client::LeaseClient::connect(addr).await.unwrap();
-    let bad_id = pb::RequestId { client_id: vec![1, 2, 3], seq: 1, acked_below: 0 };
-    let status = raw.grant(pb::LeaseGrantRequest { request_id: Some(bad_id), ttl_ms: 1000 }).await.unwrap_err();
+    let bad_id = pb::RequestId {
+        client_id: vec![1, 2, 3],
+        seq: 1,
+        acked_below: 0,
+    };
+    let status = raw
+        .grant(pb::LeaseGrantRequest {
+            request_id: Some(bad_id),
+            ttl_ms: 1000,
+        })
+        .await
+        .unwrap_err();
     assert_eq!(status.code(), tonic::Code::InvalidArgument);
     cluster.shutdown().await;
 }
@@ -67,24 +124,47 @@ async fn waiter_queue_is_bounded() {
     let cluster = TestCluster::new(1).await;
     let client = cluster.client().await;
     let lease = client.grant_lease(Duration::from_secs(60)).await.unwrap();
-    client.acquire(&Acquire::exclusive("busy", "holder", lease)).await.unwrap().unwrap();
-    // Fill the queue with waits that give up quickly; the server cancels
-    // each, so instead fill it through many concurrent long waits.
+    client
+        .acquire(&Acquire::exclusive("busy", "holder", lease))
+        .await
+        .unwrap()
+        .unwrap();
+    // Fill the queue with long waits, spread over several connections as
+    // many client processes would.
+    let mut clients = Vec::new();
+    for _ in 0..20 {
+        clients.push(cluster.client().await);
+    }
     let mut tasks = Vec::new();
     for i in 0..MAX_WAITERS_PER_LOCK {
-        let c = client.clone();
-        tasks.push(tokio::spawn(async move { c.acquire(&Acquire::exclusive("busy", format!("w{i}"), lease)).await }));
+        let c = clients[i % clients.len()].clone();
+        tasks.push(tokio::spawn(async move {
+            c.acquire(&Acquire::exclusive("busy", format!("w{i}"), lease))
+                .await
+        }));
     }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let n = client.describe("busy").await.unwrap().unwrap().waiters.len();
+        let n = client
+            .describe("busy")
+            .await
+            .unwrap()
+            .unwrap()
+            .waiters
+            .len();
         if n == MAX_WAITERS_PER_LOCK {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "only {n} waiters queued");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "only {n} waiters queued"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let err = client.acquire(&Acquire::exclusive("busy", "one-too-many", lease)).await.unwrap_err();
+    let err = client
+        .acquire(&Acquire::exclusive("busy", "one-too-many", lease))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::LimitReached(_)), "{err:?}");
     for t in tasks {
         t.abort();

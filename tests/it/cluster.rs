@@ -58,12 +58,26 @@ impl TestCluster {
             listeners.insert(id, (cl, pl));
             addrs.insert(id, (ca, pa));
         }
-        let mut cluster =
-            TestCluster { dir, nodes: BTreeMap::new(), addrs, filter: LinkFilter::default(), base };
+        let mut cluster = TestCluster {
+            dir,
+            nodes: BTreeMap::new(),
+            addrs,
+            filter: LinkFilter::default(),
+            base,
+        };
         let members = cluster.members(1..=n);
         for (id, (cl, pl)) in listeners {
-            let config = Config { initial_cluster: members.clone(), ..cluster.config(id) };
-            let node = cluster.builder(config).client_listener(cl).peer_listener(pl).start().await.expect("start node");
+            let config = Config {
+                initial_cluster: members.clone(),
+                ..cluster.config(id)
+            };
+            let node = cluster
+                .builder(config)
+                .client_listener(cl)
+                .peer_listener(pl)
+                .start()
+                .await
+                .expect("start node");
             cluster.nodes.insert(id, Some(node));
         }
         cluster.wait_for_leader().await;
@@ -71,13 +85,21 @@ impl TestCluster {
     }
 
     fn members(&self, ids: impl IntoIterator<Item = u64>) -> Vec<InitialMember> {
-        ids.into_iter().map(|id| InitialMember { id, addr: self.node_addr(id) }).collect()
+        ids.into_iter()
+            .map(|id| InitialMember {
+                id,
+                addr: self.node_addr(id),
+            })
+            .collect()
     }
 
     /// The address record of node `id`.
     pub fn node_addr(&self, id: u64) -> NodeAddr {
         let (c, p) = self.addrs[&id];
-        NodeAddr { peer_addr: p.to_string(), client_addr: c.to_string() }
+        NodeAddr {
+            peer_addr: p.to_string(),
+            client_addr: c.to_string(),
+        }
     }
 
     fn config(&self, id: u64) -> Config {
@@ -92,28 +114,42 @@ impl TestCluster {
     }
 
     fn builder(&self, config: Config) -> raftlock::NodeBuilder {
-        Node::builder().config(config).link_filter(self.filter.clone())
+        Node::builder()
+            .config(config)
+            .link_filter(self.filter.clone())
     }
 
     /// A running node.
     pub fn node(&self, id: u64) -> &Node {
-        self.nodes[&id].as_ref().unwrap_or_else(|| panic!("node {id} is not running"))
+        self.nodes[&id]
+            .as_ref()
+            .unwrap_or_else(|| panic!("node {id} is not running"))
     }
 
     /// Ids of running nodes.
     pub fn running(&self) -> Vec<u64> {
-        self.nodes.iter().filter(|(_, n)| n.is_some()).map(|(id, _)| *id).collect()
+        self.nodes
+            .iter()
+            .filter(|(_, n)| n.is_some())
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     /// A client over every running node's endpoint.
     pub async fn client(&self) -> Client {
-        let eps: Vec<String> = self.running().iter().map(|id| self.addrs[id].0.to_string()).collect();
+        let eps: Vec<String> = self
+            .running()
+            .iter()
+            .map(|id| self.addrs[id].0.to_string())
+            .collect();
         Client::connect(eps).await.expect("client")
     }
 
     /// A client of node `id` only.
     pub async fn client_of(&self, id: u64) -> Client {
-        Client::connect([self.addrs[&id].0.to_string()]).await.expect("client")
+        Client::connect([self.addrs[&id].0.to_string()])
+            .await
+            .expect("client")
     }
 
     /// Waits until the running nodes agree on a running leader; returns it.
@@ -121,7 +157,10 @@ impl TestCluster {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
         loop {
             let running = self.running();
-            let views: Vec<Option<u64>> = running.iter().map(|id| self.node(*id).status().leader).collect();
+            let views: Vec<Option<u64>> = running
+                .iter()
+                .map(|id| self.node(*id).status().leader)
+                .collect();
             if let Some(Some(leader)) = views.first() {
                 if running.contains(leader)
                     && views.iter().all(|v| *v == Some(*leader))
@@ -130,7 +169,10 @@ impl TestCluster {
                     return *leader;
                 }
             }
-            assert!(tokio::time::Instant::now() < deadline, "no agreed leader within 15 s: {views:?}");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no agreed leader within 15 s: {views:?}"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -138,7 +180,11 @@ impl TestCluster {
     /// Stops node `id` abruptly: its listeners and Raft stop at once, no
     /// drain. Its data dir stays.
     pub async fn kill(&mut self, id: u64) {
-        let node = self.nodes.get_mut(&id).and_then(Option::take).expect("node running");
+        let node = self
+            .nodes
+            .get_mut(&id)
+            .and_then(Option::take)
+            .expect("node running");
         node.kill().await;
     }
 
@@ -171,8 +217,17 @@ impl TestCluster {
         let (cl, ca) = bind().await;
         let (pl, pa) = bind().await;
         self.addrs.insert(id, (ca, pa));
-        let config = Config { join: true, ..self.config(id) };
-        let node = self.builder(config).client_listener(cl).peer_listener(pl).start().await.expect("start joining node");
+        let config = Config {
+            join: true,
+            ..self.config(id)
+        };
+        let node = self
+            .builder(config)
+            .client_listener(cl)
+            .peer_listener(pl)
+            .start()
+            .await
+            .expect("start joining node");
         self.nodes.insert(id, Some(node));
     }
 
@@ -200,7 +255,10 @@ impl TestCluster {
     pub async fn wait_applied(&self, id: u64, index: u64) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
         while self.node(id).status().applied_index < index {
-            assert!(tokio::time::Instant::now() < deadline, "node {id} did not apply {index}");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "node {id} did not apply {index}"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }

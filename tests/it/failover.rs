@@ -14,10 +14,25 @@ async fn leader_kill_keeps_locks_waiters_and_fences() {
     let mut cluster = TestCluster::new(3).await;
     let client = cluster.client().await;
     let lease = client.grant_lease(TTL).await.unwrap();
-    let held = client.acquire(&Acquire::exclusive("k", "a", lease)).await.unwrap().unwrap();
+    let held = client
+        .acquire(&Acquire::exclusive("k", "a", lease))
+        .await
+        .unwrap()
+        .unwrap();
     let waiter_client = cluster.client().await;
-    let waiter = tokio::spawn(async move { waiter_client.acquire(&Acquire::exclusive("k", "b", lease)).await });
-    while client.describe("k").await.unwrap().unwrap().waiters.is_empty() {
+    let waiter = tokio::spawn(async move {
+        waiter_client
+            .acquire(&Acquire::exclusive("k", "b", lease))
+            .await
+    });
+    while client
+        .describe("k")
+        .await
+        .unwrap()
+        .unwrap()
+        .waiters
+        .is_empty()
+    {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 
@@ -36,7 +51,12 @@ async fn leader_kill_keeps_locks_waiters_and_fences() {
 
     // The new leader serves: releasing grants the waiter, with a bigger fence.
     client.release("k", "a").await.unwrap();
-    let got = tokio::time::timeout(Duration::from_secs(10), waiter).await.unwrap().unwrap().unwrap().unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert!(got.fence > held.fence);
 
     cluster.restart(old).await;
@@ -49,42 +69,81 @@ async fn expired_holder_hands_over_to_waiters_in_fifo_order() {
     let cluster = TestCluster::new(3).await;
     let client = cluster.client().await;
     // The holder's lease is short and nobody keeps it alive: its owner is gone.
-    let gone = client.grant_lease(Duration::from_millis(400)).await.unwrap();
-    let held = client.acquire(&Acquire::exclusive("exp", "gone", gone)).await.unwrap().unwrap();
+    let gone = client
+        .grant_lease(Duration::from_millis(400))
+        .await
+        .unwrap();
+    let held = client
+        .acquire(&Acquire::exclusive("exp", "gone", gone))
+        .await
+        .unwrap()
+        .unwrap();
 
     let live = client.grant_lease(TTL).await.unwrap();
     let mut tasks = Vec::new();
     for owner in ["w1", "w2"] {
         let c = client.clone();
-        tasks.push(tokio::spawn(async move { c.acquire(&Acquire::exclusive("exp", owner, live)).await }));
+        tasks.push(tokio::spawn(async move {
+            c.acquire(&Acquire::exclusive("exp", owner, live)).await
+        }));
         let want = tasks.len();
-        while client.describe("exp").await.unwrap().map(|i| i.waiters.len()).unwrap_or(0) < want {
+        while client
+            .describe("exp")
+            .await
+            .unwrap()
+            .map(|i| i.waiters.len())
+            .unwrap_or(0)
+            < want
+        {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
-    let w1 = tokio::time::timeout(Duration::from_secs(5), tasks.remove(0)).await.unwrap().unwrap().unwrap().unwrap();
+    let w1 = tokio::time::timeout(Duration::from_secs(5), tasks.remove(0))
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert!(w1.fence > held.fence);
     let info = client.describe("exp").await.unwrap().unwrap();
-    assert_eq!(info.holders[0].owner, "w1", "first waiter must get the lock");
+    assert_eq!(
+        info.holders[0].owner, "w1",
+        "first waiter must get the lock"
+    );
     assert_eq!(info.waiters[0].owner, "w2");
-    assert!(client.keep_alive(gone).await.is_err(), "the expired lease must stay expired");
+    assert!(
+        client.keep_alive(gone).await.is_err(),
+        "the expired lease must stay expired"
+    );
     assert!(!client.check("exp", held.fence).await.unwrap());
     cluster.shutdown().await;
 }
 
 #[tokio::test]
 async fn lagging_node_catches_up_by_snapshot() {
-    let config = raftlock::Config { snapshot_after_entries: 50, keep_entries_after_snapshot: 10, ..test_config() };
+    let config = raftlock::Config {
+        snapshot_after_entries: 50,
+        keep_entries_after_snapshot: 10,
+        ..test_config()
+    };
     let cluster = TestCluster::with_config(3, config).await;
     let leader = cluster.wait_for_leader().await;
-    let lagging = cluster.running().into_iter().find(|id| *id != leader).unwrap();
+    let lagging = cluster
+        .running()
+        .into_iter()
+        .find(|id| *id != leader)
+        .unwrap();
     cluster.isolate(lagging);
 
     let client = cluster.client_of(leader).await;
     let lease = client.grant_lease(TTL).await.unwrap();
     for i in 0..200 {
         let name = format!("snap/{i}");
-        client.acquire(&Acquire::exclusive(&name, "o", lease)).await.unwrap().unwrap();
+        client
+            .acquire(&Acquire::exclusive(&name, "o", lease))
+            .await
+            .unwrap()
+            .unwrap();
     }
     let status = cluster.node(leader).status();
     assert!(status.snapshot_index > 0, "leader took no snapshot");
@@ -93,7 +152,10 @@ async fn lagging_node_catches_up_by_snapshot() {
     let lagging_client = cluster.client_of(lagging).await;
     let locks = lagging_client.list("snap/", 0).await.unwrap();
     assert_eq!(locks.len(), 200);
-    assert!(cluster.node(lagging).status().snapshot_index > 0, "the follower should have installed a snapshot");
+    assert!(
+        cluster.node(lagging).status().snapshot_index > 0,
+        "the follower should have installed a snapshot"
+    );
     cluster.shutdown().await;
 }
 
@@ -102,10 +164,22 @@ async fn full_cluster_restart_loses_nothing() {
     let mut cluster = TestCluster::new(3).await;
     let client = cluster.client().await;
     let lease = client.grant_lease(TTL).await.unwrap();
-    let a = client.acquire(&Acquire::exclusive("r", "a", lease)).await.unwrap().unwrap();
+    let a = client
+        .acquire(&Acquire::exclusive("r", "a", lease))
+        .await
+        .unwrap()
+        .unwrap();
     let c2 = client.clone();
-    let waiter = tokio::spawn(async move { c2.acquire(&Acquire::exclusive("r", "b", lease)).await });
-    while client.describe("r").await.unwrap().unwrap().waiters.is_empty() {
+    let waiter =
+        tokio::spawn(async move { c2.acquire(&Acquire::exclusive("r", "b", lease)).await });
+    while client
+        .describe("r")
+        .await
+        .unwrap()
+        .unwrap()
+        .waiters
+        .is_empty()
+    {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let before = client.describe("r").await.unwrap().unwrap();
@@ -122,7 +196,10 @@ async fn full_cluster_restart_loses_nothing() {
     let after = client.describe("r").await.unwrap().unwrap();
     assert_eq!(after.holders[0].fence, before.holders[0].fence);
     assert_eq!(after.holders[0].owner, "a");
-    assert_eq!(after.waiters.iter().map(|w| &w.owner).collect::<Vec<_>>(), ["b"]);
+    assert_eq!(
+        after.waiters.iter().map(|w| &w.owner).collect::<Vec<_>>(),
+        ["b"]
+    );
     assert!(client.keep_alive(lease).await.is_ok());
 
     // Fences keep increasing after the restart.

@@ -17,13 +17,18 @@ async fn waiters_are_granted_in_fifo_order_by_push() {
     let cluster = TestCluster::new(3).await;
     let client = cluster.client().await;
     let lease = client.grant_lease(TTL).await.unwrap();
-    let first = client.acquire(&Acquire::exclusive("fifo", "a", lease)).await.unwrap().unwrap();
+    let first = client
+        .acquire(&Acquire::exclusive("fifo", "a", lease))
+        .await
+        .unwrap()
+        .unwrap();
 
     // Queue b, c, d in that order, each through a different node.
     let mut waiting = Vec::new();
     for (i, owner) in ["b", "c", "d"].into_iter().enumerate() {
         let c = cluster.client_of(i as u64 + 1).await;
-        let task = tokio::spawn(async move { c.acquire(&Acquire::exclusive("fifo", owner, lease)).await });
+        let task =
+            tokio::spawn(async move { c.acquire(&Acquire::exclusive("fifo", owner, lease)).await });
         // Wait until the waiter is queued before starting the next one.
         loop {
             let info = client.describe("fifo").await.unwrap().unwrap();
@@ -42,8 +47,17 @@ async fn waiters_are_granted_in_fifo_order_by_push() {
     let mut holder = "a";
     for (owner, task) in waiting {
         assert_eq!(client.release("fifo", holder).await.unwrap(), 0);
-        let got = tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap().unwrap().unwrap();
-        assert!(got.fence > last_fence, "fence {} must exceed {last_fence}", got.fence);
+        let got = tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert!(
+            got.fence > last_fence,
+            "fence {} must exceed {last_fence}",
+            got.fence
+        );
         let info = client.describe("fifo").await.unwrap().unwrap();
         assert_eq!(info.holders[0].owner, owner);
         last_fence = got.fence;
@@ -59,14 +73,37 @@ async fn try_lock_reentry_check_and_release_by_non_owner() {
     let cluster = TestCluster::new(1).await;
     let client = cluster.client().await;
     let lease = client.grant_lease(TTL).await.unwrap();
-    let a = client.acquire(&Acquire::exclusive("job", "a", lease)).await.unwrap().unwrap();
+    let a = client
+        .acquire(&Acquire::exclusive("job", "a", lease))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(a.count, 1);
-    let again = client.acquire(&Acquire::exclusive("job", "a", lease)).await.unwrap().unwrap();
+    let again = client
+        .acquire(&Acquire::exclusive("job", "a", lease))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((again.fence, again.count), (a.fence, 2));
 
-    let busy = client.acquire(&Acquire { wait: false, ..Acquire::exclusive("job", "b", lease) }).await.unwrap();
+    let busy = client
+        .acquire(&Acquire {
+            wait: false,
+            ..Acquire::exclusive("job", "b", lease)
+        })
+        .await
+        .unwrap();
     assert_eq!(busy, None);
-    assert!(client.describe("job").await.unwrap().unwrap().waiters.is_empty(), "try-lock must not queue");
+    assert!(
+        client
+            .describe("job")
+            .await
+            .unwrap()
+            .unwrap()
+            .waiters
+            .is_empty(),
+        "try-lock must not queue"
+    );
 
     assert!(client.check("job", a.fence).await.unwrap());
     assert!(!client.check("job", a.fence + 1).await.unwrap());
@@ -74,7 +111,10 @@ async fn try_lock_reentry_check_and_release_by_non_owner() {
     assert!(matches!(err, Error::NotHeld(_)), "{err:?}");
 
     assert_eq!(client.release("job", "a").await.unwrap(), 1);
-    assert!(client.check("job", a.fence).await.unwrap(), "still held once");
+    assert!(
+        client.check("job", a.fence).await.unwrap(),
+        "still held once"
+    );
     assert_eq!(client.release("job", "a").await.unwrap(), 0);
     assert!(!client.check("job", a.fence).await.unwrap());
     cluster.shutdown().await;
@@ -85,12 +125,22 @@ async fn wait_timeout_cancels_the_waiter() {
     let cluster = TestCluster::new(1).await;
     let client = cluster.client().await;
     let lease = client.grant_lease(TTL).await.unwrap();
-    client.acquire(&Acquire::exclusive("t", "a", lease)).await.unwrap().unwrap();
-    let spec = Acquire { timeout: Some(Duration::from_millis(300)), ..Acquire::exclusive("t", "b", lease) };
+    client
+        .acquire(&Acquire::exclusive("t", "a", lease))
+        .await
+        .unwrap()
+        .unwrap();
+    let spec = Acquire {
+        timeout: Some(Duration::from_millis(300)),
+        ..Acquire::exclusive("t", "b", lease)
+    };
     let err = client.acquire(&spec).await.unwrap_err();
     assert!(matches!(err, Error::Timeout(_)), "{err:?}");
     let info = client.describe("t").await.unwrap().unwrap();
-    assert!(info.waiters.is_empty(), "timed-out waiter must be dequeued: {info:?}");
+    assert!(
+        info.waiters.is_empty(),
+        "timed-out waiter must be dequeued: {info:?}"
+    );
     cluster.shutdown().await;
 }
 
@@ -99,13 +149,26 @@ async fn caller_going_away_cancels_its_wait() {
     let cluster = TestCluster::new(3).await;
     let client = cluster.client().await;
     let lease = client.grant_lease(TTL).await.unwrap();
-    client.acquire(&Acquire::exclusive("gone", "a", lease)).await.unwrap().unwrap();
+    client
+        .acquire(&Acquire::exclusive("gone", "a", lease))
+        .await
+        .unwrap()
+        .unwrap();
 
     // b waits through node 2, then its caller gives up (the call is dropped).
     let b = cluster.client_of(2).await;
-    let wait = tokio::spawn(async move { b.acquire(&Acquire::exclusive("gone", "b", lease)).await });
+    let wait =
+        tokio::spawn(async move { b.acquire(&Acquire::exclusive("gone", "b", lease)).await });
     loop {
-        if client.describe("gone").await.unwrap().unwrap().waiters.len() == 1 {
+        if client
+            .describe("gone")
+            .await
+            .unwrap()
+            .unwrap()
+            .waiters
+            .len()
+            == 1
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -117,7 +180,10 @@ async fn caller_going_away_cancels_its_wait() {
         if info.waiters.is_empty() {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "abandoned waiter still queued: {info:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "abandoned waiter still queued: {info:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // Releasing now leaves the lock free: no grant went to the vanished caller.
@@ -131,10 +197,17 @@ async fn read_write_lock_and_semaphore() {
     let cluster = TestCluster::new(1).await;
     let client = cluster.client().await;
     let lease = client.grant_lease(TTL).await.unwrap();
-    let shared = |owner: &str| Acquire { mode: LockMode::Shared, wait: false, ..Acquire::exclusive("rw", owner, lease) };
+    let shared = |owner: &str| Acquire {
+        mode: LockMode::Shared,
+        wait: false,
+        ..Acquire::exclusive("rw", owner, lease)
+    };
     assert!(client.acquire(&shared("r1")).await.unwrap().is_some());
     assert!(client.acquire(&shared("r2")).await.unwrap().is_some());
-    let writer = Acquire { wait: false, ..Acquire::exclusive("rw", "w", lease) };
+    let writer = Acquire {
+        wait: false,
+        ..Acquire::exclusive("rw", "w", lease)
+    };
     assert!(client.acquire(&writer).await.unwrap().is_none());
 
     let permits = |owner: &str, k: u32| Acquire {
@@ -147,8 +220,14 @@ async fn read_write_lock_and_semaphore() {
     assert!(client.acquire(&permits("x", 2)).await.unwrap().is_some());
     assert!(client.acquire(&permits("y", 2)).await.unwrap().is_none());
     assert!(client.acquire(&permits("z", 1)).await.unwrap().is_some());
-    let mismatch = Acquire { limit: 4, ..permits("q", 1) };
-    assert!(matches!(client.acquire(&mismatch).await.unwrap_err(), Error::NotHeld(_)));
+    let mismatch = Acquire {
+        limit: 4,
+        ..permits("q", 1)
+    };
+    assert!(matches!(
+        client.acquire(&mismatch).await.unwrap_err(),
+        Error::NotHeld(_)
+    ));
     cluster.shutdown().await;
 }
 
@@ -157,22 +236,47 @@ async fn retried_release_is_applied_once() {
     let cluster = TestCluster::new(3).await;
     let client = cluster.client().await;
     let lease = client.grant_lease(TTL).await.unwrap();
-    client.acquire(&Acquire::exclusive("once", "a", lease)).await.unwrap().unwrap();
-    client.acquire(&Acquire::exclusive("once", "a", lease)).await.unwrap().unwrap();
+    client
+        .acquire(&Acquire::exclusive("once", "a", lease))
+        .await
+        .unwrap()
+        .unwrap();
+    client
+        .acquire(&Acquire::exclusive("once", "a", lease))
+        .await
+        .unwrap()
+        .unwrap();
 
     // The same request id sent twice, to two different nodes, as a client
     // would after a lost reply.
-    let id = pb::RequestId { client_id: uuid::Uuid::new_v4().as_bytes().to_vec(), seq: 1, acked_below: 1 };
-    let req = pb::ReleaseRequest { request_id: Some(id), name: "once".into(), owner: "a".into() };
+    let id = pb::RequestId {
+        client_id: uuid::Uuid::new_v4().as_bytes().to_vec(),
+        seq: 1,
+        acked_below: 1,
+    };
+    let req = pb::ReleaseRequest {
+        request_id: Some(id),
+        name: "once".into(),
+        owner: "a".into(),
+    };
     let mut answers = Vec::new();
     for node in [1, 2] {
         let addr = format!("http://{}", cluster.addrs[&node].0);
         let mut raw = pb::lock_client::LockClient::connect(addr).await.unwrap();
-        answers.push(raw.release(req.clone()).await.unwrap().into_inner().remaining);
+        answers.push(
+            raw.release(req.clone())
+                .await
+                .unwrap()
+                .into_inner()
+                .remaining,
+        );
     }
     assert_eq!(answers, [1, 1], "the retry must return the original answer");
     let info = client.describe("once").await.unwrap().unwrap();
-    assert_eq!(info.holders[0].count, 1, "a retried release must not decrement twice");
+    assert_eq!(
+        info.holders[0].count, 1,
+        "a retried release must not decrement twice"
+    );
     cluster.shutdown().await;
 }
 
@@ -186,9 +290,15 @@ async fn elections_campaign_observe_proclaim_resign() {
     let first = observed.next().await.unwrap().unwrap();
     assert!(!first.has_leader);
 
-    let term1 = client.campaign("leader", "n1", lease, b"v1", None).await.unwrap();
+    let term1 = client
+        .campaign("leader", "n1", lease, b"v1", None)
+        .await
+        .unwrap();
     let seen = observed.next().await.unwrap().unwrap();
-    assert_eq!((seen.owner.as_str(), seen.value.as_slice(), seen.fence), ("n1", &b"v1"[..], term1));
+    assert_eq!(
+        (seen.owner.as_str(), seen.value.as_slice(), seen.fence),
+        ("n1", &b"v1"[..], term1)
+    );
 
     let c2 = client.clone();
     let second = tokio::spawn(async move { c2.campaign("leader", "n2", lease, b"v2", None).await });

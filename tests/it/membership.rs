@@ -23,7 +23,10 @@ async fn grow_to_five_and_shrink_to_three_under_load() {
             let mut last_fence = 0;
             while !stop.load(Ordering::Relaxed) {
                 let owner = format!("w{w}");
-                let got = c.acquire(&Acquire::exclusive("load", &owner, lease)).await.expect("acquire under load");
+                let got = c
+                    .acquire(&Acquire::exclusive("load", &owner, lease))
+                    .await
+                    .expect("acquire under load");
                 let got = got.expect("waiting acquire is granted");
                 assert!(got.fence > last_fence);
                 last_fence = got.fence;
@@ -36,12 +39,18 @@ async fn grow_to_five_and_shrink_to_three_under_load() {
     for id in [4, 5] {
         cluster.start_joining(id).await;
         let addr = cluster.node_addr(id);
-        client.add_learner(id, &addr.peer_addr, &addr.client_addr).await.unwrap();
+        client
+            .add_learner(id, &addr.peer_addr, &addr.client_addr)
+            .await
+            .unwrap();
         let members = client.promote(id).await.unwrap();
         assert!(members.iter().any(|m| m.id == id && m.voter));
     }
     let status = cluster.node(1).status();
-    assert_eq!(status.members.values().filter(|(_, voter)| *voter).count(), 5);
+    assert_eq!(
+        status.members.values().filter(|(_, voter)| *voter).count(),
+        5
+    );
 
     // Remove two of the original members, the leader among them if it is.
     let leader = cluster.wait_for_leader().await;
@@ -62,8 +71,14 @@ async fn grow_to_five_and_shrink_to_three_under_load() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     stop.store(true, Ordering::Relaxed);
     for task in load {
-        tokio::time::timeout(Duration::from_secs(20), task).await.expect("load finishes").expect("load task");
+        tokio::time::timeout(Duration::from_secs(20), task)
+            .await
+            .expect("load finishes")
+            .expect("load task");
     }
-    assert!(done.load(Ordering::Relaxed) > before, "no progress after shrinking to 3");
+    assert!(
+        done.load(Ordering::Relaxed) > before,
+        "no progress after shrinking to 3"
+    );
     cluster.shutdown().await;
 }
