@@ -171,8 +171,17 @@ impl RaftNode {
             .into_iter()
             .map(|m| (m.id, m.addr))
             .collect();
-        // Every member of a new cluster initializes with the same membership;
-        // openraft accepts that, and refuses (harmlessly) once a log exists.
+        // Only the lowest id of a new cluster initializes it; the others
+        // learn the membership from its first append. Were every member to
+        // initialize, a member starting a moment late would campaign at once
+        // and depose the first leader.
+        if members.keys().next() != Some(&inner.id) {
+            tracing::info!(
+                node = inner.id,
+                "waiting for the lowest-id member to initialize the cluster"
+            );
+            return Ok(());
+        }
         match inner.raft.initialize(members).await {
             Ok(()) => Ok(()),
             Err(openraft::error::RaftError::APIError(
