@@ -28,6 +28,16 @@ pub enum Error {
     /// Too many waiters on a lock, or too many leases.
     #[error("limit reached: {0}")]
     LimitReached(String),
+    /// A lock, permit or leadership can no longer be trusted: its lease
+    /// ended (expired, revoked, or keep-alives failed past the safety
+    /// margin) or it was force-released. Stop acting as its holder.
+    #[error("lock lost: {0}")]
+    LockLost(String),
+    /// A write to a [`Fenced`](crate::client::Fenced) resource carried an
+    /// older fencing token than one it already accepted: the writer's lock
+    /// was lost and someone else has held it since.
+    #[error("stale fencing token {presented}: token {highest} was already accepted")]
+    StaleFence { presented: u64, highest: u64 },
     /// No node could serve the call in time; retrying later may work.
     #[error("unavailable: {0}")]
     Unavailable(String),

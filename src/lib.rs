@@ -14,8 +14,9 @@
 //!   grant is applied, and cancelled when the caller leaves.
 //! - `input`: bounds on client input, checked before anything is proposed.
 //! - [`status`]: the one mapping from internal errors to gRPC statuses.
-//! - [`client`]: the Rust client; [`error`]: its error type and the one
-//!   mapping back from gRPC statuses.
+//! - [`client`]: the Rust client (sessions, lock guards, semaphores,
+//!   elections, task locks, fencing), with [`blocking`] for non-async code;
+//!   [`error`]: its error type and the one mapping back from gRPC statuses.
 //! - [`cli`]: the `raftlock` command line (the binary only parses and calls).
 //! - [`pb`]: the generated `raftlock.v1` API.
 //!
@@ -33,7 +34,7 @@ pub mod pb;
 pub mod service;
 pub mod status;
 
-pub use client::Client;
+pub use client::{blocking, Client};
 pub use error::Error;
 pub use node::{Node, NodeBuilder};
 pub use raftlock_raft::{Config, InitialMember, LinkFilter};

@@ -68,10 +68,35 @@ impl Endpoints {
             .compare_exchange(from, next, Ordering::Relaxed, Ordering::Relaxed);
     }
 
+    /// Moves off the current endpoint (its stream broke).
+    pub fn skip_current(&self) {
+        let i = self.current.load(Ordering::Relaxed);
+        let next = (i + 1) % self.channels.len();
+        let _ = self
+            .current
+            .compare_exchange(i, next, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
     /// Runs `call` against the current endpoint, retrying retryable
     /// failures (on the named leader or the next endpoint) with backoff.
     /// `call` must re-send the same request id on every attempt.
-    pub async fn call<T, F, Fut>(&self, mut call: F) -> Result<T, Error>
+    pub async fn call<T, F, Fut>(&self, call: F) -> Result<T, Error>
+    where
+        F: FnMut(Channel) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Status>>,
+    {
+        self.call_bounded(None, call).await
+    }
+
+    /// Like [`call`](Self::call), but an attempt that has no answer within
+    /// `attempt_timeout` counts as a transient failure, so the next attempt
+    /// goes to another endpoint. Only for calls that never wait on purpose
+    /// (a queued Acquire may legitimately take as long as it likes).
+    pub async fn call_bounded<T, F, Fut>(
+        &self,
+        attempt_timeout: Option<Duration>,
+        mut call: F,
+    ) -> Result<T, Error>
     where
         F: FnMut(Channel) -> Fut,
         Fut: std::future::Future<Output = Result<T, Status>>,
@@ -80,7 +105,19 @@ impl Endpoints {
         let mut pause = Duration::from_millis(20);
         loop {
             let (i, channel) = self.pick();
-            let status = match call(channel).await {
+            let attempt = call(channel);
+            let answer = match attempt_timeout {
+                Some(limit) => tokio::time::timeout(limit, attempt)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(Status::unavailable(format!(
+                            "no answer from {} within {limit:?}",
+                            self.addrs[i]
+                        )))
+                    }),
+                None => attempt.await,
+            };
+            let status = match answer {
                 Ok(v) => return Ok(v),
                 Err(status) => status,
             };

@@ -3,10 +3,36 @@
 //! [`Client`] talks to any node (nodes forward to the leader), follows
 //! not-leader answers, retries transient failures with backoff, and re-sends
 //! a retried call with the same request id so the cluster applies it once.
+//!
+//! # Layout
+//!
+//! - this file: [`Client`], connecting, and the low-level calls (one per
+//!   RPC: `grant_lease`, `acquire`, `release`, `campaign`, ...);
+//! - `options`: [`ClientOptions`] and [`ClientBuilder`];
+//! - `session`: the session lease kept alive in the background, and the
+//!   force-release checks of the holds on it; `loss`: the lost signal;
+//! - `lock_guard`: [`LockBuilder`] and [`LockGuard`] (`client.lock(name)`);
+//! - `semaphore`: [`Semaphore`] and [`RwLock`], built on the same guard;
+//! - `election`: [`Election`], [`Leadership`] and the observe stream;
+//! - `task_lock`: [`TaskLock`] for scheduled jobs;
+//! - `fenced`: [`Fenced`], a resource that rejects stale fencing tokens;
+//! - [`blocking`]: the same surface for code that is not async (also at
+//!   `raftlock::blocking`);
+//! - `endpoints`, `request_ids`: retries and exactly-once request ids.
 
+pub mod blocking;
+mod election;
 mod endpoints;
+mod fenced;
+mod lock_guard;
+mod loss;
+mod options;
 mod request_ids;
+mod semaphore;
+mod session;
+mod task_lock;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -15,6 +41,14 @@ use tonic::transport::Channel;
 use endpoints::Endpoints;
 pub use endpoints::DEFAULT_RETRY_FOR;
 use request_ids::RequestIds;
+use session::SessionSlot;
+
+pub use election::{Election, Leadership};
+pub use fenced::Fenced;
+pub use lock_guard::{LockBuilder, LockGuard};
+pub use options::{ClientBuilder, ClientOptions, DEFAULT_SESSION_TTL};
+pub use semaphore::{RwLock, Semaphore, SemaphoreGuard};
+pub use task_lock::{TaskGuard, TaskLock};
 
 use crate::error::{from_status, Error};
 use crate::pb;
@@ -31,16 +65,19 @@ pub use crate::pb::{
 pub type LeaseId = u64;
 
 /// A connection to a raftlock cluster. Cheap to clone; clones share
-/// connections and request ids.
+/// connections, request ids and the session lease.
 #[derive(Clone, Debug)]
 pub struct Client {
-    inner: std::sync::Arc<Inner>,
+    inner: Arc<Inner>,
+    /// The session lease used by `lock`, `semaphore`, `election`, ...
+    session: Arc<SessionSlot>,
 }
 
 #[derive(Debug)]
 struct Inner {
     endpoints: Endpoints,
     ids: RequestIds,
+    options: ClientOptions,
 }
 
 /// What [`Client::acquire`] asks for.
@@ -106,6 +143,17 @@ macro_rules! rpc {
             })
             .await
     }};
+    ($self:ident, $client:ident, $method:ident, $req:expr, within $limit:expr) => {{
+        let req = $req;
+        $self
+            .inner
+            .endpoints
+            .call_bounded(Some($limit), |ch: Channel| {
+                let req = req.clone();
+                async move { $client::new(ch).$method(req).await.map(|r| r.into_inner()) }
+            })
+            .await
+    }};
 }
 
 impl Client {
@@ -129,14 +177,138 @@ impl Client {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
+        let options = ClientOptions {
+            retry_for,
+            ..ClientOptions::default()
+        };
+        Self::connect_with(endpoints, options).await
+    }
+
+    /// Connects with explicit [`ClientOptions`].
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), raftlock::Error> {
+    /// use std::time::Duration;
+    /// use raftlock::client::{Client, ClientOptions};
+    ///
+    /// let options = ClientOptions {
+    ///     session_ttl: Duration::from_secs(5),
+    ///     ..ClientOptions::default()
+    /// };
+    /// let client = Client::connect_with(["127.0.0.1:7379"], options).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_with<I, S>(endpoints: I, options: ClientOptions) -> Result<Client, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        options.validate()?;
         let addrs: Vec<String> = endpoints.into_iter().map(Into::into).collect();
-        let endpoints = Endpoints::new(&addrs, retry_for)?;
+        let endpoints = Endpoints::new(&addrs, options.retry_for)?;
         Ok(Client {
-            inner: std::sync::Arc::new(Inner {
+            session: Arc::new(SessionSlot::new(options.lease)),
+            inner: Arc::new(Inner {
                 endpoints,
                 ids: RequestIds::new(),
+                options,
             }),
         })
+    }
+
+    /// A builder: session TTL, safety margin, retry budget, explicit lease.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), raftlock::Error> {
+    /// use std::time::Duration;
+    ///
+    /// let client = raftlock::Client::builder(["127.0.0.1:7379", "127.0.0.1:7380"])
+    ///     .session_ttl(Duration::from_secs(5))
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder<I, S>(endpoints: I) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ClientBuilder::new(endpoints.into_iter().map(Into::into).collect())
+    }
+
+    /// The settings this client was made with.
+    pub fn options(&self) -> &ClientOptions {
+        &self.inner.options
+    }
+
+    /// A client sharing this one's connections whose session is the existing
+    /// lease `lease` (kept alive, never revoked by the client).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// let lease = client.grant_lease(std::time::Duration::from_secs(30)).await?;
+    /// let on_lease = client.with_lease(lease);
+    /// let guard = on_lease.lock("reports").acquire().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_lease(&self, lease: LeaseId) -> Client {
+        Client {
+            inner: self.inner.clone(),
+            session: Arc::new(SessionSlot::new(Some(lease))),
+        }
+    }
+
+    /// Shares connections but not the session: for background tasks, so
+    /// they do not keep the client's session alive through a cycle.
+    pub(crate) fn detached(&self) -> Client {
+        Client {
+            inner: self.inner.clone(),
+            session: Arc::new(SessionSlot::new(None)),
+        }
+    }
+
+    /// Makes the next call try another endpoint first.
+    pub(crate) fn skip_current_endpoint(&self) {
+        self.inner.endpoints.skip_current();
+    }
+
+    /// The session (granted now if there is none, or if it was lost).
+    pub(crate) async fn session(&self) -> Result<Arc<session::Session>, Error> {
+        self.session.get(self).await
+    }
+
+    /// The session lease id, granting the session now if needed.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// let lease = client.session_lease().await?;
+    /// println!("holding locks on lease {lease}");
+    /// # Ok(()) }
+    /// ```
+    pub async fn session_lease(&self) -> Result<LeaseId, Error> {
+        Ok(self.session().await?.lease)
+    }
+
+    /// Ends the session: stops its keep-alives and revokes its lease (if
+    /// this client granted it), which releases every lock held on it. The
+    /// next call that needs a session grants a new one.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// let guard = client.lock("batch").acquire().await?;
+    /// // ... work ...
+    /// drop(guard);
+    /// client.close().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn close(&self) -> Result<(), Error> {
+        match self.session.take().await {
+            Some(session) => {
+                session.lost.trip("session closed");
+                session::Session::close(session).await
+            }
+            None => Ok(()),
+        }
     }
 
     /// The endpoints this client uses.
@@ -163,6 +335,17 @@ impl Client {
         Ok(Duration::from_millis(
             rpc!(self, LeaseClient, keep_alive, req)?.ttl_ms,
         ))
+    }
+
+    /// `keep_alive` where one attempt may take at most `attempt`.
+    pub(crate) async fn keep_alive_bounded(
+        &self,
+        lease: LeaseId,
+        attempt: Duration,
+    ) -> Result<Duration, Error> {
+        let req = pb::LeaseKeepAliveRequest { id: lease };
+        let r = rpc!(self, LeaseClient, keep_alive, req, within attempt)?;
+        Ok(Duration::from_millis(r.ttl_ms))
     }
 
     /// Revokes a lease, releasing its locks; answers how many holds ended.
@@ -267,7 +450,17 @@ impl Client {
         Ok(rpc!(self, LockClient, force_release, req)?.holders)
     }
 
-    /// Whether `fence` still holds `name` (linearizable).
+    /// Whether `fence` still holds `name` (linearizable): how a resource
+    /// that cannot store tokens rejects a stale holder. See [`Fenced`] for
+    /// one that can.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock::Client, fence: u64) -> Result<(), raftlock::Error> {
+    /// if !client.check("orders", fence).await? {
+    ///     return Ok(()); // the writer's lock is gone: refuse its write
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn check(&self, name: &str, fence: u64) -> Result<bool, Error> {
         let req = pb::CheckRequest {
             name: name.into(),
@@ -275,6 +468,21 @@ impl Client {
             local: false,
         };
         Ok(rpc!(self, LockClient, check, req)?.valid)
+    }
+
+    /// `check` where one attempt may take at most `attempt`.
+    pub(crate) async fn check_bounded(
+        &self,
+        name: &str,
+        fence: u64,
+        attempt: Duration,
+    ) -> Result<bool, Error> {
+        let req = pb::CheckRequest {
+            name: name.into(),
+            fence,
+            local: false,
+        };
+        Ok(rpc!(self, LockClient, check, req, within attempt)?.valid)
     }
 
     /// Holders and waiters of `name`; `None` when nobody holds or waits.

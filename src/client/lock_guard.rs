@@ -1,0 +1,407 @@
+//! `client.lock(name)`: the [`LockBuilder`] and the [`LockGuard`] it
+//! returns, which releases on drop and reports, through
+//! [`lost`](LockGuard::lost), the moment the lock can no longer be trusted.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
+use uuid::Uuid;
+
+use super::loss::Tripwire;
+use super::session::{Registration, Session};
+use super::{Acquire, Acquired, Client, LeaseId, LockMode};
+use crate::error::Error;
+
+/// How to acquire a lock; made by [`Client::lock`], finished by
+/// [`acquire`](Self::acquire) or [`try_acquire`](Self::try_acquire).
+#[must_use = "a lock builder does nothing until `.acquire().await`"]
+#[derive(Debug)]
+pub struct LockBuilder {
+    client: Client,
+    name: String,
+    /// `Some`: a lease of its own with this TTL instead of the session.
+    ttl: Option<Duration>,
+    /// `None`: wait until granted.
+    timeout: Option<Duration>,
+    mode: LockMode,
+    permits: u32,
+    limit: u32,
+    owner: Option<String>,
+    abort: Option<AbortHandle>,
+    /// `false` for task locks: the dedicated lease is left to run out.
+    renew: bool,
+}
+
+impl Client {
+    /// Starts building a lock on `name` (exclusive, on the session lease,
+    /// waiting until granted, with a fresh owner token).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// use std::time::Duration;
+    ///
+    /// let guard = client
+    ///     .lock("invoices")
+    ///     .timeout(Duration::from_secs(5))
+    ///     .acquire()
+    ///     .await?;
+    /// tokio::select! {
+    ///     err = guard.lost() => eprintln!("stop: {err}"),
+    ///     _ = do_the_work(guard.fence()) => {}
+    /// }
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// # async fn do_the_work(_fence: u64) {}
+    /// ```
+    pub fn lock(&self, name: impl Into<String>) -> LockBuilder {
+        LockBuilder {
+            client: self.clone(),
+            name: name.into(),
+            ttl: None,
+            timeout: None,
+            mode: LockMode::Exclusive,
+            permits: 0,
+            limit: 0,
+            owner: None,
+            abort: None,
+            renew: true,
+        }
+    }
+}
+
+impl LockBuilder {
+    /// Hold the lock on a lease of its own with this TTL (kept alive while
+    /// the guard lives, revoked on release) instead of the session lease.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Wait at most this long in the queue; then [`Error::Timeout`].
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// A shared (read) hold; exclusive by default.
+    pub fn shared(mut self) -> Self {
+        self.mode = LockMode::Shared;
+        self
+    }
+
+    /// Use this owner token instead of a fresh UUID. Acquiring again with
+    /// the same token (on the same lease) re-enters: the count goes up and
+    /// the fencing token stays.
+    pub fn owner(mut self, token: impl Into<String>) -> Self {
+        self.owner = Some(token.into());
+        self
+    }
+
+    /// Abort this task when the lock is lost (see [`LockGuard::lost`]).
+    pub fn abort_on_loss(mut self, handle: AbortHandle) -> Self {
+        self.abort = Some(handle);
+        self
+    }
+
+    /// `permits` of a counting semaphore of `limit`.
+    pub(crate) fn permits(mut self, permits: u32, limit: u32) -> Self {
+        self.mode = LockMode::Permits;
+        self.permits = permits;
+        self.limit = limit;
+        self
+    }
+
+    /// Leave the dedicated lease (see [`ttl`](Self::ttl)) to run out.
+    pub(crate) fn without_renewal(mut self) -> Self {
+        self.renew = false;
+        self
+    }
+
+    /// Waits (up to the timeout, if one was set) until the lock is granted.
+    pub async fn acquire(self) -> Result<LockGuard, Error> {
+        let name = self.name.clone();
+        self.run(true).await?.ok_or_else(|| {
+            Error::Internal(format!(
+                "server answered busy to a waiting acquire of {name:?}"
+            ))
+        })
+    }
+
+    /// Takes the lock only if it is free now: `Ok(None)` when busy.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// match client.lock("nightly-report").try_acquire().await? {
+    ///     Some(guard) => println!("got it, fence {}", guard.fence()),
+    ///     None => println!("someone else is on it"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_acquire(self) -> Result<Option<LockGuard>, Error> {
+        self.run(false).await
+    }
+
+    async fn run(mut self, wait: bool) -> Result<Option<LockGuard>, Error> {
+        let owner = self
+            .owner
+            .take()
+            .unwrap_or_else(|| Uuid::new_v4().to_string());
+        let mut retried = false;
+        loop {
+            let session = match self.ttl {
+                Some(ttl) => Session::grant(&self.client, ttl, self.renew).await?,
+                None => self.client.session().await?,
+            };
+            let spec = Acquire {
+                name: self.name.clone(),
+                owner: owner.clone(),
+                lease: session.lease,
+                mode: self.mode,
+                permits: self.permits,
+                limit: self.limit,
+                wait,
+                timeout: self.timeout,
+            };
+            let result = self.client.acquire(&spec).await;
+            let dedicated = self.ttl.is_some();
+            match result {
+                Ok(Some(acquired)) => {
+                    let guard = LockGuard::new(self.client, spec, acquired, session, dedicated);
+                    return Ok(Some(guard.watch_for_abort(self.abort)));
+                }
+                // The session lease ended under us: one more try on a new one.
+                Err(Error::LeaseExpired(why))
+                    if !dedicated && !retried && self.client.options().lease.is_none() =>
+                {
+                    session.lost.trip(format!("the server says: {why}"));
+                    retried = true;
+                }
+                other => {
+                    if dedicated {
+                        let _ = Session::close(session).await;
+                    }
+                    return other.map(|_| None);
+                }
+            }
+        }
+    }
+}
+
+/// A held lock (or shared hold, or semaphore permits). Released by
+/// [`release`](Self::release) or, failing that, on drop (in the background,
+/// on the runtime it was acquired on).
+#[derive(Debug)]
+#[must_use = "dropping a guard releases the lock at once"]
+pub struct LockGuard {
+    client: Client,
+    spec: Acquire,
+    fence: u64,
+    count: u32,
+    /// Tripped when a check finds the lock force-released or ended.
+    lost: Tripwire,
+    /// Tripped when the lease under the lock is lost.
+    session_lost: Tripwire,
+    /// The lease is this guard's alone (`ttl`): revoked on release.
+    dedicated: bool,
+    /// `None` once released.
+    hold: Option<Hold>,
+    runtime: Handle,
+}
+
+/// What a guard keeps alive while it holds.
+#[derive(Debug)]
+struct Hold {
+    session: Arc<Session>,
+    _registration: Registration,
+    /// Dropping it stops the abort-on-loss watcher.
+    _abort_watch: Option<oneshot::Sender<()>>,
+}
+
+impl LockGuard {
+    fn new(
+        client: Client,
+        spec: Acquire,
+        acquired: Acquired,
+        session: Arc<Session>,
+        dedicated: bool,
+    ) -> Self {
+        let lost = Tripwire::new();
+        let registration = session.register(&spec.name, acquired.fence, lost.clone());
+        LockGuard {
+            client,
+            fence: acquired.fence,
+            count: acquired.count,
+            lost,
+            session_lost: session.lost.clone(),
+            dedicated,
+            hold: Some(Hold {
+                session,
+                _registration: registration,
+                _abort_watch: None,
+            }),
+            runtime: Handle::current(),
+            spec,
+        }
+    }
+
+    fn watch_for_abort(mut self, abort: Option<AbortHandle>) -> Self {
+        let Some(handle) = abort else {
+            return self;
+        };
+        let (tx, rx) = oneshot::channel::<()>();
+        let lost = self.lost();
+        self.runtime.spawn(async move {
+            tokio::select! {
+                _ = lost => handle.abort(),
+                _ = rx => {}
+            }
+        });
+        if let Some(hold) = self.hold.as_mut() {
+            hold._abort_watch = Some(tx);
+        }
+        self
+    }
+
+    /// The fencing token: strictly greater than any earlier grant of this
+    /// name. Pass it to every resource the lock protects.
+    pub fn fence(&self) -> u64 {
+        self.fence
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The owner token the lock is held under.
+    pub fn owner(&self) -> &str {
+        &self.spec.owner
+    }
+
+    /// The lease the lock is held on.
+    pub fn lease(&self) -> LeaseId {
+        self.spec.lease
+    }
+
+    /// Re-entry depth right after this guard was granted (1 = first hold).
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// Whether [`lost`](Self::lost) has resolved.
+    pub fn is_lost(&self) -> bool {
+        self.lost.reason().is_some() || self.session_lost.reason().is_some()
+    }
+
+    /// Resolves (with [`Error::LockLost`] saying why) as soon as the lock can
+    /// no longer be trusted: its lease was revoked or expired, keep-alives
+    /// failed past the safety margin, or it was force-released (noticed
+    /// within a keep-alive round, a third of the TTL). Does not borrow the
+    /// guard, so it can be spawned or raced against the work.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// let guard = client.lock("migrations").acquire().await?;
+    /// tokio::select! {
+    ///     err = guard.lost() => return Err(err),
+    ///     _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+    /// }
+    /// guard.release().await
+    /// # }
+    /// ```
+    pub fn lost(&self) -> impl Future<Output = Error> + Send + 'static {
+        let (own, session) = (self.lost.clone(), self.session_lost.clone());
+        let name = self.spec.name.clone();
+        async move {
+            let why = tokio::select! {
+                why = own.tripped() => why,
+                why = session.tripped() => why,
+            };
+            Error::LockLost(format!("{name:?}: {why}"))
+        }
+    }
+
+    /// Acquires the same lock again under the same owner token: a new guard
+    /// with the same fence and a count one higher. The lock is free only
+    /// once every guard is released.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// let outer = client.lock("ledger").acquire().await?;
+    /// let inner = outer.reenter().await?;
+    /// assert_eq!(inner.fence(), outer.fence());
+    /// # Ok(()) }
+    /// ```
+    pub async fn reenter(&self) -> Result<LockGuard, Error> {
+        let hold = self
+            .hold
+            .as_ref()
+            .ok_or_else(|| Error::NotHeld(format!("{:?} was already released", self.spec.name)))?;
+        let spec = Acquire {
+            wait: true,
+            timeout: None,
+            ..self.spec.clone()
+        };
+        let acquired =
+            self.client.acquire(&spec).await?.ok_or_else(|| {
+                Error::Internal(format!("re-entry of {:?} answered busy", spec.name))
+            })?;
+        let session = hold.session.clone();
+        Ok(LockGuard::new(
+            self.client.clone(),
+            spec,
+            acquired,
+            session,
+            self.dedicated,
+        ))
+    }
+
+    /// Releases this hold (one level of re-entry). Fails with
+    /// [`Error::LockLost`] if the lock had already been lost, so the caller
+    /// learns its critical section may have overlapped another holder's.
+    pub async fn release(mut self) -> Result<(), Error> {
+        let Some(hold) = self.hold.take() else {
+            return Ok(());
+        };
+        let Hold {
+            session,
+            _registration,
+            _abort_watch,
+        } = hold;
+        // Stop checking (and watching) before the release makes Check false.
+        drop((_registration, _abort_watch));
+        let released = self.client.release(&self.spec.name, &self.spec.owner).await;
+        if self.dedicated {
+            let _ = Session::close(session).await;
+        }
+        match released {
+            Ok(_) => Ok(()),
+            Err(Error::NotHeld(why) | Error::LeaseExpired(why)) => Err(Error::LockLost(format!(
+                "{:?} was lost before it was released: {why}",
+                self.spec.name
+            ))),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let Some(hold) = self.hold.take() else {
+            return;
+        };
+        let client = self.client.clone();
+        let (name, owner) = (self.spec.name.clone(), self.spec.owner.clone());
+        // A shut-down runtime drops the task; the lease then frees the lock.
+        self.runtime.spawn(async move {
+            if let Err(e) = client.release(&name, &owner).await {
+                tracing::debug!("release of {name:?} on drop failed: {e}");
+            }
+            drop(hold);
+        });
+    }
+}

@@ -1,0 +1,123 @@
+//! How a [`Client`] is set up: its session lease TTL, the safety margin
+//! before a lease's end at which holds stop being trusted, and the retry
+//! budget of each call.
+//!
+//! [`Client`]: super::Client
+
+use std::time::Duration;
+
+use super::{Client, LeaseId, DEFAULT_RETRY_FOR};
+use crate::error::Error;
+
+/// Default TTL of a client's session lease.
+pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(10);
+
+/// Settings of a [`Client`]. Plain data with [`Default`]; build one with
+/// [`Client::builder`] or pass it to [`Client::connect_with`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// TTL of the session lease the client grants lazily on first use. It is
+    /// renewed every third of the TTL; if the client dies, its locks are
+    /// freed at most this long afterwards.
+    pub session_ttl: Duration,
+    /// How long before a lease's end (as measured from when its last
+    /// successful keep-alive was *sent*) its holds count as lost when
+    /// keep-alives keep failing. `None`: a fifth of that lease's TTL. Capped
+    /// at half the TTL. It covers clock-rate differences and gives the
+    /// holder time to stop before another client can be granted the lock.
+    pub safety_margin: Option<Duration>,
+    /// How long one call keeps retrying (other nodes, the named leader)
+    /// before it reports [`Error::Unavailable`].
+    pub retry_for: Duration,
+    /// Use this existing lease as the session instead of granting one. The
+    /// client keeps it alive but never revokes it; once it is gone, calls
+    /// that need the session fail with [`Error::LeaseExpired`].
+    pub lease: Option<LeaseId>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            session_ttl: DEFAULT_SESSION_TTL,
+            safety_margin: None,
+            retry_for: DEFAULT_RETRY_FOR,
+            lease: None,
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Checks the settings; the server bounds TTLs to 100 ms ..= 1 day.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.session_ttl < Duration::from_millis(100) {
+            return Err(Error::InvalidArgument(format!(
+                "session TTL {:?} is below the minimum of 100ms",
+                self.session_ttl
+            )));
+        }
+        if self.retry_for.is_zero() {
+            return Err(Error::InvalidArgument("retry budget must be > 0".into()));
+        }
+        if self.lease == Some(0) {
+            return Err(Error::InvalidArgument("lease id 0 is not a lease".into()));
+        }
+        Ok(())
+    }
+
+    /// The safety margin for a lease of `ttl`.
+    pub(crate) fn margin_for(&self, ttl: Duration) -> Duration {
+        self.safety_margin.unwrap_or(ttl / 5).min(ttl / 2)
+    }
+}
+
+/// Builds a [`Client`]: `Client::builder(endpoints).session_ttl(..).connect()`.
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    endpoints: Vec<String>,
+    options: ClientOptions,
+}
+
+impl ClientBuilder {
+    pub(crate) fn new(endpoints: Vec<String>) -> Self {
+        ClientBuilder {
+            endpoints,
+            options: ClientOptions::default(),
+        }
+    }
+
+    /// Replaces every setting.
+    pub fn options(mut self, options: ClientOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// TTL of the session lease (default 10 s).
+    pub fn session_ttl(mut self, ttl: Duration) -> Self {
+        self.options.session_ttl = ttl;
+        self
+    }
+
+    /// See [`ClientOptions::safety_margin`].
+    pub fn safety_margin(mut self, margin: Duration) -> Self {
+        self.options.safety_margin = Some(margin);
+        self
+    }
+
+    /// Retry budget of one call (default 15 s).
+    pub fn retry_for(mut self, budget: Duration) -> Self {
+        self.options.retry_for = budget;
+        self
+    }
+
+    /// Use an existing lease as the session; see [`ClientOptions::lease`].
+    pub fn lease(mut self, lease: LeaseId) -> Self {
+        self.options.lease = Some(lease);
+        self
+    }
+
+    /// Validates the settings and creates the client (connections are made
+    /// lazily, on the first call).
+    pub async fn connect(self) -> Result<Client, Error> {
+        Client::connect_with(self.endpoints, self.options).await
+    }
+}

@@ -1,0 +1,290 @@
+//! Sessions: a lease the client keeps alive in the background, and the
+//! holds (locks, permits, leaderships) that live on it.
+//!
+//! A session trusts its lease until `valid_until - margin`, where
+//! `valid_until` is the *send* time of the last successful keep-alive plus
+//! the TTL the server answered (the server starts counting later than that,
+//! so this errs on the safe side). Keep-alives go out every third of the
+//! TTL; when they keep failing past that point, or the server says the
+//! lease is gone, the session is lost and every hold on it reports so.
+//!
+//! Force-release is noticed by asking `Check(name, fence)` for every hold
+//! on the session once per keep-alive round (one linearizable read per hold
+//! per third of the TTL); no server change is needed for it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::task::AbortHandle;
+use tokio::time::{sleep_until, timeout_at, Instant};
+
+use super::loss::Tripwire;
+use super::{Client, LeaseId};
+use crate::error::Error;
+
+/// A lease kept alive (or, for a task lock, deliberately left to run out).
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub lease: LeaseId,
+    /// Tripped once the lease can no longer be trusted.
+    pub lost: Tripwire,
+    /// Holds to check for force-release each round.
+    held: Arc<Mutex<HeldSet>>,
+    /// The keep-alive task; aborted when the session goes away.
+    keeper: AbortHandle,
+    /// Whether this client granted the lease (and so revokes it when the
+    /// last user of the session goes away).
+    owned: bool,
+    /// Shares connections with the client but not its session slot, so the
+    /// keeper does not keep the client alive.
+    rpc: Client,
+    /// Where the session's tasks run; used to revoke from `Drop`.
+    runtime: Handle,
+}
+
+#[derive(Debug, Default)]
+struct HeldSet {
+    next: u64,
+    holds: BTreeMap<u64, Held>,
+}
+
+#[derive(Debug, Clone)]
+struct Held {
+    name: String,
+    fence: u64,
+    lost: Tripwire,
+}
+
+/// A hold's entry in its session's check list; dropping it removes it.
+#[derive(Debug)]
+pub(crate) struct Registration {
+    id: u64,
+    held: Arc<Mutex<HeldSet>>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut set = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        set.holds.remove(&self.id);
+    }
+}
+
+impl Session {
+    /// Grants a new lease of `ttl`. With `renew` false the lease is left
+    /// to expire (task locks); the session is lost just before it does.
+    pub async fn grant(client: &Client, ttl: Duration, renew: bool) -> Result<Arc<Self>, Error> {
+        let sent = Instant::now();
+        let lease = client.grant_lease(ttl).await?;
+        Ok(Self::start(client, lease, ttl, sent + ttl, renew, true))
+    }
+
+    /// Adopts an existing lease (renewing it once to learn its TTL).
+    pub async fn adopt(client: &Client, lease: LeaseId) -> Result<Arc<Self>, Error> {
+        let sent = Instant::now();
+        let ttl = client.keep_alive(lease).await?;
+        Ok(Self::start(client, lease, ttl, sent + ttl, true, false))
+    }
+
+    fn start(
+        client: &Client,
+        lease: LeaseId,
+        ttl: Duration,
+        valid_until: Instant,
+        renew: bool,
+        owned: bool,
+    ) -> Arc<Self> {
+        let lost = Tripwire::new();
+        let held = Arc::new(Mutex::new(HeldSet::default()));
+        let rpc = client.detached();
+        let keeper = Keeper {
+            rpc: rpc.clone(),
+            lease,
+            ttl,
+            margin: client.options().margin_for(ttl),
+            renew,
+            lost: lost.clone(),
+            held: held.clone(),
+        };
+        let task = tokio::spawn(keeper.run(valid_until));
+        Arc::new(Session {
+            lease,
+            lost,
+            held,
+            keeper: task.abort_handle(),
+            owned,
+            rpc,
+            runtime: Handle::current(),
+        })
+    }
+
+    /// Adds a hold to the force-release checks.
+    pub fn register(&self, name: &str, fence: u64, lost: Tripwire) -> Registration {
+        let mut set = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        set.next += 1;
+        let id = set.next;
+        set.holds.insert(
+            id,
+            Held {
+                name: name.to_string(),
+                fence,
+                lost,
+            },
+        );
+        Registration {
+            id,
+            held: self.held.clone(),
+        }
+    }
+
+    /// Revokes an owned lease now if `this` is its last user; otherwise
+    /// the last user's drop does it.
+    pub async fn close(this: Arc<Self>) -> Result<(), Error> {
+        let Some(mut session) = Arc::into_inner(this) else {
+            return Ok(());
+        };
+        session.keeper.abort();
+        if !std::mem::take(&mut session.owned) {
+            return Ok(());
+        }
+        session.lost.trip("session closed");
+        match session.rpc.revoke(session.lease).await {
+            Ok(_) | Err(Error::LeaseExpired(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.keeper.abort();
+        if self.owned {
+            // Best effort: the lease expires on its own otherwise.
+            let (rpc, lease) = (self.rpc.clone(), self.lease);
+            self.runtime.spawn(async move {
+                let _ = rpc.revoke(lease).await;
+            });
+        }
+    }
+}
+
+/// The background task of one session.
+struct Keeper {
+    rpc: Client,
+    lease: LeaseId,
+    ttl: Duration,
+    margin: Duration,
+    renew: bool,
+    lost: Tripwire,
+    held: Arc<Mutex<HeldSet>>,
+}
+
+impl Keeper {
+    async fn run(self, mut valid_until: Instant) {
+        let interval = self.ttl / 3;
+        let mut next = Instant::now() + interval;
+        loop {
+            let trust_until = valid_until.checked_sub(self.margin).unwrap_or(valid_until);
+            tokio::select! {
+                _ = sleep_until(next) => {}
+                _ = sleep_until(trust_until) => {
+                    return self.trip(if self.renew {
+                        "keep-alives failed past the safety margin"
+                    } else {
+                        "its TTL is about to run out"
+                    });
+                }
+            }
+            if self.renew {
+                let sent = Instant::now();
+                let renewal = self.rpc.keep_alive_bounded(self.lease, interval);
+                match timeout_at(trust_until, renewal).await {
+                    Ok(Ok(ttl)) => {
+                        valid_until = sent + ttl;
+                        next = sent + interval;
+                    }
+                    Ok(Err(Error::LeaseExpired(_))) => {
+                        return self.trip("the server says it expired or was revoked")
+                    }
+                    Ok(Err(e)) if e.is_retryable() => {
+                        tracing::debug!(lease = self.lease, "keep-alive failed: {e}");
+                        next = Instant::now() + interval / 4;
+                        continue;
+                    }
+                    Ok(Err(e)) => return self.trip(format!("keep-alive refused: {e}")),
+                    Err(_) => return self.trip("keep-alives failed past the safety margin"),
+                }
+            } else {
+                next = Instant::now() + interval;
+            }
+            let trust_until = valid_until.checked_sub(self.margin).unwrap_or(valid_until);
+            self.check_holds(next.min(trust_until), interval).await;
+        }
+    }
+
+    fn trip(&self, why: impl std::fmt::Display) {
+        tracing::debug!(lease = self.lease, "session lost: {why}");
+        self.lost.trip(format!("lease {} lost: {why}", self.lease));
+    }
+
+    /// Trips every hold whose fence no longer holds its lock.
+    async fn check_holds(&self, deadline: Instant, attempt: Duration) {
+        let holds: Vec<Held> = {
+            let set = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            set.holds.values().cloned().collect()
+        };
+        if holds.is_empty() {
+            return;
+        }
+        let checks = holds.iter().map(|h| async move {
+            if let Ok(false) = self.rpc.check_bounded(&h.name, h.fence, attempt).await {
+                h.lost.trip(format!(
+                    "lock {:?} (fence {}) is no longer held: force-released or ended",
+                    h.name, h.fence
+                ));
+            }
+        });
+        let _ = timeout_at(deadline, futures::future::join_all(checks)).await;
+    }
+}
+
+/// The session a client uses by default: created lazily, replaced once lost
+/// (unless it is an explicit lease, which cannot be replaced).
+#[derive(Debug)]
+pub(crate) struct SessionSlot {
+    explicit: Option<LeaseId>,
+    current: tokio::sync::Mutex<Option<Arc<Session>>>,
+}
+
+impl SessionSlot {
+    pub fn new(explicit: Option<LeaseId>) -> Self {
+        SessionSlot {
+            explicit,
+            current: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The live session, granting (or adopting) one if needed.
+    pub async fn get(&self, client: &Client) -> Result<Arc<Session>, Error> {
+        let mut current = self.current.lock().await;
+        if let Some(s) = current.as_ref() {
+            match (s.lost.reason(), self.explicit) {
+                (None, _) => return Ok(s.clone()),
+                (Some(why), Some(_)) => return Err(Error::LeaseExpired(why)),
+                (Some(_), None) => {}
+            }
+        }
+        let session = match self.explicit {
+            Some(lease) => Session::adopt(client, lease).await?,
+            None => Session::grant(client, client.options().session_ttl, true).await?,
+        };
+        *current = Some(session.clone());
+        Ok(session)
+    }
+
+    /// The current session, if any was created and not taken.
+    pub async fn take(&self) -> Option<Arc<Session>> {
+        self.current.lock().await.take()
+    }
+}
