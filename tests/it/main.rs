@@ -3,6 +3,7 @@
 //! ([`cluster::TestCluster`]).
 
 mod bad_input;
+mod client_locks;
 mod cluster;
 mod failover;
 mod locks;
