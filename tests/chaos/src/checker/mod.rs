@@ -1,0 +1,131 @@
+//! Checks a recorded history. Each check returns a [`Verdict`]: what it
+//! looked at, and every violation with the sub-history that shows it.
+//!
+//! # Layout
+//!
+//! - [`search`]: the generic Wing–Gong linearizability search;
+//! - [`lock_model`]: the lock / semaphore / election model and the
+//!   projection of a history onto one name;
+//! - [`grants`]: fence order, overlapping holds, grants to dead leases;
+//! - [`register`]: the fenced register's end state;
+//! - [`election`]: one leader per term, observers' term order.
+
+pub mod election;
+pub mod grants;
+pub mod lock_model;
+pub mod register;
+pub mod search;
+
+use crate::history::{History, Operation};
+use crate::register::Cells;
+use search::SearchResult;
+
+/// Configurations the linearizability search may memoize per name before
+/// it gives up without a verdict.
+pub const SEARCH_BUDGET: usize = 2_000_000;
+
+/// One violation and the operations that show it.
+#[derive(Debug, Clone)]
+pub struct Violation {
+    pub what: String,
+    pub ops: Vec<Operation>,
+}
+
+/// One checker's result.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    pub check: &'static str,
+    /// What was examined, e.g. "4 names, 5120 ops".
+    pub examined: String,
+    pub violations: Vec<Violation>,
+    /// Set when the check could not reach a verdict.
+    pub inconclusive: Option<String>,
+}
+
+impl Verdict {
+    pub fn new(check: &'static str, examined: String) -> Self {
+        Verdict {
+            check,
+            examined,
+            violations: Vec::new(),
+            inconclusive: None,
+        }
+    }
+
+    pub fn violate(&mut self, what: String, ops: Vec<Operation>) {
+        self.violations.push(Violation { what, ops });
+    }
+
+    /// "ok", "VIOLATED" or "inconclusive".
+    pub fn word(&self) -> &'static str {
+        if !self.violations.is_empty() {
+            "VIOLATED"
+        } else if self.inconclusive.is_some() {
+            "inconclusive"
+        } else {
+            "ok"
+        }
+    }
+}
+
+/// Runs every check.
+pub fn check_all(history: &History, cells: &Cells) -> Vec<Verdict> {
+    vec![
+        linearizable(history, SEARCH_BUDGET),
+        grants::fence_order(history),
+        grants::no_overlap(history),
+        grants::no_grant_to_dead_lease(history),
+        register::check(history, cells),
+        election::one_leader_per_term(history),
+        election::observers_see_increasing_terms(history),
+    ]
+}
+
+/// Every lock name's history is linearizable against the lock model.
+pub fn linearizable(history: &History, budget: usize) -> Verdict {
+    let names = lock_model::lock_names(history);
+    let mut total = 0;
+    let mut explored_total = 0;
+    let mut v = Verdict::new("linearizable (Wing-Gong)", String::new());
+    for name in &names {
+        let entries = lock_model::project(history, name);
+        total += entries.len();
+        match search::search(lock_model::LockModel::default(), &entries, budget) {
+            SearchResult::Linearizable { explored } => explored_total += explored,
+            SearchResult::GaveUp { explored } => {
+                explored_total += explored;
+                v.inconclusive = Some(format!(
+                    "{name}: search gave up after {explored} configurations"
+                ));
+            }
+            SearchResult::Illegal(stuck) => {
+                let mut ops: Vec<Operation> = stuck
+                    .placed
+                    .iter()
+                    .rev()
+                    .take(8)
+                    .rev()
+                    .map(|&i| history.ops[entries[i].source].clone())
+                    .collect();
+                let blocked: Vec<Operation> = stuck
+                    .blocked
+                    .iter()
+                    .map(|&i| history.ops[entries[i].source].clone())
+                    .collect();
+                let what = format!(
+                    "{name}: no linearization; after the {} ops placed (last {} shown), none of the {} next candidates fits the model",
+                    stuck.placed.len(),
+                    ops.len(),
+                    blocked.len()
+                );
+                ops.extend(blocked);
+                v.violate(what, ops);
+            }
+        }
+    }
+    v.examined = format!(
+        "{} names, {total} ops, {explored_total} configurations",
+        names.len()
+    );
+    v
+}

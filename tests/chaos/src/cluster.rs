@@ -1,0 +1,289 @@
+//! The cluster under test: N `raftlock serve` processes on loopback, each
+//! with its own data dir and log, and the proxies in front of them.
+//!
+//! Nodes are started from a given binary (the release `raftlock`, or this
+//! binary, which runs the same node code under `raftlock-chaos serve`).
+//! The harness can kill -9, SIGSTOP, SIGCONT and restart any of them; a
+//! restart uses the same flags and data dir.
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+
+use crate::proxy::Network;
+use crate::Error;
+
+/// Raft timing the nodes run with: elections within a second.
+pub const HEARTBEAT_MS: u64 = 100;
+/// Election timeout (randomized up to twice this by openraft).
+pub const ELECTION_TIMEOUT_MS: u64 = 500;
+
+/// One node's fixed facts.
+#[derive(Debug, Clone)]
+pub struct NodeSpec {
+    pub id: u64,
+    /// The node's own listeners.
+    pub client_addr: SocketAddr,
+    pub peer_addr: SocketAddr,
+    /// The proxies in front of them (what membership and clients use).
+    pub client_proxy: SocketAddr,
+    pub peer_proxy: SocketAddr,
+    pub data_dir: PathBuf,
+    pub log: PathBuf,
+}
+
+/// A running (or stopped) node.
+struct NodeProc {
+    spec: NodeSpec,
+    /// `None` while killed.
+    child: Option<Child>,
+    paused: bool,
+}
+
+/// The node processes and their network.
+pub struct Cluster {
+    binary: PathBuf,
+    initial_cluster: String,
+    nodes: BTreeMap<u64, NodeProc>,
+    pub net: Network,
+}
+
+/// Sends `signal` to `pid`.
+pub fn signal(pid: u32, signal: libc::c_int) -> Result<(), Error> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| Error::Setup(format!("bad pid {pid}")))?;
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    let rc = unsafe { libc::kill(pid, signal) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Error::Io {
+            what: format!("signal {signal} to pid {pid}"),
+            source: std::io::Error::last_os_error(),
+        })
+    }
+}
+
+impl Cluster {
+    /// Lays out `n` nodes under `dir` (ports chosen now, proxies serving),
+    /// without starting them.
+    pub async fn new(binary: &Path, dir: &Path, n: u64) -> Result<Cluster, Error> {
+        let mut net = Network::new();
+        let mut specs = Vec::new();
+        for id in 1..=n {
+            // Reserve the node's ports by binding and releasing them; the
+            // proxies keep theirs.
+            let (l1, client_addr) = Network::bind().await?;
+            let (l2, peer_addr) = Network::bind().await?;
+            drop((l1, l2));
+            let (cp, client_proxy) = Network::bind().await?;
+            let (pp, peer_proxy) = Network::bind().await?;
+            net.serve_client(cp, id, client_addr);
+            net.serve_peer(pp, id, peer_addr);
+            let node_dir = dir.join(format!("n{id}"));
+            std::fs::create_dir_all(&node_dir).map_err(Error::io("create node dir"))?;
+            specs.push(NodeSpec {
+                id,
+                client_addr,
+                peer_addr,
+                client_proxy,
+                peer_proxy,
+                data_dir: node_dir.join("data"),
+                log: node_dir.join("node.log"),
+            });
+        }
+        let initial_cluster = specs
+            .iter()
+            .map(|s| format!("{}={}/{}", s.id, s.peer_proxy, s.client_proxy))
+            .collect::<Vec<_>>()
+            .join(",");
+        let nodes = specs
+            .into_iter()
+            .map(|spec| {
+                (
+                    spec.id,
+                    NodeProc {
+                        spec,
+                        child: None,
+                        paused: false,
+                    },
+                )
+            })
+            .collect();
+        Ok(Cluster {
+            binary: binary.to_path_buf(),
+            initial_cluster,
+            nodes,
+            net,
+        })
+    }
+
+    /// Node ids.
+    pub fn ids(&self) -> Vec<u64> {
+        self.nodes.keys().copied().collect()
+    }
+
+    /// The client proxies, which is what clients connect to.
+    pub fn client_endpoints(&self) -> Vec<String> {
+        self.nodes
+            .values()
+            .map(|n| n.spec.client_proxy.to_string())
+            .collect()
+    }
+
+    /// Starts node `id` if it is not running.
+    pub fn start(&mut self, id: u64) -> Result<(), Error> {
+        let Some(node) = self.nodes.get_mut(&id) else {
+            return Err(Error::Setup(format!("no node {id}")));
+        };
+        if node.child.is_some() {
+            return Ok(());
+        }
+        let s = &node.spec;
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&s.log)
+            .map_err(Error::io(format!("open {}", s.log.display())))?;
+        let err = log.try_clone().map_err(Error::io("clone log handle"))?;
+        let child = Command::new(&self.binary)
+            .arg("serve")
+            .args(["--id", &s.id.to_string()])
+            .arg("--data-dir")
+            .arg(&s.data_dir)
+            .args(["--client-addr", &s.client_addr.to_string()])
+            .args(["--peer-addr", &s.peer_addr.to_string()])
+            .args(["--advertise-client-addr", &s.client_proxy.to_string()])
+            .args(["--advertise-peer-addr", &s.peer_proxy.to_string()])
+            .args(["--initial-cluster", &self.initial_cluster])
+            .args(["--heartbeat-ms", &HEARTBEAT_MS.to_string()])
+            .args(["--election-timeout-ms", &ELECTION_TIMEOUT_MS.to_string()])
+            .args(["--snapshot-after", "2000"])
+            .env("RAFTLOCK_LOG", "info,openraft=warn,sled=warn")
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(Error::io(format!("start {}", self.binary.display())))?;
+        self.net.set_pid(id, child.id());
+        node.child = Some(child);
+        node.paused = false;
+        Ok(())
+    }
+
+    /// Starts every node that is down.
+    pub fn start_all(&mut self) -> Result<(), Error> {
+        for id in self.ids() {
+            self.start(id)?;
+        }
+        Ok(())
+    }
+
+    /// kill -9 node `id` and reaps it.
+    pub async fn kill(&mut self, id: u64) -> Result<(), Error> {
+        let Some(node) = self.nodes.get_mut(&id) else {
+            return Ok(());
+        };
+        self.net.set_pid(id, None);
+        if let Some(mut child) = node.child.take() {
+            child
+                .start_kill()
+                .map_err(Error::io(format!("kill node {id}")))?;
+            let _ = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
+        }
+        node.paused = false;
+        Ok(())
+    }
+
+    /// SIGSTOP (`pause = true`) or SIGCONT node `id`.
+    pub fn pause(&mut self, id: u64, pause: bool) -> Result<(), Error> {
+        let Some(node) = self.nodes.get_mut(&id) else {
+            return Ok(());
+        };
+        if let Some(pid) = node.child.as_ref().and_then(|c| c.id()) {
+            signal(pid, if pause { libc::SIGSTOP } else { libc::SIGCONT })?;
+            node.paused = pause;
+        }
+        Ok(())
+    }
+
+    /// Resumes every paused node.
+    pub fn resume_all(&mut self) -> Result<(), Error> {
+        for id in self.ids() {
+            if self.nodes.get(&id).is_some_and(|n| n.paused) {
+                self.pause(id, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether node `id` runs (paused counts as running).
+    pub fn is_up(&self, id: u64) -> bool {
+        self.nodes.get(&id).is_some_and(|n| n.child.is_some())
+    }
+
+    /// The leader as a majority of reachable nodes report it, asked on
+    /// their real client ports (around the proxies).
+    pub async fn leader(&self) -> Option<u64> {
+        let mut votes: BTreeMap<u64, usize> = BTreeMap::new();
+        for node in self.nodes.values() {
+            if node.child.is_none() || node.paused {
+                continue;
+            }
+            let addr = node.spec.client_addr.to_string();
+            let Ok(client) =
+                raftlock::Client::connect_with_retry([addr], Duration::from_millis(300)).await
+            else {
+                continue;
+            };
+            if let Ok(Ok(status)) =
+                tokio::time::timeout(Duration::from_millis(800), client.status()).await
+            {
+                if status.leader_id != 0 {
+                    *votes.entry(status.leader_id).or_default() += 1;
+                }
+            }
+        }
+        votes.into_iter().max_by_key(|(_, v)| *v).map(|(id, _)| id)
+    }
+
+    /// Waits until some node is leader.
+    pub async fn wait_for_leader(&self, within: Duration) -> Result<u64, Error> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(id) = self.leader().await {
+                return Ok(id);
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(Error::Setup(format!(
+                    "no leader within {within:?}; see the node logs"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// SIGTERM every node, SIGKILL after a grace period.
+    pub async fn stop_all(&mut self) {
+        let _ = self.resume_all();
+        for node in self.nodes.values_mut() {
+            if let Some(mut child) = node.child.take() {
+                if let Some(pid) = child.id() {
+                    let _ = signal(pid, libc::SIGTERM);
+                }
+                if tokio::time::timeout(Duration::from_secs(5), child.wait())
+                    .await
+                    .is_err()
+                {
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                }
+            }
+        }
+    }
+}
