@@ -3,7 +3,10 @@
 //! ([`cluster::TestCluster`]).
 
 mod bad_input;
+mod client_blocking;
+mod client_election;
 mod client_locks;
+mod client_recipes;
 mod cluster;
 mod failover;
 mod locks;

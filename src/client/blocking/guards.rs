@@ -109,9 +109,10 @@ impl Drop for LockGuard {
             return;
         };
         if may_block() {
-            let _ = self
-                .rt
-                .block_on(tokio::time::timeout(RELEASE_ON_DROP_FOR, guard.release()));
+            // The timer must be made inside the runtime.
+            let release =
+                async { tokio::time::timeout(RELEASE_ON_DROP_FOR, guard.release()).await };
+            let _ = self.rt.block_on(release);
         }
         // Otherwise the async guard's own drop releases in the background.
     }
@@ -172,10 +173,10 @@ impl Drop for Leadership {
             return;
         };
         if may_block() {
-            let _ = self.rt.block_on(tokio::time::timeout(
-                RELEASE_ON_DROP_FOR,
-                leadership.resign(),
-            ));
+            // The timer must be made inside the runtime.
+            let resign =
+                async { tokio::time::timeout(RELEASE_ON_DROP_FOR, leadership.resign()).await };
+            let _ = self.rt.block_on(resign);
         }
     }
 }
