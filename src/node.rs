@@ -1,18 +1,19 @@
 //! A raftlock node: the replica plus the client API listener. This is what
 //! `raftlock serve` runs and what an application embeds.
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use raftlock_raft::node::{NodeInner, NodeStatus};
-use raftlock_raft::{Config, LinkFilter, RaftNode};
+use raftlock_raft::{Config, InitialMember, LinkFilter, RaftNode};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::TcpListenerStream;
 
+use crate::client::Client;
 use crate::error::Error;
 use crate::pb;
 use crate::service::{ClusterService, ElectionService, LeaseService, LockService};
@@ -52,6 +53,23 @@ impl NodeBuilder {
     /// Where data lives.
     pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.config.data_dir = dir.into();
+        self
+    }
+    /// Where to serve the client API (`host:port`).
+    pub fn client_addr(mut self, addr: impl Into<String>) -> Self {
+        self.config.client_addr = addr.into();
+        self
+    }
+    /// Where to serve the peer (Raft) API (`host:port`).
+    pub fn peer_addr(mut self, addr: impl Into<String>) -> Self {
+        self.config.peer_addr = addr.into();
+        self
+    }
+    /// The members of a new cluster, this node included (the same list on
+    /// every node). Ignored once the data dir holds a cluster. Empty: a
+    /// one-node cluster of this node.
+    pub fn initial_cluster(mut self, members: impl IntoIterator<Item = InitialMember>) -> Self {
+        self.config.initial_cluster = members.into_iter().collect();
         self
     }
     /// Serve the client API on an already bound listener (e.g. port 0).
@@ -130,6 +148,30 @@ impl Node {
     /// The bound peer API address.
     pub fn peer_addr(&self) -> SocketAddr {
         self.raft.peer_addr()
+    }
+    /// A [`Client`] of this node, as an embedding application uses it: any
+    /// node accepts any call and forwards to the Raft leader, so talking to
+    /// the local one is enough.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), raftlock::Error> {
+    /// let node = raftlock::Node::builder().id(1).start().await?;
+    /// let client = node.client().await?;
+    /// let lease = client.grant_lease(std::time::Duration::from_secs(10)).await?;
+    /// # let _ = lease;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn client(&self) -> Result<Client, Error> {
+        let mut addr = self.client_addr;
+        // Bound to every interface: reach it over loopback.
+        if addr.ip().is_unspecified() {
+            addr.set_ip(match addr {
+                SocketAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        Client::connect([addr.to_string()]).await
     }
     /// This node's view of the cluster.
     pub fn status(&self) -> NodeStatus {

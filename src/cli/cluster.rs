@@ -125,7 +125,7 @@ async fn node_status(addr: &str) -> Option<pb::StatusResponse> {
 
 fn print_status(view: &ClusterView, output: Output) -> Result<(), String> {
     if output == Output::Json {
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(view).map_err(|e| e.to_string())?
         );
@@ -135,14 +135,21 @@ fn print_status(view: &ClusterView, output: Output) -> Result<(), String> {
         .leader
         .map(|l| l.to_string())
         .unwrap_or_else(|| "none".into());
-    println!("leader: {leader}  term: {}", view.term);
-    println!(
+    out!("leader: {leader}  term: {}", view.term);
+    out!(
         "{:<4} {:<22} {:<22} {:<8} {:<11} {:>6} {:>9} {:>9}",
-        "ID", "CLIENT", "PEER", "VOTER", "ROLE", "TERM", "LAST_LOG", "APPLIED"
+        "ID",
+        "CLIENT",
+        "PEER",
+        "VOTER",
+        "ROLE",
+        "TERM",
+        "LAST_LOG",
+        "APPLIED"
     );
     let show = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
     for n in &view.nodes {
-        println!(
+        out!(
             "{:<4} {:<22} {:<22} {:<8} {:<11} {:>6} {:>9} {:>9}",
             n.id,
             n.client_addr,
@@ -175,17 +182,20 @@ fn print_members(members: &[pb::Member], output: Output) -> Result<(), String> {
         })
         .collect();
     if output == Output::Json {
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
         );
         return Ok(());
     }
-    println!("{:<4} {:<22} {:<22} {:<8}", "ID", "CLIENT", "PEER", "VOTER");
+    out!("{:<4} {:<22} {:<22} {:<8}", "ID", "CLIENT", "PEER", "VOTER");
     for r in rows {
-        println!(
+        out!(
             "{:<4} {:<22} {:<22} {:<8}",
-            r.id, r.client_addr, r.peer_addr, r.voter
+            r.id,
+            r.client_addr,
+            r.peer_addr,
+            r.voter
         );
     }
     Ok(())

@@ -1,12 +1,47 @@
 //! The `raftlock` command line. Every command is library code so tests can
 //! run it; `main.rs` only calls [`main`].
+//!
+//! One file per command group: `serve`, `cluster`, `lease_cmd`,
+//! `locks_cmd`, `lock_cmd` (run a command under a lock), `elect_cmd`.
+//! Shared pieces: `duration` (`500ms`, `10s`, `2m`), `failure` (how errors
+//! are worded), `signals`, `child_process` (the supervised command) and
+//! `lock_view` (how a lock is printed). Holding a lock or a leadership goes
+//! through the client's guards (`LockGuard`, `Leadership`) and their
+//! `lost()`.
 
+/// `println!` for command output: a reader that went away (`raftlock ... |
+/// head`) is not an error, so a closed pipe is ignored instead of
+/// panicking; other write failures are reported once on stderr.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_line(format_args!($($arg)*))
+    };
+}
+
+mod child_process;
 mod cluster;
+mod duration;
+mod elect_cmd;
+mod failure;
+mod lease_cmd;
+mod lock_cmd;
+mod lock_view;
+mod locks_cmd;
 mod serve;
+mod signals;
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use serde::Serialize;
+
+use crate::client::Client;
+
+pub use duration::{format_duration, parse_duration};
+
+/// How long a CLI call keeps retrying an unreachable cluster.
+const CONNECT_RETRY: Duration = Duration::from_secs(5);
 
 /// raftlock: replicated locks, leases and elections.
 #[derive(Debug, Parser)]
@@ -23,6 +58,14 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Inspect and change cluster membership.
     Cluster(cluster::ClusterArgs),
+    /// Grant, renew, revoke and inspect leases.
+    Lease(lease_cmd::LeaseArgs),
+    /// Inspect locks, check fencing tokens, force-release (operators).
+    Locks(locks_cmd::LocksArgs),
+    /// Hold a lock while a command runs (or until interrupted).
+    Lock(lock_cmd::LockArgs),
+    /// Campaign in an election and hold leadership, or observe one.
+    Elect(elect_cmd::ElectArgs),
 }
 
 /// How results are printed.
@@ -33,27 +76,82 @@ pub enum Output {
     Json,
 }
 
-/// Where to reach the cluster.
+/// Where to reach the cluster. `global` so the flags may also follow a
+/// subcommand (`raftlock lease list --endpoints ...`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct Endpoints {
     /// Client endpoints, comma-separated host:port.
     #[arg(
         long,
+        global = true,
         env = "RAFTLOCK_ENDPOINTS",
         value_delimiter = ',',
         default_value = "127.0.0.1:7379"
     )]
     pub endpoints: Vec<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Output::Table)]
+    #[arg(long, global = true, value_enum, default_value_t = Output::Table)]
     pub output: Output,
+}
+
+impl Endpoints {
+    /// A client over these endpoints; calls retry for a few seconds.
+    pub async fn connect(&self) -> Result<Client, String> {
+        Client::connect_with_retry(self.endpoints.clone(), CONNECT_RETRY)
+            .await
+            .map_err(|e| failure::explain(&e, &self.endpoints))
+    }
+
+    /// Words a client error for this command line (see `failure`).
+    pub fn explain(&self, error: &crate::Error) -> String {
+        failure::explain(error, &self.endpoints)
+    }
+}
+
+/// Writes one line of output (see `out!`).
+fn write_line(line: std::fmt::Arguments) {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static REPORTED: AtomicBool = AtomicBool::new(false);
+    let mut stdout = std::io::stdout().lock();
+    let result = stdout
+        .write_fmt(line)
+        .and_then(|()| stdout.write_all(b"\n"))
+        .and_then(|()| stdout.flush());
+    if let Err(e) = result {
+        if e.kind() != std::io::ErrorKind::BrokenPipe && !REPORTED.swap(true, Ordering::Relaxed) {
+            let _ = writeln!(std::io::stderr(), "warning: cannot write output: {e}");
+        }
+    }
+}
+
+/// Prints `value` as pretty JSON on stdout.
+fn print_json(value: &impl Serialize) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| format!("cannot encode the answer as JSON: {e}"))?;
+    out!("{text}");
+    Ok(())
+}
+
+/// Prints `value` as one line of JSON (for streams of events).
+fn print_json_line(value: &impl Serialize) -> Result<(), String> {
+    let text = serde_json::to_string(value)
+        .map_err(|e| format!("cannot encode the answer as JSON: {e}"))?;
+    out!("{text}");
+    Ok(())
 }
 
 /// Runs the command line; returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RAFTLOCK_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn,sled=warn"));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RAFTLOCK_LOG").unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(match cli.command {
+            Command::Serve(_) => "info,openraft=warn,sled=warn",
+            // Client commands speak through their output; logs only on
+            // request (RAFTLOCK_LOG=debug).
+            _ => "warn,openraft=warn,sled=warn",
+        })
+    });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -72,8 +170,14 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Cluster(args) => cluster::run(args).await,
+            Command::Lease(args) => lease_cmd::run(args).await,
+            Command::Locks(args) => locks_cmd::run(args).await,
+            Command::Lock(args) => lock_cmd::run(args).await,
+            Command::Elect(args) => elect_cmd::run(args).await,
         }
     });
+    // Do not wait for stray tasks (a dropped waiting call, a keep-alive).
+    runtime.shutdown_timeout(Duration::from_millis(100));
     match result {
         Ok(code) => code,
         Err(message) => {
