@@ -290,8 +290,10 @@ impl Client {
     }
 
     /// Ends the session: stops its keep-alives and revokes its lease (if
-    /// this client granted it), which releases every lock held on it. The
-    /// next call that needs a session grants a new one.
+    /// this client granted it), which releases every lock held on it; their
+    /// guards report [`lost`](LockGuard::lost). The next call that needs a
+    /// session grants a new one. Locks on dedicated leases (`.ttl`) are not
+    /// affected.
     ///
     /// ```no_run
     /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
@@ -303,10 +305,7 @@ impl Client {
     /// ```
     pub async fn close(&self) -> Result<(), Error> {
         match self.session.take().await {
-            Some(session) => {
-                session.lost.trip("session closed");
-                session::Session::close(session).await
-            }
+            Some(session) => session.end().await,
             None => Ok(()),
         }
     }

@@ -13,6 +13,7 @@
 //! per third of the TTL); no server change is needed for it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,9 +35,9 @@ pub(crate) struct Session {
     held: Arc<Mutex<HeldSet>>,
     /// The keep-alive task; aborted when the session goes away.
     keeper: AbortHandle,
-    /// Whether this client granted the lease (and so revokes it when the
-    /// last user of the session goes away).
-    owned: bool,
+    /// Whether this client granted the lease and has not revoked it yet (it
+    /// revokes it when the session is ended or its last user goes away).
+    owned: AtomicBool,
     /// Shares connections with the client but not its session slot, so the
     /// keeper does not keep the client alive.
     rpc: Client,
@@ -113,7 +114,7 @@ impl Session {
             lost,
             held,
             keeper: task.abort_handle(),
-            owned,
+            owned: AtomicBool::new(owned),
             rpc,
             runtime: Handle::current(),
         })
@@ -138,20 +139,26 @@ impl Session {
         }
     }
 
-    /// Revokes an owned lease now if `this` is its last user; otherwise
-    /// the last user's drop does it.
-    pub async fn close(this: Arc<Self>) -> Result<(), Error> {
-        let Some(mut session) = Arc::into_inner(this) else {
-            return Ok(());
-        };
-        session.keeper.abort();
-        if !std::mem::take(&mut session.owned) {
+    /// Ends the session now, whoever still uses it: stops keep-alives, trips
+    /// `lost`, and revokes the lease if this client granted it.
+    pub async fn end(&self) -> Result<(), Error> {
+        self.keeper.abort();
+        self.lost.trip("session closed");
+        if !self.owned.swap(false, Ordering::SeqCst) {
             return Ok(());
         }
-        session.lost.trip("session closed");
-        match session.rpc.revoke(session.lease).await {
+        match self.rpc.revoke(self.lease).await {
             Ok(_) | Err(Error::LeaseExpired(_)) => Ok(()),
             Err(e) => Err(e),
+        }
+    }
+
+    /// Ends the session if `this` is its last user; otherwise the last
+    /// user's drop revokes it.
+    pub async fn close(this: Arc<Self>) -> Result<(), Error> {
+        match Arc::into_inner(this) {
+            Some(session) => session.end().await,
+            None => Ok(()),
         }
     }
 }
@@ -159,7 +166,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.keeper.abort();
-        if self.owned {
+        if self.owned.swap(false, Ordering::SeqCst) {
             // Best effort: the lease expires on its own otherwise.
             let (rpc, lease) = (self.rpc.clone(), self.lease);
             self.runtime.spawn(async move {

@@ -229,3 +229,36 @@ async fn try_acquire_and_timeout() {
     assert!(next.fence() > fence);
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn close_revokes_the_session_and_frees_its_locks() {
+    let cluster = TestCluster::new(3).await;
+    let client = short_client(&cluster).await;
+    let guard = client.lock("closing").acquire().await.unwrap();
+    client.close().await.unwrap();
+    tokio::time::timeout(Duration::from_millis(100), guard.lost())
+        .await
+        .expect("closing the session marks its guards lost at once");
+    assert!(client.describe("closing").await.unwrap().is_none());
+    let err = client.time_to_live(guard.lease()).await.unwrap_err();
+    assert!(matches!(err, Error::LeaseExpired(_)), "{err:?}");
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn explicit_lease_is_used_and_not_replaced() {
+    let cluster = TestCluster::new(3).await;
+    let client = short_client(&cluster).await;
+    let lease = client.grant_lease(TTL).await.unwrap();
+    let on_lease = client.with_lease(lease);
+    let guard = on_lease.lock("explicit").acquire().await.unwrap();
+    assert_eq!(guard.lease(), lease);
+    // Kept alive by the client beyond its TTL.
+    tokio::time::sleep(TTL * 2).await;
+    assert!(!guard.is_lost());
+    client.revoke(lease).await.unwrap();
+    tokio::time::timeout(TTL, guard.lost()).await.unwrap();
+    let err = on_lease.lock("explicit").acquire().await.unwrap_err();
+    assert!(matches!(err, Error::LeaseExpired(_)), "{err:?}");
+    cluster.shutdown().await;
+}

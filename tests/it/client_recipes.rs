@@ -115,7 +115,7 @@ async fn task_lock_is_freed_by_max_hold() {
     assert!(matches!(err, Error::LockLost(_)), "{err:?}");
     wait_free(&client, "stuck").await;
     assert!(task.try_acquire().await.unwrap().is_some());
-    std::mem::forget(guard);
+    drop(guard);
     cluster.shutdown().await;
 }
 
