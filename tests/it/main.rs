@@ -3,6 +3,7 @@
 //! ([`cluster::TestCluster`]).
 
 mod bad_input;
+mod cli;
 mod client_blocking;
 mod client_election;
 mod client_locks;
