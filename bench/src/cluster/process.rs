@@ -1,0 +1,172 @@
+//! One node process: how to start it, kill it (`kill -9`), restart it with
+//! the same argv and data dir, and read its memory use. A node is killed
+//! when its handle drops, so no node outlives the benchmark.
+
+use std::ffi::OsString;
+use std::fs::OpenOptions;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use crate::Error;
+
+/// A node's memory as `/proc/PID/status` reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Memory {
+    /// Resident set size now, in KiB.
+    pub rss_kib: u64,
+    /// Peak resident set size since the process started, in KiB.
+    pub hwm_kib: u64,
+}
+
+/// How to run one node.
+#[derive(Debug, Clone)]
+pub struct NodeSpec {
+    /// 1-based position in its cluster.
+    pub index: usize,
+    /// `host:port` clients talk to.
+    pub client_addr: String,
+    /// `host:port` peers talk to.
+    pub peer_addr: String,
+    /// The program to run.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Where its stdout and stderr go.
+    pub log: PathBuf,
+}
+
+/// A node process of either system.
+#[derive(Debug)]
+pub struct NodeProcess {
+    /// 1-based position in its cluster (the raftlock node id).
+    pub index: usize,
+    /// `host:port` clients talk to.
+    pub client_addr: String,
+    /// `host:port` peers talk to.
+    pub peer_addr: String,
+    /// The program and its arguments; the same on every (re)start.
+    program: PathBuf,
+    args: Vec<OsString>,
+    /// Environment variables removed before starting (the node must be
+    /// configured by its flags alone).
+    env_remove: Vec<OsString>,
+    /// stdout and stderr are appended here across restarts.
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl NodeProcess {
+    /// A node not yet started. Every variable whose name starts with one of
+    /// `scrub_prefixes` is removed from its environment, except those named
+    /// in `keep`.
+    pub fn new(spec: NodeSpec, scrub_prefixes: &[&str], keep: &[&str]) -> Self {
+        let env_remove = std::env::vars_os()
+            .filter_map(|(k, _)| {
+                let name = k.to_string_lossy();
+                let scrub = scrub_prefixes.iter().any(|p| name.starts_with(p))
+                    && !keep.iter().any(|k| name == *k);
+                scrub.then_some(k)
+            })
+            .collect();
+        NodeProcess {
+            index: spec.index,
+            client_addr: spec.client_addr,
+            peer_addr: spec.peer_addr,
+            program: spec.program,
+            args: spec.args,
+            env_remove,
+            log: spec.log,
+            child: None,
+        }
+    }
+
+    /// Starts the process (again), appending its output to its log.
+    pub fn start(&mut self) -> Result<(), Error> {
+        if self.child.is_some() {
+            return Ok(());
+        }
+        let log_ctx = || format!("cannot open log {}", self.log.display());
+        let out = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| Error::io(log_ctx(), e))?;
+        let err = out.try_clone().map_err(|e| Error::io(log_ctx(), e))?;
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        for k in &self.env_remove {
+            cmd.env_remove(k);
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| Error::io(format!("cannot start {}", self.program.display()), e))?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// `kill -9` and reap. A node that is not running is left alone.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The pid while running.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Whether the process is still running (it may have exited by itself).
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut().map(|c| c.try_wait()) {
+            Some(Ok(None)) => true,
+            Some(_) => {
+                self.child = None;
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Memory use now, if running.
+    pub fn memory(&self) -> Option<Memory> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        };
+        Some(Memory {
+            rss_kib: field("VmRSS:")?,
+            hwm_kib: field("VmHWM:")?,
+        })
+    }
+
+    /// The last lines of the log, for error messages.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Fails clearly if a TCP port on loopback is taken.
+pub fn check_port_free(addr: &str) -> Result<(), Error> {
+    TcpListener::bind(addr).map(drop).map_err(|e| {
+        Error::Cluster(format!(
+            "port {addr} is in use or cannot be bound ({e}); pick another --base-port"
+        ))
+    })
+}

@@ -1,0 +1,152 @@
+//! `raftlock-bench`: raftlock against etcd 3.4 on this machine.
+//!
+//! ```text
+//! raftlock-bench --smoke          # every workload, tiny counts, < 2 minutes
+//! raftlock-bench --full           # the counts the targets are stated for
+//! raftlock-bench hold ...         # (internal) a lock holder for W5 to kill
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use raftlock_bench::holder::{hold, HoldArgs};
+use raftlock_bench::plan::{Mode, Plan, WorkloadId};
+use raftlock_bench::report::markdown;
+use raftlock_bench::run::{run, Setup};
+
+/// Benchmark raftlock against etcd 3.4, side by side on this machine.
+#[derive(Debug, Parser)]
+#[command(name = "raftlock-bench", about, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    bench: BenchArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Hold a lock and keep its lease alive until killed (used by W5).
+    Hold(HoldArgs),
+}
+
+#[derive(Debug, Args)]
+#[group(id = "mode", required = false, multiple = false)]
+struct ModeArgs {
+    /// Every workload with tiny counts (< 2 minutes); what CI runs.
+    #[arg(long)]
+    smoke: bool,
+    /// The full benchmark (about 20 minutes).
+    #[arg(long)]
+    full: bool,
+}
+
+#[derive(Debug, Args)]
+struct BenchArgs {
+    #[command(flatten)]
+    mode: ModeArgs,
+    /// Only these workloads (comma-separated, e.g. W1,W3).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<WorkloadId>,
+    /// A/B rounds of W1–W6 instead of the mode's.
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// The raftlock binary; default: `raftlock` next to this binary.
+    #[arg(long, env = "RAFTLOCK_BIN")]
+    raftlock_bin: Option<PathBuf>,
+    /// Data dirs and node logs (emptied first).
+    #[arg(long, default_value = "target/raftlock-bench/work")]
+    work_dir: PathBuf,
+    /// Where results.json, results.md and chart.png go; default
+    /// target/raftlock-bench/<mode>.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// First port: etcd members use BASE+11..BASE+32, raftlock nodes
+    /// BASE+111..BASE+132.
+    #[arg(long, default_value_t = 32000)]
+    base_port: u16,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = match cli.command {
+        Some(Command::Hold(args)) => runtime.block_on(hold(args)).map(drop),
+        None => match setup(cli.bench) {
+            Ok(setup) => {
+                let out = setup.out_dir.clone();
+                runtime.block_on(async {
+                    tokio::select! {
+                        r = run(setup) => r.map(|report| {
+                            println!("{}", markdown::render(&report));
+                            eprintln!("results in {}", out.display());
+                        }),
+                        _ = tokio::signal::ctrl_c() => {
+                            eprintln!("interrupted; stopping the clusters");
+                            Ok(())
+                        }
+                    }
+                })
+            }
+            Err(message) => {
+                eprintln!("error: {message}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn setup(args: BenchArgs) -> Result<Setup, String> {
+    let mode = match (args.mode.smoke, args.mode.full) {
+        (true, false) => Mode::Smoke,
+        (false, true) => Mode::Full,
+        _ => return Err("choose --smoke or --full (see --help)".into()),
+    };
+    let mut plan = Plan::new(mode);
+    if !args.only.is_empty() {
+        plan.workloads = args.only;
+        plan.workloads.sort();
+        plan.workloads.dedup();
+    }
+    if let Some(r) = args.rounds {
+        plan.rounds = r.max(1);
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let raftlock_bin = match args.raftlock_bin {
+        Some(b) => b,
+        None => exe.with_file_name("raftlock"),
+    };
+    let out_dir = args.out.unwrap_or_else(|| {
+        PathBuf::from("target/raftlock-bench").join(match mode {
+            Mode::Smoke => "smoke",
+            Mode::Full => "full",
+        })
+    });
+    Ok(Setup {
+        plan,
+        raftlock_bin,
+        exe,
+        work_dir: args.work_dir,
+        out_dir,
+        base_port: args.base_port,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    })
+}

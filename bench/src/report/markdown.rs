@@ -1,0 +1,90 @@
+//! The markdown table of a run: one row per metric (medians of every
+//! round, and raftlock / etcd), then the targets.
+
+use std::fmt::Write;
+
+use super::Report;
+
+/// A number with as many decimals as its size deserves.
+pub fn num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or("–".into(), num)
+}
+
+/// The results table and the targets, as markdown.
+pub fn render(report: &Report) -> String {
+    let plan = &report.plan;
+    let mut out = String::new();
+    let _ = writeln!(out, "Command: `{}`\n", report.environment.command);
+    let _ = writeln!(
+        out,
+        "Mode `{:?}`: {} A/B rounds of W1–W4 ({} s measured after {} s warm-up), \
+         {} of W5/W6, {} of W7; medians of the rounds. {} CPUs, {}, total {:.0} s.\n",
+        plan.mode,
+        plan.rounds,
+        plan.duration.as_secs_f64(),
+        plan.warmup.as_secs_f64(),
+        plan.fault_rounds(),
+        plan.w7_rounds,
+        report.environment.cpus,
+        report.environment.etcd_version,
+        report.total_s
+    );
+    let _ = writeln!(
+        out,
+        "| Workload | Metric | etcd | raftlock | raftlock / etcd |"
+    );
+    let _ = writeln!(out, "| --- | --- | ---: | ---: | ---: |");
+    for w in &report.workloads {
+        for (i, m) in w.metrics.iter().enumerate() {
+            let name = if i == 0 {
+                format!("{} {}", w.id, w.title)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "| {name} | {} | {} | {} | {} |",
+                m.label,
+                opt(m.etcd),
+                opt(m.raftlock),
+                m.ratio.map_or("–".into(), |r| format!("{r:.2}×"))
+            );
+        }
+    }
+    let _ = writeln!(out, "\n| Workload | Target | Observed | Met |");
+    let _ = writeln!(out, "| --- | --- | --- | --- |");
+    for w in &report.workloads {
+        for t in &w.targets {
+            let met = match t.met {
+                Some(true) => "yes",
+                Some(false) => "**no**",
+                None => "n/a",
+            };
+            let _ = writeln!(out, "| {} | {} | {} | {met} |", w.id, t.target, t.observed);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_keep_useful_digits() {
+        assert_eq!(num(12345.6), "12346");
+        assert_eq!(num(12.34), "12.3");
+        assert_eq!(num(1.234), "1.23");
+    }
+}

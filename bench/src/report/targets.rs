@@ -1,0 +1,124 @@
+//! The targets, judged on the medians of one run.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::MetricRow;
+use crate::cluster::System;
+use crate::plan::{Plan, WorkloadId};
+use crate::workload::Run;
+
+/// One target and whether the run met it (`None`: not measured).
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetResult {
+    pub target: String,
+    pub observed: String,
+    pub met: Option<bool>,
+}
+
+fn ratio_at_least(rows: &[MetricRow], key: &str, what: &str, min: f64) -> TargetResult {
+    let ratio = rows.iter().find(|r| r.key == key).and_then(|r| r.ratio);
+    TargetResult {
+        target: format!("{what} ≥ {min}× etcd"),
+        observed: ratio.map_or("n/a".into(), |r| format!("{r:.2}×")),
+        met: ratio.map(|r| r >= min),
+    }
+}
+
+fn ratio_at_most(rows: &[MetricRow], key: &str, target: &str, max: f64) -> TargetResult {
+    let ratio = rows.iter().find(|r| r.key == key).and_then(|r| r.ratio);
+    TargetResult {
+        target: target.to_string(),
+        observed: ratio.map_or("n/a".into(), |r| format!("{r:.2}× etcd")),
+        met: ratio.map(|r| r <= max),
+    }
+}
+
+fn raftlock_at_most(
+    rows: &[MetricRow],
+    key: &str,
+    target: String,
+    max: f64,
+    unit: &str,
+) -> TargetResult {
+    let v = rows.iter().find(|r| r.key == key).and_then(|r| r.raftlock);
+    TargetResult {
+        target,
+        observed: v.map_or("n/a".into(), |v| format!("{v:.1} {unit}")),
+        met: v.map(|v| v <= max),
+    }
+}
+
+/// Judges workload `id`'s targets.
+pub fn judge(id: WorkloadId, plan: &Plan, rows: &[MetricRow], runs: &[Run]) -> Vec<TargetResult> {
+    match id {
+        WorkloadId::W1 => vec![
+            ratio_at_least(rows, "pairs_per_s", "pairs/s", 1.3),
+            ratio_at_most(rows, "acquire_p50_ms", "acquire p50 ≤ etcd's", 1.0),
+        ],
+        WorkloadId::W2 => vec![
+            ratio_at_least(rows, "pairs_per_s", "pairs/s", 5.0),
+            ratio_at_most(
+                rows,
+                "acquire_p99_ms",
+                "acquire p99 ≤ ⅓ of etcd's",
+                1.0 / 3.0,
+            ),
+        ],
+        WorkloadId::W3 => vec![ratio_at_least(rows, "pairs_per_s", "pairs/s", 3.0)],
+        WorkloadId::W4 => vec![ratio_at_least(
+            rows,
+            "keep_alives_per_s",
+            "keep-alives/s",
+            2.0,
+        )],
+        WorkloadId::W5 => plan
+            .w5_ttls
+            .iter()
+            .map(|ttl: &Duration| {
+                let limit = ttl.as_millis() as f64 + 150.0;
+                raftlock_at_most(
+                    rows,
+                    &crate::workload::handoff_key(*ttl),
+                    format!("next waiter granted ≤ TTL + 150 ms = {limit:.0} ms"),
+                    limit,
+                    "ms",
+                )
+            })
+            .collect(),
+        WorkloadId::W6 => vec![raftlock_at_most(
+            rows,
+            "next_acquire_ms",
+            "next acquire ≤ 1500 ms after the kill".into(),
+            1500.0,
+            "ms",
+        )],
+        WorkloadId::W7 => {
+            let complete = runs
+                .iter()
+                .filter(|r| r.system == System::Raftlock)
+                .all(|r| r.values.get("expiry_complete") == Some(&1.0));
+            let mut expiry = raftlock_at_most(
+                rows,
+                "expired_after_deadline_s",
+                format!("all {} expired ≤ 2 s after their deadline", plan.w7_leases),
+                2.0,
+                "s",
+            );
+            if !complete {
+                expiry.met = Some(false);
+            }
+            vec![
+                raftlock_at_most(
+                    rows,
+                    "rss_max_mb",
+                    "RSS ≤ 300 MB per node".into(),
+                    300.0,
+                    "MB",
+                ),
+                expiry,
+            ]
+        }
+    }
+}
