@@ -59,10 +59,7 @@ struct ClusterView {
 }
 
 pub async fn run(args: ClusterArgs) -> Result<ExitCode, String> {
-    let client =
-        Client::connect_with_retry(args.endpoints.endpoints.clone(), Duration::from_secs(5))
-            .await
-            .map_err(|e| e.to_string())?;
+    let client = args.endpoints.connect().await?;
     let output = args.endpoints.output;
     let members = match args.command {
         ClusterCommand::Status => {
@@ -88,7 +85,7 @@ async fn status(client: &Client) -> Result<ClusterView, String> {
     let first = client
         .status()
         .await
-        .map_err(|e| format!("{e}; is a node running at {:?}?", client.endpoints()))?;
+        .map_err(|e| super::failure::explain(&e, client.endpoints()))?;
     let mut nodes = Vec::new();
     for m in &first.members {
         let own = node_status(&m.client_addr).await;

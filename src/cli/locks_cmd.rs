@@ -31,7 +31,8 @@ enum LocksCommand {
     },
     /// Holders (with fences and hold times) and waiters in queue order.
     Describe { name: String },
-    /// Exit 0 if FENCE still holds NAME, 1 if not.
+    /// Exit 0 if FENCE still holds NAME, 1 if not, 2 if it cannot tell
+    /// (cluster unreachable, bad input).
     Check { name: String, fence: u64 },
     /// End every hold on NAME now (operators; holders learn on their next
     /// check). Waiters are granted in order.
@@ -74,7 +75,14 @@ pub async fn run(args: LocksArgs) -> Result<ExitCode, String> {
             }
         }
         LocksCommand::Check { name, fence } => {
-            let valid = client.check(&name, fence).await.map_err(explain)?;
+            let valid = match client.check(&name, fence).await {
+                Ok(valid) => valid,
+                // Like grep: 2 means "could not tell", distinct from "no".
+                Err(e) => {
+                    eprintln!("error: {}", ep.explain(&e));
+                    return Ok(ExitCode::from(2));
+                }
+            };
             #[derive(Serialize)]
             struct Checked<'a> {
                 name: &'a str,

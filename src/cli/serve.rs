@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use raftlock_raft::{Config, InitialMember};
 
+use super::signals::Interrupts;
 use crate::node::Node;
 
 /// Flags of `raftlock serve`; each also reads `RAFTLOCK_<NAME>`.
@@ -102,6 +103,9 @@ impl ServeArgs {
 
 /// Runs a node until SIGINT or SIGTERM, then shuts it down in order.
 pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
+    // Watch the signals first, so one arriving during startup still gets
+    // an orderly shutdown instead of killing the process.
+    let mut interrupts = Interrupts::watch()?;
     let config = args.to_config()?;
     let node = Node::start(config).await.map_err(|e| e.to_string())?;
     eprintln!(
@@ -110,18 +114,8 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
         node.client_addr(),
         node.peer_addr()
     );
-    wait_for_signal().await?;
+    interrupts.recv().await;
     eprintln!("shutting down");
     node.shutdown().await;
     Ok(ExitCode::SUCCESS)
-}
-
-async fn wait_for_signal() -> Result<(), String> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term =
-        signal(SignalKind::terminate()).map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.map_err(|e| format!("cannot watch SIGINT: {e}")),
-        _ = term.recv() => Ok(()),
-    }
 }

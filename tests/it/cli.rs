@@ -451,6 +451,14 @@ async fn cli_rejects_bad_durations_and_unreachable_clusters() {
         err.contains("cannot reach") && err.contains("--endpoints"),
         "{err}"
     );
+
+    // `locks check` keeps 1 for "not valid": "cannot tell" is 2.
+    let out = run(
+        &cluster,
+        &["locks", "check", "x", "1", "--endpoints", "127.0.0.1:1"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
     cluster.shutdown().await;
 }
 
