@@ -184,6 +184,7 @@ impl NodeInner {
                 Ok(ForwardReply::LeaseTtl(left.map(|d| d.as_millis() as u64)))
             }
             Forwarded::AddLearner { id, node } => {
+                self.refuse_if_leaving()?;
                 let r = self
                     .raft
                     .add_learner(id, node, true)
@@ -194,6 +195,7 @@ impl NodeInner {
                 })
             }
             Forwarded::Promote(id) => {
+                self.refuse_if_leaving()?;
                 let change = ChangeMembers::AddVoterIds(BTreeSet::from([id]));
                 let r = self
                     .raft
@@ -205,6 +207,7 @@ impl NodeInner {
                 })
             }
             Forwarded::Remove(id) => {
+                self.refuse_if_leaving()?;
                 let is_voter = self.status().members.get(&id).map(|(_, voter)| *voter);
                 let change = match is_voter {
                     Some(true) => ChangeMembers::RemoveVoters(BTreeSet::from([id])),
@@ -222,6 +225,19 @@ impl NodeInner {
                     index: r.log_id.index,
                 })
             }
+        }
+    }
+
+    /// A leader that removed itself keeps leading until the change is
+    /// committed and a successor takes over; openraft does not accept
+    /// further membership changes from it (a debug assertion fires), so the
+    /// caller waits for the successor instead.
+    fn refuse_if_leaving(&self) -> Result<(), Error> {
+        match self.status().members.get(&self.id) {
+            Some((_, true)) => Ok(()),
+            _ => Err(Error::Unavailable(
+                "the leader is leaving the cluster; retry on its successor".into(),
+            )),
         }
     }
 
