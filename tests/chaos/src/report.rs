@@ -93,13 +93,14 @@ impl Report<'_> {
             }
         }
         let total: usize = self.verdicts.iter().map(|v| v.violations.len()).sum();
-        if let Some((v, first)) = self
-            .verdicts
-            .iter()
-            .find_map(|v| v.violations.first().map(|x| (v, x)))
-        {
+        // The first violation of each failed check, earliest ops first.
+        for v in self.verdicts {
+            let Some(first) = v.violations.first() else {
+                continue;
+            };
             let _ = writeln!(s, "first violation ({}): {}", v.check, first.what);
-            for op in first.ops.iter().take(16) {
+            let skip = first.ops.len().saturating_sub(10);
+            for op in first.ops.iter().skip(skip) {
                 let _ = writeln!(s, "  {}", Show { op, t0: self.t0 });
             }
         }

@@ -16,6 +16,9 @@ pub mod lock_model;
 pub mod register;
 pub mod search;
 
+#[cfg(test)]
+mod tests;
+
 use crate::history::{History, Operation};
 use crate::register::Cells;
 use search::SearchResult;
@@ -99,23 +102,33 @@ pub fn linearizable(history: &History, budget: usize) -> Verdict {
                 ));
             }
             SearchResult::Illegal(stuck) => {
-                let mut ops: Vec<Operation> = stuck
+                let op_of = |i: usize| &history.ops[entries[i].source];
+                let blocked: Vec<Operation> =
+                    stuck.blocked.iter().map(|&i| op_of(i).clone()).collect();
+                // Context: the last ops placed, plus earlier placed ops on
+                // the same leases or owners as the ones that did not fit.
+                let related = |o: &Operation| {
+                    blocked.iter().any(|b| {
+                        (b.op.lease().is_some() && b.op.lease() == o.op.lease())
+                            || (owner(&b.op).is_some() && owner(&b.op) == owner(&o.op))
+                    })
+                };
+                let mut shown: Vec<usize> = stuck
                     .placed
                     .iter()
+                    .copied()
+                    .filter(|&i| related(op_of(i)))
                     .rev()
-                    .take(8)
-                    .rev()
-                    .map(|&i| history.ops[entries[i].source].clone())
+                    .take(4)
                     .collect();
-                let blocked: Vec<Operation> = stuck
-                    .blocked
-                    .iter()
-                    .map(|&i| history.ops[entries[i].source].clone())
-                    .collect();
+                shown.extend(stuck.placed.iter().rev().take(6).copied());
+                shown.sort_unstable();
+                shown.dedup();
+                let mut ops: Vec<Operation> = shown.iter().map(|&i| op_of(i).clone()).collect();
+                ops.sort_by_key(|o| o.invoke);
                 let what = format!(
-                    "{name}: no linearization; after the {} ops placed (last {} shown), none of the {} next candidates fits the model",
+                    "{name}: no linearization; after the {} ops placed (related and last ones shown), none of the {} next candidates fits the model (listed last)",
                     stuck.placed.len(),
-                    ops.len(),
                     blocked.len()
                 );
                 ops.extend(blocked);
@@ -128,4 +141,16 @@ pub fn linearizable(history: &History, budget: usize) -> Verdict {
         names.len()
     );
     v
+}
+
+/// The owner an op names, if any.
+fn owner(op: &crate::history::Op) -> Option<&str> {
+    use crate::history::Op;
+    match op {
+        Op::Acquire { owner, .. }
+        | Op::Release { owner, .. }
+        | Op::Campaign { owner, .. }
+        | Op::Resign { owner, .. } => Some(owner),
+        _ => None,
+    }
 }
