@@ -146,15 +146,19 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_env("RAFTLOCK_LOG").unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(match cli.command {
-            Command::Serve(_) => "info,openraft=warn,sled=warn",
+            // openraft logs every unreachable peer at ERROR many times a
+            // second; raftlock logs leadership changes itself. Raft
+            // internals: RAFTLOCK_LOG=info,openraft=info.
+            Command::Serve(_) => "info,openraft=off,sled=warn",
             // Client commands speak through their output; logs only on
             // request (RAFTLOCK_LOG=debug).
-            _ => "warn,openraft=warn,sled=warn",
+            _ => "warn,openraft=off,sled=warn",
         })
     });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
