@@ -5,6 +5,19 @@
 //! on disk with sled, and serves etcd-like lease, lock and election calls over
 //! gRPC (`raftlock.v1`).
 //!
+//! ```no_run
+//! # async fn demo() -> Result<(), raftlock::Error> {
+//! let client = raftlock::Client::connect(["127.0.0.1:7379"]).await?;
+//! let guard = client.lock("jobs/nightly").acquire().await?; // session lease kept alive for you
+//! let lost = guard.lost();
+//! tokio::select! {
+//!     err = lost => eprintln!("stop: someone else may hold the lock now ({err})"),
+//!     _ = write_with_fence(guard.fence()) => guard.release().await?,
+//! }
+//! # Ok(()) }
+//! # async fn write_with_fence(_fence: u64) {}
+//! ```
+//!
 //! # Layout
 //!
 //! - [`node`]: [`Node`], a running node (replica + client API listener), for
