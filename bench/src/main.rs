@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use raftlock_bench::cluster::System;
 use raftlock_bench::holder::{hold, HoldArgs};
 use raftlock_bench::plan::{Mode, Plan, WorkloadId};
 use raftlock_bench::report::markdown;
@@ -50,6 +51,9 @@ struct BenchArgs {
     /// Only these workloads (comma-separated, e.g. W1,W3).
     #[arg(long, value_delimiter = ',')]
     only: Vec<WorkloadId>,
+    /// Only these systems (etcd, raftlock), e.g. to profile one alone.
+    #[arg(long, value_delimiter = ',')]
+    systems: Vec<System>,
     /// A/B rounds of W1–W6 instead of the mode's.
     #[arg(long)]
     rounds: Option<usize>,
@@ -63,6 +67,11 @@ struct BenchArgs {
     /// target/raftlock-bench/<mode>.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Extra flag for every `raftlock serve` (repeatable), e.g.
+    /// `--raftlock-arg=--election-timeout-ms=250`. For experiments: the
+    /// targets are stated for the defaults.
+    #[arg(long, allow_hyphen_values = true)]
+    raftlock_arg: Vec<String>,
     /// First port: etcd members use BASE+11..BASE+32, raftlock nodes
     /// BASE+111..BASE+132.
     #[arg(long, default_value_t = 32000)]
@@ -126,6 +135,11 @@ fn setup(args: BenchArgs) -> Result<Setup, String> {
         plan.workloads.sort();
         plan.workloads.dedup();
     }
+    if !args.systems.is_empty() {
+        plan.systems = args.systems;
+        plan.systems.sort();
+        plan.systems.dedup();
+    }
     if let Some(r) = args.rounds {
         plan.rounds = r.max(1);
     }
@@ -147,6 +161,7 @@ fn setup(args: BenchArgs) -> Result<Setup, String> {
         work_dir: args.work_dir,
         out_dir,
         base_port: args.base_port,
+        raftlock_args: args.raftlock_arg,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     })
 }

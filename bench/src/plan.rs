@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::cluster::System;
+
 /// The two documented ways to run the benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -76,6 +78,8 @@ pub struct Plan {
     pub mode: Mode,
     /// Workloads to run, in order.
     pub workloads: Vec<WorkloadId>,
+    /// Systems to run them on (both, unless narrowed down for profiling).
+    pub systems: Vec<System>,
     /// A/B rounds of W1–W6: each round runs both systems once, the order
     /// alternating from round to round.
     pub rounds: usize,
@@ -108,6 +112,7 @@ impl Plan {
             Mode::Smoke => Plan {
                 mode,
                 workloads: WorkloadId::ALL.to_vec(),
+                systems: System::ALL.to_vec(),
                 rounds: 2,
                 warmup: Duration::from_millis(200),
                 duration: Duration::from_millis(1000),
@@ -121,6 +126,7 @@ impl Plan {
             Mode::Full => Plan {
                 mode,
                 workloads: WorkloadId::ALL.to_vec(),
+                systems: System::ALL.to_vec(),
                 rounds: 5,
                 warmup: Duration::from_secs(1),
                 duration: Duration::from_secs(10),

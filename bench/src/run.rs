@@ -25,6 +25,9 @@ pub struct Setup {
     pub out_dir: PathBuf,
     /// etcd members use ports from here, raftlock nodes from here + 100.
     pub base_port: u16,
+    /// Extra `raftlock serve` flags (experiments only; the targets are
+    /// for the defaults).
+    pub raftlock_args: Vec<String>,
     /// The command line, for the report.
     pub command: String,
 }
@@ -50,6 +53,7 @@ pub async fn run(setup: Setup) -> Result<Report, Error> {
         &setup.raftlock_bin,
         &setup.work_dir.join("raftlock"),
         setup.base_port + 100,
+        &setup.raftlock_args,
     )
     .await?;
     let mut bench = Bench {
@@ -72,6 +76,7 @@ pub async fn run(setup: Setup) -> Result<Report, Error> {
             cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
             etcd_version,
             raftlock_bin: setup.raftlock_bin.display().to_string(),
+            raftlock_args: setup.raftlock_args.clone(),
             git: git_describe(),
             started_unix,
         },

@@ -146,6 +146,23 @@ impl Cluster {
         }
     }
 
+    /// Fails if a node this benchmark did not kill has exited: something
+    /// outside the benchmark stopped it, and the run would measure that.
+    pub fn check_running(&mut self) -> Result<(), Error> {
+        for n in &mut self.nodes {
+            if n.was_started() && !n.is_running() {
+                return Err(Error::Cluster(format!(
+                    "{} node {} exited without the benchmark stopping it \
+                     (killed from outside?); last log lines:\n{}",
+                    self.system,
+                    n.index,
+                    n.log_tail(10)
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// `kill -9` node `i` (0-based).
     pub fn kill(&mut self, i: usize) {
         self.nodes[i].kill();

@@ -54,6 +54,9 @@ pub struct NodeProcess {
     /// stdout and stderr are appended here across restarts.
     log: PathBuf,
     child: Option<Child>,
+    /// Started and not since killed by [`kill`](Self::kill): it should be
+    /// running.
+    expected: bool,
 }
 
 impl NodeProcess {
@@ -78,6 +81,7 @@ impl NodeProcess {
             env_remove,
             log: spec.log,
             child: None,
+            expected: false,
         }
     }
 
@@ -105,11 +109,18 @@ impl NodeProcess {
             .spawn()
             .map_err(|e| Error::io(format!("cannot start {}", self.program.display()), e))?;
         self.child = Some(child);
+        self.expected = true;
         Ok(())
+    }
+
+    /// Whether the benchmark started this node and has not killed it since.
+    pub fn was_started(&self) -> bool {
+        self.expected
     }
 
     /// `kill -9` and reap. A node that is not running is left alone.
     pub fn kill(&mut self) {
+        self.expected = false;
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();

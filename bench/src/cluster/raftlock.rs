@@ -10,8 +10,14 @@ use crate::Error;
 
 /// Starts a 3-node raftlock cluster. Node `i` (1..=3) serves clients on
 /// `base_port + 10*i + 1` and peers on `base_port + 10*i + 2`, with its
-/// data dir under `dir/node<i>`.
-pub async fn start(bin: &Path, dir: &Path, base_port: u16) -> Result<Cluster, Error> {
+/// data dir under `dir/node<i>`. `extra` is appended to every node's
+/// `serve` flags (empty for the defaults the targets are stated for).
+pub async fn start(
+    bin: &Path,
+    dir: &Path,
+    base_port: u16,
+    extra: &[String],
+) -> Result<Cluster, Error> {
     if !bin.is_file() {
         return Err(Error::Cluster(format!(
             "raftlock binary {} not found; run `cargo build --release` first or pass --raftlock-bin",
@@ -52,6 +58,7 @@ pub async fn start(bin: &Path, dir: &Path, base_port: u16) -> Result<Cluster, Er
             initial.join(","),
         ]
         .into_iter()
+        .chain(extra.iter().cloned())
         .map(OsString::from)
         .collect();
         let spec = NodeSpec {

@@ -26,6 +26,13 @@ pub fn render(report: &Report) -> String {
     let plan = &report.plan;
     let mut out = String::new();
     let _ = writeln!(out, "Command: `{}`\n", report.environment.command);
+    if !report.environment.raftlock_args.is_empty() {
+        let _ = writeln!(
+            out,
+            "**Not the defaults:** raftlock nodes ran with `{}`.\n",
+            report.environment.raftlock_args.join(" ")
+        );
+    }
     let _ = writeln!(
         out,
         "Mode `{:?}`: {} A/B rounds of W1–W4 ({} s measured after {} s warm-up), \

@@ -30,6 +30,8 @@ pub struct Environment {
     pub etcd_version: String,
     /// The raftlock binary the cluster ran.
     pub raftlock_bin: String,
+    /// Flags added to `raftlock serve` (none: defaults).
+    pub raftlock_args: Vec<String>,
     /// `git describe` of the tree, if there is one.
     pub git: Option<String>,
     /// Seconds since the epoch when the run started.

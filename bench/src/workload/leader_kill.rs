@@ -39,6 +39,7 @@ pub async fn run(bench: &mut Bench, system: System, round: usize) -> Result<Run,
     let name = format!("W6/r{round}/after");
     let mut errors = 0;
     let granted = loop {
+        cluster.check_running()?;
         if killed_at.elapsed() > GIVE_UP {
             return Err(Error::Workload {
                 workload: "W6",

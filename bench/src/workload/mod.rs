@@ -172,23 +172,33 @@ impl Bench {
     }
 }
 
-/// Systems in the order round `round` runs them.
-fn order(round: usize) -> [System; 2] {
-    if round % 2 == 0 {
+/// The planned systems in the order round `round` runs them.
+fn order(plan: &Plan, round: usize) -> Vec<System> {
+    let both = if round % 2 == 0 {
         [System::Etcd, System::Raftlock]
     } else {
         [System::Raftlock, System::Etcd]
-    }
+    };
+    both.into_iter()
+        .filter(|s| plan.systems.contains(s))
+        .collect()
 }
 
 /// Runs every round of workload `id` on both systems.
 pub async fn run_workload(id: WorkloadId, bench: &mut Bench) -> Result<Vec<Run>, Error> {
+    let runs = run_rounds(id, bench).await?;
+    bench.etcd.check_running()?;
+    bench.raftlock.check_running()?;
+    Ok(runs)
+}
+
+async fn run_rounds(id: WorkloadId, bench: &mut Bench) -> Result<Vec<Run>, Error> {
     let mut runs = Vec::new();
     match id {
         WorkloadId::W1 | WorkloadId::W2 | WorkloadId::W3 => {
             let spec = pairs::Spec::of(id, bench.plan.clients);
             for round in 0..bench.plan.rounds {
-                for system in order(round) {
+                for system in order(&bench.plan, round) {
                     let r = pairs::run(bench, system, &spec, round).await?;
                     progress(id, &r);
                     runs.push(r);
@@ -197,11 +207,11 @@ pub async fn run_workload(id: WorkloadId, bench: &mut Bench) -> Result<Vec<Run>,
         }
         WorkloadId::W4 => {
             let mut leases = BTreeMap::new();
-            for system in System::ALL {
+            for system in bench.plan.systems.clone() {
                 leases.insert(system, keep_alive::grant_all(bench, system).await?);
             }
             for round in 0..bench.plan.rounds {
-                for system in order(round) {
+                for system in order(&bench.plan, round) {
                     let r = keep_alive::run(bench, system, &leases[&system], round).await?;
                     progress(id, &r);
                     runs.push(r);
@@ -213,7 +223,7 @@ pub async fn run_workload(id: WorkloadId, bench: &mut Bench) -> Result<Vec<Run>,
         }
         WorkloadId::W5 => {
             for round in 0..bench.plan.fault_rounds() {
-                for system in order(round) {
+                for system in order(&bench.plan, round) {
                     let r = crash_handoff::run(bench, system, round).await?;
                     progress(id, &r);
                     runs.push(r);
@@ -222,7 +232,7 @@ pub async fn run_workload(id: WorkloadId, bench: &mut Bench) -> Result<Vec<Run>,
         }
         WorkloadId::W6 => {
             for round in 0..bench.plan.fault_rounds() {
-                for system in order(round) {
+                for system in order(&bench.plan, round) {
                     let r = leader_kill::run(bench, system, round).await?;
                     progress(id, &r);
                     runs.push(r);
@@ -231,7 +241,7 @@ pub async fn run_workload(id: WorkloadId, bench: &mut Bench) -> Result<Vec<Run>,
         }
         WorkloadId::W7 => {
             for round in 0..bench.plan.w7_rounds {
-                for system in order(round) {
+                for system in order(&bench.plan, round) {
                     let r = scale::run(bench, system, round).await?;
                     progress(id, &r);
                     runs.push(r);
