@@ -27,6 +27,12 @@ enum Command {
     /// One client process (started by the harness; prints JSON events).
     #[command(hide = true)]
     Client(ClientArgs),
+    /// Check a finished run again from its output dir (history.jsonl and
+    /// registers.json); seed, node count and proxy counters show as 0.
+    Check {
+        /// The run's --out dir.
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -101,6 +107,20 @@ pub fn main() -> ExitCode {
         }
     };
     match cli.command {
+        Some(Command::Check { dir }) => match crate::run::recheck(&dir) {
+            Ok(outcome) => {
+                print!("{}", outcome.summary);
+                if outcome.violations == 0 {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(3)
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Some(Command::Client(a)) => {
             let cfg = ClientConfig {
                 id: a.id,

@@ -95,6 +95,9 @@ pub async fn run(cfg: &RunConfig) -> Result<RunOutcome, Error> {
     let history = History::from_events(events);
     write_history(cfg, &history, &faults)?;
     let cells = register.cells();
+    let cells_json = serde_json::to_vec(&cells).map_err(|e| Error::Setup(e.to_string()))?;
+    std::fs::write(cfg.out.join("registers.json"), cells_json)
+        .map_err(Error::io("write registers.json"))?;
     eprintln!("raftlock-chaos: checking {} operations", history.ops.len());
     let verdicts = checker::check_all(&history, &cells);
     let report = Report {
@@ -147,4 +150,61 @@ fn write_history(cfg: &RunConfig, history: &History, faults: &[Fault]) -> Result
         line(serde_json::json!({ "fault": f }))?;
     }
     w.flush().map_err(Error::io("flush history"))
+}
+
+/// Re-checks a finished run from the files it left in `dir`
+/// (`history.jsonl`, `registers.json`), e.g. after changing the checker.
+pub fn recheck(dir: &std::path::Path) -> Result<RunOutcome, Error> {
+    let path = dir.join("history.jsonl");
+    let text =
+        std::fs::read_to_string(&path).map_err(Error::io(format!("read {}", path.display())))?;
+    let mut history = History::default();
+    let mut faults = Vec::new();
+    for line in text.lines() {
+        let value: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| Error::Setup(format!("{}: {e}", path.display())))?;
+        let bad = |e: serde_json::Error| Error::Setup(format!("{}: {e}", path.display()));
+        if let Some(op) = value.get("operation") {
+            history
+                .ops
+                .push(serde_json::from_value(op.clone()).map_err(bad)?);
+        } else if let Some(ob) = value.get("observed") {
+            history
+                .observations
+                .push(serde_json::from_value(ob.clone()).map_err(bad)?);
+        } else if let Some(f) = value.get("fault") {
+            faults.push(serde_json::from_value(f.clone()).map_err(bad)?);
+        }
+    }
+    let cells = match std::fs::read(dir.join("registers.json")) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Setup(format!("registers.json: {e}")))?,
+        Err(_) => Default::default(),
+    };
+    let t0 = history.ops.iter().map(|o| o.invoke).min().unwrap_or(0);
+    let end = history
+        .ops
+        .iter()
+        .filter_map(|o| o.complete)
+        .max()
+        .unwrap_or(t0);
+    let verdicts = checker::check_all(&history, &cells);
+    let stats = crate::proxy::ProxyStats::default();
+    let report = Report {
+        seed: 0,
+        nodes: 0,
+        clients: history.ops.iter().map(|o| o.id.client).max().unwrap_or(0),
+        wall: Duration::from_nanos(end - t0),
+        t0,
+        history: &history,
+        faults: &faults,
+        verdicts: &verdicts,
+        proxy: &stats,
+    };
+    let violations = verdicts.iter().map(|v| v.violations.len()).sum();
+    Ok(RunOutcome {
+        summary: report.summary(),
+        violations,
+        verdicts,
+    })
 }

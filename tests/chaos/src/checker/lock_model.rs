@@ -33,6 +33,12 @@ pub struct LockModel {
     dead: Vec<u64>,
     /// Lower bound of the last fence granted.
     last_fence: u64,
+    /// Timed-out waits (see [`AcqResult::Cancelled`]) whose cancel was
+    /// placed before their possible grant, which therefore cannot happen.
+    cancel_first: Vec<u32>,
+    /// Timed-out waits whose possible grant was placed as "not granted"
+    /// before their cancel.
+    grant_skipped: Vec<u32>,
 }
 
 /// How an acquire (or campaign) ended.
@@ -43,8 +49,14 @@ pub enum AcqResult {
         count: u32,
     },
     Busy,
-    /// Definitely not granted (timed out, wait ended, refused input).
+    /// Definitely not granted (refused input, name used otherwise).
     NoEffect,
+    /// The wait timed out (or ended) and the server cancelled it. The grant
+    /// may still have happened inside the call, then been released by the
+    /// cancel (grant_wait.rs: "a grant that raced the cancel is released"),
+    /// so others may have seen the lock taken meanwhile. The projection
+    /// pairs this with a [`LockOp::Cancel`] over the same span.
+    Cancelled,
     /// Refused because the lease is gone.
     LeaseDead,
     Unknown,
@@ -70,6 +82,11 @@ pub enum LockOp {
     Release {
         owner: u32,
         result: RelResult,
+    },
+    /// The server's cancel of a timed-out wait: ends the owner's hold if
+    /// the grant came first, else rules the grant out.
+    Cancel {
+        owner: u32,
     },
     /// Resign/cancel: ends the owner's hold if any. `known`: it surely ran.
     Resign {
@@ -187,10 +204,37 @@ impl LockModel {
     }
 }
 
-impl Model for LockModel {
-    type Op = LockOp;
+/// An operation and, on the last one (in call order) that concerns a
+/// lease, that lease: once it is placed, whether the lease is dead no
+/// longer matters, so the state forgets it and stays small. (Forgetting
+/// only makes the model more permissive.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub op: LockOp,
+    pub forget: Option<u64>,
+}
 
-    fn step(&self, op: &LockOp) -> Vec<LockModel> {
+impl Model for LockModel {
+    type Op = Step;
+
+    fn step(&self, step: &Step) -> Vec<LockModel> {
+        let mut out = self.apply(&step.op);
+        if let Some(lease) = step.forget {
+            for s in &mut out {
+                if let Ok(at) = s.dead.binary_search(&lease) {
+                    s.dead.remove(at);
+                }
+            }
+        }
+        out
+    }
+}
+
+impl LockModel {
+    /// Every state `op` may lead to from here. Where an op's outcome is
+    /// unknown, "it had no effect" comes last, so the search tries it
+    /// first.
+    fn apply(&self, op: &LockOp) -> Vec<LockModel> {
         match op {
             LockOp::Acquire {
                 owner,
@@ -207,16 +251,27 @@ impl Model for LockModel {
                 (_, RelResult::Ok { .. }) => Vec::new(),
                 (Some(at), RelResult::NotHeld) => vec![self.kill(self.holders[at].lease)],
                 (None, RelResult::NotHeld) => vec![self.clone()],
-                (Some(at), RelResult::Unknown) => vec![self.clone(), self.release_one(at)],
+                (Some(at), RelResult::Unknown) => vec![self.release_one(at), self.clone()],
                 (None, RelResult::Unknown) => vec![self.clone()],
             },
+            LockOp::Cancel { owner } => {
+                let mut s = self.clone();
+                if let Some(at) = s.holder(*owner) {
+                    s.holders.remove(at);
+                } else if let Some(at) = s.grant_skipped.iter().position(|o| o == owner) {
+                    s.grant_skipped.remove(at);
+                } else {
+                    s.cancel_first.push(*owner);
+                }
+                vec![s]
+            }
             LockOp::Resign { owner, known } => {
                 let mut ended = self.clone();
                 ended.holders.retain(|h| h.owner != *owner);
                 if *known || ended == *self {
                     vec![ended]
                 } else {
-                    vec![self.clone(), ended]
+                    vec![ended, self.clone()]
                 }
             }
             LockOp::Check { fence, valid: true } => {
@@ -291,15 +346,31 @@ impl LockModel {
             (AcqResult::Busy, None) if !self.holders.is_empty() => vec![self.clone()],
             (AcqResult::Busy, _) => Vec::new(),
             (AcqResult::NoEffect, _) => vec![self.clone()],
+            (AcqResult::Cancelled, _) => {
+                if let Some(at) = self.cancel_first.iter().position(|o| *o == owner) {
+                    let mut s = self.clone();
+                    s.cancel_first.remove(at);
+                    return vec![s];
+                }
+                let mut out = if held.is_some() {
+                    Vec::new()
+                } else {
+                    self.grant(owner, lease, mode, None)
+                };
+                let mut skipped = self.clone();
+                skipped.grant_skipped.push(owner);
+                out.push(skipped);
+                out
+            }
             (AcqResult::LeaseDead, _) => vec![self.kill(lease)],
             (AcqResult::Unknown, Some(at)) => {
                 let mut s = self.clone();
                 s.holders[at].count += 1;
-                vec![self.clone(), s]
+                vec![s, self.clone()]
             }
             (AcqResult::Unknown, None) => {
-                let mut out = vec![self.clone()];
-                out.extend(self.grant(owner, lease, mode, None));
+                let mut out = self.grant(owner, lease, mode, None);
+                out.push(self.clone());
                 out
             }
         }
@@ -320,7 +391,7 @@ pub fn lock_names(history: &History) -> BTreeSet<String> {
 /// and revokes of every lease used on it. An op with an unknown outcome
 /// that concerns a lease ends no later than the first later proof that the
 /// lease is dead (after that it can have no effect).
-pub fn project<'a>(history: &'a History, name: &str) -> Vec<Entry<LockOp>> {
+pub fn project<'a>(history: &'a History, name: &str) -> Vec<Entry<Step>> {
     let mut owners: HashMap<&'a str, u32> = HashMap::new();
     let mut owner_lease: HashMap<&str, u64> = HashMap::new();
     let mut leases = BTreeSet::new();
@@ -443,14 +514,42 @@ pub fn project<'a>(history: &'a History, name: &str) -> Vec<Entry<LockOp>> {
                 }
             }
         }
+        if let LockOp::Acquire {
+            owner,
+            result: AcqResult::Cancelled,
+            ..
+        } = &op
+        {
+            entries.push(Entry {
+                call: o.invoke,
+                ret,
+                op: Step {
+                    op: LockOp::Cancel { owner: *owner },
+                    forget: None,
+                },
+                source: i,
+            });
+        }
         entries.push(Entry {
             call: o.invoke,
             ret,
-            op,
+            op: Step { op, forget: None },
             source: i,
         });
     }
     entries.sort_by_key(|e| (e.call, e.source));
+    let mut last: HashMap<u64, usize> = HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        if let LockOp::Acquire { lease, .. }
+        | LockOp::LeaseAlive(lease)
+        | LockOp::LeaseDead(lease) = &e.op.op
+        {
+            last.insert(*lease, i);
+        }
+    }
+    for (lease, i) in last {
+        entries[i].op.forget = Some(lease);
+    }
     entries
 }
 
@@ -468,6 +567,7 @@ fn acq_result(o: &Operation) -> AcqResult {
         },
         (Some(_), _) => AcqResult::Busy,
         (_, Some(Failure::LeaseExpired)) => AcqResult::LeaseDead,
+        (_, Some(Failure::Timeout | Failure::WaitEnded)) => AcqResult::Cancelled,
         (_, Some(_)) => AcqResult::NoEffect,
         _ => AcqResult::Unknown,
     }

@@ -102,6 +102,7 @@ pub fn linearizable(history: &History, budget: usize) -> Verdict {
                 ));
             }
             SearchResult::Illegal(stuck) => {
+                explored_total += stuck.explored;
                 let op_of = |i: usize| &history.ops[entries[i].source];
                 let blocked: Vec<Operation> =
                     stuck.blocked.iter().map(|&i| op_of(i).clone()).collect();

@@ -42,6 +42,8 @@ pub struct Stuck {
     pub placed: Vec<usize>,
     /// Entries that were candidates there and could not go next.
     pub blocked: Vec<usize>,
+    /// Configurations explored in all.
+    pub explored: usize,
 }
 
 /// The verdict of a search.
@@ -93,6 +95,7 @@ pub fn search<M: Model>(init: M, entries: &[Entry<M::Op>], budget: usize) -> Sea
             };
         }
         let Some(top) = stack.last_mut() else {
+            best.explored = cache.len();
             return SearchResult::Illegal(best);
         };
         let next = loop {
@@ -138,6 +141,7 @@ pub fn search<M: Model>(init: M, entries: &[Entry<M::Op>], budget: usize) -> Sea
                     best = Stuck {
                         placed: path.clone(),
                         blocked: top.cands.clone(),
+                        explored: 0,
                     };
                 }
                 stack.pop();
@@ -148,7 +152,10 @@ pub fn search<M: Model>(init: M, entries: &[Entry<M::Op>], budget: usize) -> Sea
                             placed_must -= 1;
                         }
                     }
-                    None => return SearchResult::Illegal(best),
+                    None => {
+                        best.explored = cache.len();
+                        return SearchResult::Illegal(best);
+                    }
                 }
             }
         }

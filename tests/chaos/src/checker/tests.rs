@@ -374,3 +374,49 @@ fn a_leader_read_naming_a_deposed_leader_is_not_linearizable() {
     let found = failing(&h.history(), &Cells::new());
     assert!(found.contains(&"linearizable (Wing-Gong)"), "{found:?}");
 }
+
+#[test]
+fn a_timed_out_wait_may_have_held_the_lock_inside_the_call() {
+    // a's wait timed out, but while it waited the lock was busy with no
+    // other holder: the grant happened and the server's cancel released it.
+    let mut h = H::default();
+    h.acquire(1, (0, 20), "a", 1, Outcome::Fail(Failure::Timeout))
+        .op(
+            2,
+            (5, 6),
+            Op::Acquire {
+                name: "x".into(),
+                owner: "b".into(),
+                lease: 2,
+                mode: Mode::Exclusive,
+                wait: false,
+            },
+            Outcome::Ok(Value::Busy),
+        )
+        .keep_alive(1, (25, 26), 1, alive())
+        .acquire(2, (27, 30), "c", 2, granted(9));
+    assert_eq!(failing(&h.history(), &Cells::new()), Vec::<&str>::new());
+}
+
+#[test]
+fn a_grant_left_behind_by_a_timed_out_wait_is_not_linearizable() {
+    // The lock is still busy after a's wait timed out, with a's lease alive
+    // and nobody else holding: the cancel did not release the grant.
+    let mut h = H::default();
+    h.acquire(1, (0, 20), "a", 1, Outcome::Fail(Failure::Timeout))
+        .op(
+            2,
+            (25, 26),
+            Op::Acquire {
+                name: "x".into(),
+                owner: "b".into(),
+                lease: 2,
+                mode: Mode::Exclusive,
+                wait: false,
+            },
+            Outcome::Ok(Value::Busy),
+        )
+        .keep_alive(1, (27, 28), 1, alive());
+    let found = failing(&h.history(), &Cells::new());
+    assert_eq!(found, vec!["linearizable (Wing-Gong)"]);
+}
