@@ -9,9 +9,9 @@ use raftlock::{Client, Error};
 use crate::cluster::TestCluster;
 
 /// Session TTL for these tests: short, so loss shows up fast.
-pub const TTL: Duration = Duration::from_secs(1);
+pub const TTL: Duration = Duration::from_secs(3);
 
-/// A client over every node with a 1 s session.
+/// A client over every node with a short session.
 pub async fn short_client(cluster: &TestCluster) -> Client {
     let eps: Vec<String> = cluster.addrs.values().map(|(c, _)| c.to_string()).collect();
     Client::builder(eps)
@@ -21,7 +21,7 @@ pub async fn short_client(cluster: &TestCluster) -> Client {
         .expect("client")
 }
 
-/// A client of node `id` only, with a 1 s session and a short retry budget.
+/// A client of node `id` only, with a short session and a short retry budget.
 async fn short_client_of(cluster: &TestCluster, id: u64) -> Client {
     Client::builder([cluster.addrs[&id].0.to_string()])
         .session_ttl(TTL)
@@ -31,9 +31,9 @@ async fn short_client_of(cluster: &TestCluster, id: u64) -> Client {
         .expect("client")
 }
 
-/// Polls `describe(name)` until nobody holds or waits, for up to 3 s.
+/// Polls `describe(name)` until nobody holds or waits, for up to 10 s.
 pub async fn wait_free(client: &Client, name: &str) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while client.describe(name).await.unwrap().is_some() {
         assert!(
             tokio::time::Instant::now() < deadline,

@@ -86,15 +86,22 @@ async fn expired_holder_hands_over_to_waiters_in_fifo_order() {
         tasks.push(tokio::spawn(async move {
             c.acquire(&Acquire::exclusive("exp", owner, live)).await
         }));
-        let want = tasks.len();
-        while client
-            .describe("exp")
-            .await
-            .unwrap()
-            .map(|i| i.waiters.len())
-            .unwrap_or(0)
-            < want
-        {
+        // Queue the next waiter only once this one is in line (or, on a
+        // slow machine, already granted because the lease ran out).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let info = client.describe("exp").await.unwrap();
+            let present = info.is_some_and(|i| {
+                i.holders.iter().any(|h| h.owner == owner)
+                    || i.waiters.iter().any(|w| w.owner == owner)
+            });
+            if present {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{owner} never queued"
+            );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
