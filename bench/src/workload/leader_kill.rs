@@ -1,6 +1,6 @@
 //! W6: `kill -9` of the leader. A client with a lease locks and unlocks
 //! a name until the leader is killed; from the kill it tries to lock a
-//! fresh name, each attempt bounded to 2 s and retried 20 ms after a
+//! fresh name, each attempt bounded to 1 s and retried 20 ms after a
 //! failure (the same loop for both systems). Measured: time from the kill
 //! until that lock is granted. The killed node is then restarted and the
 //! cluster left to settle before anything else runs.
@@ -15,7 +15,7 @@ use crate::driver::Driver;
 use crate::Error;
 
 /// How long one acquire attempt may take before it is retried.
-const ATTEMPT: Duration = Duration::from_secs(2);
+const ATTEMPT: Duration = Duration::from_secs(1);
 /// How long the whole recovery may take before the round fails.
 const GIVE_UP: Duration = Duration::from_secs(60);
 

@@ -143,8 +143,13 @@ pub fn metrics(id: WorkloadId, plan: &Plan) -> Vec<Metric> {
                 Better::Lower,
             ));
             m.push(metric(
+                "deadline_spread_s",
+                "leases ending after the common deadline, by up to (s)",
+                Better::Lower,
+            ));
+            m.push(metric(
                 "expired_after_deadline_s",
-                "all expired, after the deadline (s)",
+                "all expired, after the (latest) deadline (s)",
                 Better::Lower,
             ));
         }

@@ -37,7 +37,10 @@ pub async fn run(bench: &mut Bench, system: System, round: usize) -> Result<Run,
     let (n, clients) = (bench.plan.w7_leases, bench.plan.clients);
 
     // Calibrate: this system's rate of lease+lock pairs, then revoke them.
-    let cal_n = (n / 20).clamp(100, 2_000);
+    // etcd slows down as leases pile up (about 2x by 100k here), so the
+    // budget is twice the calibrated time; a lease that still ends late is
+    // reported as deadline spread.
+    let cal_n = (n / 20).clamp(100, 5_000);
     let began = Instant::now();
     let cal = create(
         system,
@@ -51,7 +54,7 @@ pub async fn run(bench: &mut Bench, system: System, round: usize) -> Result<Run,
     let rate = cal_n as f64 / began.elapsed().as_secs_f64();
     revoke(system, &endpoints, cal.leases, clients).await?;
 
-    let budget = Duration::from_secs_f64(n as f64 / rate * 1.3 + 3.0);
+    let budget = Duration::from_secs_f64(n as f64 / rate * 2.0 + 5.0);
     let deadline = Instant::now() + budget;
     eprintln!(
         "  W7 {system}: ~{rate:.0} lease+lock pairs/s; creating {n}, all to expire in {:.1} s",
@@ -95,6 +98,10 @@ pub async fn run(bench: &mut Bench, system: System, round: usize) -> Result<Run,
     run.set("rss_max_mb", mb(rss));
     run.set("hwm_max_mb", mb(hwm));
     let after = done_at.saturating_duration_since(created.latest_deadline);
+    // How much later than planned the last lease ends: 0 (etcd: < 1 s, it
+    // counts whole seconds) when creation kept to the budget.
+    let spread = created.latest_deadline.saturating_duration_since(deadline);
+    run.set("deadline_spread_s", spread.as_secs_f64());
     run.set("expired_after_deadline_s", after.as_secs_f64());
     run.set("expiry_complete", if left == 0 { 1.0 } else { 0.0 });
     if left != 0 {
