@@ -54,7 +54,7 @@ struct BenchArgs {
     /// Only these systems (etcd, raftlock), e.g. to profile one alone.
     #[arg(long, value_delimiter = ',')]
     systems: Vec<System>,
-    /// A/B rounds of W1–W6 instead of the mode's.
+    /// A/B rounds of W1–W4 (and of W5/W6, at most 5) instead of the mode's.
     #[arg(long)]
     rounds: Option<usize>,
     /// The raftlock binary; default: `raftlock` next to this binary.
@@ -142,6 +142,7 @@ fn setup(args: BenchArgs) -> Result<Setup, String> {
     }
     if let Some(r) = args.rounds {
         plan.rounds = r.max(1);
+        plan.fault_rounds = r.clamp(1, 5);
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
     let raftlock_bin = match args.raftlock_bin {

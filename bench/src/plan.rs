@@ -83,6 +83,8 @@ pub struct Plan {
     /// A/B rounds of W1–W6: each round runs both systems once, the order
     /// alternating from round to round.
     pub rounds: usize,
+    /// Rounds of W5 and W6 (each system once per round).
+    pub fault_rounds: usize,
     /// Load before measuring starts (W1–W4).
     #[serde(with = "secs")]
     pub warmup: Duration,
@@ -103,6 +105,9 @@ pub struct Plan {
     /// How long W7 waits after the deadline for every lease to expire.
     #[serde(with = "secs")]
     pub w7_expiry_wait: Duration,
+    /// Added to W7's planned creation time before the common deadline.
+    #[serde(with = "secs")]
+    pub w7_slack: Duration,
 }
 
 impl Plan {
@@ -114,20 +119,23 @@ impl Plan {
                 workloads: WorkloadId::ALL.to_vec(),
                 systems: System::ALL.to_vec(),
                 rounds: 2,
+                fault_rounds: 1,
                 warmup: Duration::from_millis(200),
                 duration: Duration::from_millis(1000),
                 clients: 32,
                 w4_leases: 1_000,
                 w5_ttls: vec![Duration::from_secs(2)],
-                w7_leases: 2_000,
+                w7_leases: 1_000,
                 w7_rounds: 1,
                 w7_expiry_wait: Duration::from_secs(30),
+                w7_slack: Duration::from_secs(1),
             },
             Mode::Full => Plan {
                 mode,
                 workloads: WorkloadId::ALL.to_vec(),
                 systems: System::ALL.to_vec(),
                 rounds: 5,
+                fault_rounds: 5,
                 warmup: Duration::from_secs(1),
                 duration: Duration::from_secs(10),
                 clients: 32,
@@ -136,13 +144,9 @@ impl Plan {
                 w7_leases: 100_000,
                 w7_rounds: 1,
                 w7_expiry_wait: Duration::from_secs(300),
+                w7_slack: Duration::from_secs(5),
             },
         }
-    }
-
-    /// Rounds W5 runs per TTL and W6 runs: the same as W1–W4, at most 5.
-    pub fn fault_rounds(&self) -> usize {
-        self.rounds.clamp(1, 5)
     }
 }
 

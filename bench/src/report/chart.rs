@@ -36,7 +36,9 @@ fn ratio_bars(report: &Report) -> Vec<(String, f64, Better)> {
     let mut bars = Vec::new();
     for w in &report.workloads {
         for m in &w.metrics {
-            if m.key == "errors" || m.key.ends_with("_max_ms") {
+            // Errors, maxima and W7's deadline spread (a check on the run,
+            // not a result) would only crowd the chart.
+            if m.key == "errors" || m.key == "deadline_spread_s" || m.key.ends_with("_max_ms") {
                 continue;
             }
             if let Some(r) = m.ratio.filter(|r| r.is_finite() && *r > 0.0) {

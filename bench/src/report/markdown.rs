@@ -41,7 +41,7 @@ pub fn render(report: &Report) -> String {
         plan.rounds,
         plan.duration.as_secs_f64(),
         plan.warmup.as_secs_f64(),
-        plan.fault_rounds(),
+        plan.fault_rounds,
         plan.w7_rounds,
         report.environment.cpus,
         report.environment.etcd_version,

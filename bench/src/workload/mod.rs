@@ -227,7 +227,7 @@ async fn run_rounds(id: WorkloadId, bench: &mut Bench) -> Result<Vec<Run>, Error
             }
         }
         WorkloadId::W5 => {
-            for round in 0..bench.plan.fault_rounds() {
+            for round in 0..bench.plan.fault_rounds {
                 for system in order(&bench.plan, round) {
                     let r = crash_handoff::run(bench, system, round).await?;
                     progress(id, &r);
@@ -236,7 +236,7 @@ async fn run_rounds(id: WorkloadId, bench: &mut Bench) -> Result<Vec<Run>, Error
             }
         }
         WorkloadId::W6 => {
-            for round in 0..bench.plan.fault_rounds() {
+            for round in 0..bench.plan.fault_rounds {
                 for system in order(&bench.plan, round) {
                     let r = leader_kill::run(bench, system, round).await?;
                     progress(id, &r);
