@@ -201,9 +201,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         Ok(committed.flatten())
     }
 
-    /// One sled batch and one flush for the whole batch of entries, so
-    /// concurrent client writes batched by openraft share one fsync. Only
-    /// after the flush is openraft told the entries are durable.
+    /// One sled batch and one flush for whatever entries openraft hands
+    /// over in one call. Only after the flush is openraft told the entries
+    /// are durable. (openraft 0.9's leader hands over one client write per
+    /// call and waits for this flush before replicating it, so concurrent
+    /// writes do not yet share an fsync: see docs/performance.md.)
     async fn append<I>(
         &mut self,
         entries: I,
