@@ -172,6 +172,11 @@ impl NodeInner {
                 match ttl {
                     Ok(ttl) => Ok(ForwardReply::LeaseTtl(Some(ttl))),
                     Err(KeepAliveRefused::NotFound) => Ok(ForwardReply::LeaseTtl(None)),
+                    // Retryable: `call_leader` asks again until the expiry
+                    // entry has committed or failed.
+                    Err(KeepAliveRefused::Expiring) => Err(Error::Unavailable(format!(
+                        "lease {id} is being expired; its outcome is not known yet"
+                    ))),
                     Err(KeepAliveRefused::NotLeader) => Err(self.not_leader()),
                 }
             }

@@ -6,9 +6,10 @@
 //! `ExpireLeases` entry for all of them. Followers keep nothing here, so a
 //! deposed leader can neither renew nor expire a lease.
 //!
-//! A lease whose expiry has been proposed is marked *expiring*: a keep-alive
-//! for it is refused, so no caller is told a lease lives while the entry that
-//! ends it is in flight.
+//! A lease whose expiry has been proposed is marked *expiring* until that
+//! entry's outcome is known. A keep-alive for it gets neither "renewed" nor
+//! "not found" (the entry may still fail to commit, and then the lease lives
+//! on): it is refused as retryable, and the retry sees the outcome.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -57,8 +58,11 @@ impl Deadlines {
 pub enum KeepAliveRefused {
     /// This node is not (or no longer) the leader.
     NotLeader,
-    /// The lease does not exist or its expiry is already in flight.
+    /// The lease does not exist.
     NotFound,
+    /// The entry expiring this lease is in flight; ask again once it has
+    /// committed (then: not found) or failed (then: renewed by whoever leads).
+    Expiring,
 }
 
 /// The leader's lease deadlines. Cheap to clone; clones share state.
@@ -132,7 +136,7 @@ impl LeaseTimer {
             return Err(KeepAliveRefused::NotLeader);
         }
         if d.expiring.contains(&id) {
-            return Err(KeepAliveRefused::NotFound);
+            return Err(KeepAliveRefused::Expiring);
         }
         let ttl_ms = ttl_of().ok_or(KeepAliveRefused::NotFound)?;
         d.set(id, ttl_ms, now);
@@ -224,14 +228,15 @@ mod tests {
         assert_eq!(due, vec![1]);
         assert_eq!(next, Some(t0 + Duration::from_millis(3000)));
 
-        // Expiring: not handed out twice, and keep-alive is refused.
+        // Expiring: not handed out twice, and a keep-alive is told to retry,
+        // not that the lease is gone: the entry may yet fail to commit.
         assert!(timer
             .take_due(t0 + Duration::from_millis(1950))
             .0
             .is_empty());
         assert_eq!(
             timer.keep_alive(1, t0 + Duration::from_millis(1950), || Some(1000)),
-            Err(KeepAliveRefused::NotFound)
+            Err(KeepAliveRefused::Expiring)
         );
         // A failed proposal is retried.
         timer.unmark(&[1]);

@@ -29,34 +29,51 @@ use crate::pb::Blob;
 /// a blocked link fails as if the peer were unreachable.
 #[derive(Debug, Clone, Default)]
 pub struct LinkFilter {
-    blocked: Arc<Mutex<BTreeSet<(NodeId, NodeId)>>>,
+    links: Arc<Mutex<Links>>,
+}
+
+#[derive(Debug, Default)]
+struct Links {
+    /// Links that carry nothing.
+    cut: BTreeSet<(NodeId, NodeId)>,
+    /// Links that carry heartbeats but no log entries.
+    entries_held: BTreeSet<(NodeId, NodeId)>,
 }
 
 impl LinkFilter {
     /// Cuts `from -> to`.
     pub fn block(&self, from: NodeId, to: NodeId) {
-        self.lock().insert((from, to));
+        self.lock().cut.insert((from, to));
+    }
+    /// Drops append-entries that carry log entries on `from -> to`, while
+    /// heartbeats and leadership checks still pass: a leader that can prove
+    /// it leads but cannot commit anything.
+    pub fn hold_entries(&self, from: NodeId, to: NodeId) {
+        self.lock().entries_held.insert((from, to));
     }
     /// Cuts every link into and out of `node`.
     pub fn isolate(&self, node: NodeId, others: impl IntoIterator<Item = NodeId>) {
-        let mut set = self.lock();
+        let mut links = self.lock();
         for other in others {
-            set.insert((node, other));
-            set.insert((other, node));
+            links.cut.insert((node, other));
+            links.cut.insert((other, node));
         }
     }
     /// Restores every link.
     pub fn heal(&self) {
-        self.lock().clear();
+        *self.lock() = Links::default();
     }
     /// Whether `from -> to` is cut.
     pub fn is_blocked(&self, from: NodeId, to: NodeId) -> bool {
-        self.lock().contains(&(from, to))
+        self.lock().cut.contains(&(from, to))
     }
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<(NodeId, NodeId)>> {
-        // A poisoned filter only means a test thread panicked; the set is
-        // still a valid set.
-        self.blocked.lock().unwrap_or_else(|e| e.into_inner())
+    fn holds_entries(&self, from: NodeId, to: NodeId) -> bool {
+        self.lock().entries_held.contains(&(from, to))
+    }
+    fn lock(&self) -> std::sync::MutexGuard<'_, Links> {
+        // A poisoned filter only means a test thread panicked; the sets are
+        // still valid sets.
+        self.links.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -195,6 +212,13 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, NodeAddr, RaftError<NodeId>>> {
+        if !rpc.entries.is_empty() && self.net.filter.holds_entries(self.net.id, self.target) {
+            let e = std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "log entries held by test filter",
+            );
+            return Err(RPCError::Unreachable(Unreachable::new(&e)));
+        }
         self.call(Rpc::Append, &rpc, &option).await
     }
 

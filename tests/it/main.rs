@@ -10,5 +10,6 @@ mod client_locks;
 mod client_recipes;
 mod cluster;
 mod failover;
+mod lease_expiry;
 mod locks;
 mod membership;

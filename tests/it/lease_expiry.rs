@@ -1,0 +1,76 @@
+//! Lease expiry at the edge: what a keep-alive is told while the entry that
+//! expires its lease is proposed but not yet committed.
+
+use std::time::Duration;
+
+use raftlock::Error;
+
+use crate::cluster::{test_config, TestCluster};
+
+/// Regression (chaos run, seed 20261123): the leader answered "lease not
+/// found" to a keep-alive while its Expire entry was still in flight; that
+/// entry then failed to commit, the lease lived on, and the client had been
+/// told a lie. A keep-alive must be answered only once the outcome is known.
+#[tokio::test]
+async fn keep_alive_during_uncommitted_expiry_is_not_told_the_lease_is_gone() {
+    let base = raftlock::Config {
+        leader_wait: Duration::from_millis(1500),
+        ..test_config()
+    };
+    let mut cluster = TestCluster::with_config(3, base).await;
+    let leader = cluster.wait_for_leader().await;
+    let followers: Vec<u64> = cluster
+        .running()
+        .into_iter()
+        .filter(|id| *id != leader)
+        .collect();
+    // One endpoint, a short retry budget: the answer comes from this leader.
+    let at_leader = raftlock::Client::builder([cluster.addrs[&leader].0.to_string()])
+        .retry_for(Duration::from_secs(2))
+        .connect()
+        .await
+        .unwrap();
+    let lease = at_leader
+        .grant_lease(Duration::from_millis(500))
+        .await
+        .unwrap();
+
+    // The leader keeps proving it leads (heartbeats pass) but can commit
+    // nothing: its Expire entry for `lease` stays in flight.
+    for f in &followers {
+        cluster.filter.hold_entries(leader, *f);
+    }
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert!(
+        cluster.node(leader).status().role == "leader",
+        "the leader must still lead for this test to mean anything"
+    );
+    match at_leader.keep_alive(lease).await {
+        Err(Error::Unavailable(_)) => {}
+        other => panic!("expected a retryable answer while expiry is in flight, got {other:?}"),
+    }
+
+    // The expiry never commits: the leader is cut off, a follower takes
+    // over and restarts the lease's deadline. The lease is alive, so the
+    // "not found" the old code answered above would have been false.
+    cluster.filter.heal();
+    cluster.isolate(leader);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let new_leader = loop {
+        assert!(tokio::time::Instant::now() < deadline, "no new leader");
+        let l = cluster.node(followers[0]).status().leader;
+        if let Some(l) = l.filter(|l| *l != leader) {
+            if cluster.node(l).status().role == "leader" {
+                break l;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let at_new = cluster.client_of(new_leader).await;
+    let ttl = at_new.keep_alive(lease).await.unwrap();
+    assert_eq!(ttl, Duration::from_millis(500));
+
+    cluster.filter.heal();
+    cluster.kill(leader).await;
+    cluster.shutdown().await;
+}
