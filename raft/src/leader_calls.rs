@@ -136,15 +136,8 @@ impl NodeInner {
     pub async fn serve_as_leader(&self, call: Forwarded) -> ForwardResult {
         match call {
             Forwarded::Write(request) => {
-                let written = self
-                    .raft
-                    .client_write(request)
-                    .await
-                    .map_err(|e| self.write_error(e))?;
-                Ok(ForwardReply::Written {
-                    index: written.log_id.index,
-                    response: written.data,
-                })
+                let (index, response) = self.proposer.write(request).await?;
+                Ok(ForwardReply::Written { index, response })
             }
             Forwarded::ReadIndex => {
                 let (read, _) = self
@@ -260,7 +253,7 @@ impl NodeInner {
         match e {
             RaftError::APIError(ClientWriteError::ForwardToLeader(_)) => self.not_leader(),
             RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => membership_error(e),
-            RaftError::Fatal(e) => fatal(e),
+            RaftError::Fatal(e) => e.into(),
         }
     }
 
@@ -270,7 +263,7 @@ impl NodeInner {
             RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(e)) => {
                 Error::Unavailable(format!("leader cannot reach a quorum: {e}"))
             }
-            RaftError::Fatal(e) => fatal(e),
+            RaftError::Fatal(e) => e.into(),
         }
     }
 }
@@ -281,13 +274,6 @@ fn membership_error(e: ChangeMembershipError<NodeId>) -> Error {
             Error::Unavailable(format!("membership change in progress: {e}"))
         }
         other => Error::InvalidArgument(other.to_string()),
-    }
-}
-
-fn fatal(e: openraft::error::Fatal<NodeId>) -> Error {
-    match e {
-        openraft::error::Fatal::Stopped => Error::ShuttingDown,
-        other => Error::Internal(other.to_string()),
     }
 }
 

@@ -11,6 +11,8 @@
 //!   [`LinkFilter`] tests use to cut links.
 //! - [`peer_service`]: the server side of the peer API.
 //! - [`forward`]: what a follower hands to the leader and what comes back.
+//! - [`leader_calls`]: calls only the leader serves, and forwarding them.
+//! - [`proposer`]: group commit, many client writes per Raft entry.
 //! - [`lease_timer`]: deadlines of every lease, tracked by the leader only.
 //! - [`waiters`]: routes applied events to callers waiting for a grant and to
 //!   election observers.
@@ -24,6 +26,7 @@ pub mod lease_timer;
 pub mod network;
 pub mod node;
 pub mod peer_service;
+pub mod proposer;
 pub mod waiters;
 
 /// Generated peer API.

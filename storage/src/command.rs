@@ -1,20 +1,61 @@
 //! What a Raft entry carries and what applying it answers.
 //!
-//! A [`Request`] is one replicated command. Applying it is a pure function of
-//! the state and the request: the only notion of time inside is
+//! A Raft entry carries a [`Proposal`]: the client requests the leader
+//! gathered while the previous entry was being written (group commit). Each
+//! [`Request`] is one command. Applying it is a pure function of the state,
+//! the request and its [`slot`]: the only notion of time inside is
 //! [`Request::time_ms`], the proposer's wall clock, kept for display (hold
 //! durations) and never used to decide anything.
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// Lease ids are the Raft log index of the entry that granted the lease, so
-/// they are unique for the life of the cluster.
+/// Lease ids are the [`slot`] of the request that granted the lease, so they
+/// are unique for the life of the cluster.
 pub type LeaseId = u64;
 
-/// A fencing token: the Raft log index of the entry that granted a hold.
+/// A fencing token: the [`slot`] of the request that granted a hold.
 /// Strictly increasing per lock name across everything, restarts included.
 pub type Fence = u64;
+
+/// Bits of a [`slot`] that number a request within its entry.
+pub const POSITION_BITS: u32 = 16;
+
+/// Most requests one entry may carry.
+pub const MAX_REQUESTS_PER_ENTRY: usize = 1 << POSITION_BITS;
+
+/// Where a request sits in the log: `log_index << 16 | position`. Slots of
+/// later requests are larger, within an entry and across entries, so a slot
+/// is a fencing token and a lease id at once. `position` must be below
+/// [`MAX_REQUESTS_PER_ENTRY`].
+pub fn slot(log_index: u64, position: usize) -> u64 {
+    debug_assert!(
+        position < MAX_REQUESTS_PER_ENTRY,
+        "position {position} out of range"
+    );
+    (log_index << POSITION_BITS) | position as u64
+}
+
+/// The log index a [`slot`] (fence, lease id) was taken at.
+pub fn slot_index(slot: u64) -> u64 {
+    slot >> POSITION_BITS
+}
+
+/// The payload of one Raft entry: requests applied in order, one response
+/// each.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proposal {
+    /// At most [`MAX_REQUESTS_PER_ENTRY`]; the proposer never builds more.
+    pub requests: Vec<Request>,
+}
+
+impl From<Request> for Proposal {
+    fn from(request: Request) -> Self {
+        Proposal {
+            requests: vec![request],
+        }
+    }
+}
 
 /// Identifies a client request for exactly-once application.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -32,7 +32,10 @@ pub mod snapshot;
 pub mod state;
 pub mod types;
 
-pub use command::{ClientSeq, Command, CommandError, Fence, LeaseId, Mode, Request, Response};
+pub use command::{
+    slot, slot_index, ClientSeq, Command, CommandError, Fence, LeaseId, Mode, Proposal, Request,
+    Response, MAX_REQUESTS_PER_ENTRY,
+};
 pub use error::Error;
 pub use event::{Applied, EndReason, Event};
 pub use log_store::LogStore;

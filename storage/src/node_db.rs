@@ -28,6 +28,12 @@ pub(crate) const SM_TREE: &str = "sm";
 /// Name of the tree holding the current snapshot.
 pub(crate) const SNAPSHOT_TREE: &str = "snapshot";
 
+/// sled's page cache. Its default (1 GiB) lets a node's memory grow with
+/// everything it ever touched; the lock state itself lives in memory
+/// ([`crate::state::LockState`]) and the log is read back only for recent
+/// entries, so a small cache costs little.
+pub const CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Opens (or creates) the node's sled database in `dir` and loads both
 /// stores from it.
 ///
@@ -44,7 +50,10 @@ pub fn open(
     dir: &Path,
     events: UnboundedSender<Applied>,
 ) -> Result<(LogStore, StateMachineStore), Error> {
-    let db = sled::Config::new().path(dir).open()?;
+    let db = sled::Config::new()
+        .path(dir)
+        .cache_capacity(CACHE_BYTES)
+        .open()?;
     let log = LogStore::open(&db)?;
     let sm = StateMachineStore::open(&db, events)?;
     Ok((log, sm))

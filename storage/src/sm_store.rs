@@ -17,7 +17,7 @@ use openraft::{
 };
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::command::Response;
+use crate::command::{slot, CommandError, Response, MAX_REQUESTS_PER_ENTRY};
 use crate::error::Error;
 use crate::event::Applied;
 use crate::node_db::SM_TREE;
@@ -104,7 +104,7 @@ impl StateMachineStore {
     /// The sled batch is applied while the write lock is held (a blocking but
     /// in-memory write, no `.await`): a snapshot built concurrently then only
     /// sees state whose records are already in sled, so its flush covers them.
-    fn apply_entries<I>(&self, entries: I) -> Result<(Vec<Response>, Vec<Applied>), Error>
+    fn apply_entries<I>(&self, entries: I) -> Result<(Vec<Vec<Response>>, Vec<Applied>), Error>
     where
         I: IntoIterator<Item = Entry<TypeConfig>>,
     {
@@ -116,24 +116,40 @@ impl StateMachineStore {
         for entry in entries {
             meta.last_applied = Some(entry.log_id);
             let response = match entry.payload {
-                EntryPayload::Blank => Response::None,
-                EntryPayload::Normal(request) => {
+                EntryPayload::Blank => Vec::new(),
+                EntryPayload::Normal(proposal) => {
                     let mut changes = Changes::default();
-                    let response = state.apply(entry.log_id.index, &request, &mut changes);
+                    let index = entry.log_id.index;
+                    let replies = proposal
+                        .requests
+                        .iter()
+                        .enumerate()
+                        .map(|(position, request)| {
+                            if position >= MAX_REQUESTS_PER_ENTRY {
+                                // The proposer never builds such an entry;
+                                // refusing (on every replica alike) keeps
+                                // slots unique if one ever arrives.
+                                return Response::Rejected(CommandError::InvalidArgument(
+                                    "entry carries too many requests".into(),
+                                ));
+                            }
+                            state.apply(slot(index, position), request, &mut changes)
+                        })
+                        .collect();
                     dirty.leases.append(&mut changes.leases);
                     dirty.locks.append(&mut changes.locks);
                     dirty.clients.append(&mut changes.clients);
                     if !changes.events.is_empty() {
                         events.push(Applied::Entry {
-                            index: entry.log_id.index,
+                            index,
                             events: changes.events,
                         });
                     }
-                    response
+                    replies
                 }
                 EntryPayload::Membership(membership) => {
                     meta.membership = StoredMembership::new(Some(entry.log_id), membership);
-                    Response::None
+                    Vec::new()
                 }
             };
             responses.push(response);
@@ -194,7 +210,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             .map_err(|e| e.storage(ErrorSubject::StateMachine, ErrorVerb::Read))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Response>, StorageError<NodeId>>
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Vec<Response>>, StorageError<NodeId>>
     where
         I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
         I::IntoIter: OptionalSend,

@@ -5,7 +5,7 @@ use std::io::Cursor;
 
 use serde::{Deserialize, Serialize};
 
-use crate::command::{Request, Response};
+use crate::command::{Proposal, Response};
 
 /// Raft node ids are plain integers chosen by the operator (1, 2, 3, ...).
 pub type NodeId = u64;
@@ -30,8 +30,8 @@ impl fmt::Display for NodeAddr {
 openraft::declare_raft_types!(
     /// raftlock's openraft type configuration.
     pub TypeConfig:
-        D = Request,
-        R = Response,
+        D = Proposal,
+        R = Vec<Response>,
         NodeId = NodeId,
         Node = NodeAddr,
         Entry = openraft::Entry<TypeConfig>,

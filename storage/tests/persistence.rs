@@ -13,8 +13,8 @@ use openraft::{
 };
 use raftlock_storage::state::{LockState, StateParts};
 use raftlock_storage::{
-    open, Applied, ClientSeq, Command, EndReason, Error, Event, LogStore, Mode, NodeAddr, Request,
-    Response, StateMachineStore, TypeConfig,
+    open, slot, Applied, ClientSeq, Command, EndReason, Error, Event, LogStore, Mode, NodeAddr,
+    Proposal, Request, Response, StateMachineStore, TypeConfig,
 };
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use uuid::Uuid;
@@ -37,11 +37,11 @@ fn normal(index: u64, command: Command) -> Entry<TypeConfig> {
     });
     Entry {
         log_id: log_id(1, 1, index),
-        payload: EntryPayload::Normal(Request {
+        payload: EntryPayload::Normal(Proposal::from(Request {
             origin,
             time_ms: 1000,
             command,
-        }),
+        })),
     }
 }
 
@@ -97,7 +97,18 @@ fn parts(sm: &StateMachineStore) -> StateParts {
 
 /// The keys of the `sm` tree, read straight from sled (stores closed).
 fn sm_keys(dir: &Path) -> Result<Vec<Vec<u8>>, sled::Error> {
-    let db = sled::open(dir)?;
+    // sled's flusher thread can hold the file lock a moment after the last
+    // handle is dropped.
+    let mut tries = 0;
+    let db = loop {
+        match sled::open(dir) {
+            Err(sled::Error::Io(e)) if e.to_string().contains("lock") && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => break other?,
+        }
+    };
     let tree = db.open_tree("sm")?;
     tree.iter().keys().map(|k| k.map(|k| k.to_vec())).collect()
 }
@@ -111,25 +122,29 @@ async fn restart_keeps_log_vote_state_and_membership() -> TestResult {
             blank(1),
             membership(2),
             normal(3, Command::GrantLease { ttl_ms: 5_000 }),
-            normal(4, acquire("a", "owner-1", 3)),
+            normal(4, acquire("a", "owner-1", slot(3, 0))),
         ];
         log.blocking_append(entries.clone()).await?;
         log.save_vote(&Vote::new_committed(1, 1)).await?;
         log.save_committed(Some(log_id(1, 1, 4))).await?;
         let responses = sm.apply(entries).await?;
-        assert_eq!(responses[0], Response::None);
-        assert_eq!(responses[1], Response::None);
+        // Blank and membership entries answer nothing; a proposal answers
+        // once per request, and ids and fences are the requests' slots.
+        assert_eq!(responses[0], vec![]);
+        assert_eq!(responses[1], vec![]);
         assert_eq!(
             responses[2],
-            Response::LeaseGranted {
-                id: 3,
+            vec![Response::LeaseGranted {
+                id: slot(3, 0),
                 ttl_ms: 5_000
-            }
+            }]
         );
-        assert!(
-            matches!(responses[3], Response::Granted { fence: 4, count: 1 }),
-            "{:?}",
-            responses[3]
+        assert_eq!(
+            responses[3],
+            vec![Response::Granted {
+                fence: slot(4, 0),
+                count: 1
+            }]
         );
         let (applied, members) = sm.applied_state().await?;
         (parts(&sm), applied, members)
@@ -146,7 +161,7 @@ async fn restart_keeps_log_vote_state_and_membership() -> TestResult {
     );
     assert_eq!(
         entries[3].payload,
-        normal(4, acquire("a", "owner-1", 3)).payload
+        normal(4, acquire("a", "owner-1", slot(3, 0))).payload
     );
     assert_eq!(log.read_vote().await?, Some(Vote::new_committed(1, 1)));
     assert_eq!(log.read_committed().await?, Some(log_id(1, 1, 4)));
@@ -157,7 +172,11 @@ async fn restart_keeps_log_vote_state_and_membership() -> TestResult {
     assert_eq!(reopened_members, members);
     assert_eq!(reopened_members.log_id(), &Some(log_id(1, 1, 2)));
     assert_eq!(parts(&sm), before);
-    assert!(sm.state().read().map(|s| s.check("a", 4)).unwrap_or(false));
+    assert!(sm
+        .state()
+        .read()
+        .map(|s| s.check("a", slot(4, 0)))
+        .unwrap_or(false));
     Ok(())
 }
 
@@ -203,8 +222,8 @@ async fn snapshot_round_trip_into_a_fresh_store() -> TestResult {
         .apply(vec![
             membership(1),
             normal(2, Command::GrantLease { ttl_ms: 5_000 }),
-            normal(3, acquire("a", "owner-1", 2)),
-            normal(4, acquire("a", "owner-2", 2)),
+            normal(3, acquire("a", "owner-1", slot(2, 0))),
+            normal(4, acquire("a", "owner-2", slot(2, 0))),
         ])
         .await?;
     let snapshot = source.get_snapshot_builder().await.build_snapshot().await?;
@@ -253,7 +272,7 @@ async fn installing_a_snapshot_replaces_old_records() -> TestResult {
     let (_log, mut sm, _rx) = open_dir(dir.path())?;
     sm.apply(vec![
         normal(1, Command::GrantLease { ttl_ms: 5_000 }),
-        normal(2, acquire("old", "o", 1)),
+        normal(2, acquire("old", "o", slot(1, 0))),
     ])
     .await?;
     // An empty state at a later position, as a leader would send.
@@ -287,7 +306,7 @@ async fn apply_persists_exactly_the_changed_records() -> TestResult {
         sm.apply(vec![
             normal(1, Command::GrantLease { ttl_ms: 5_000 }),
             normal(2, Command::GrantLease { ttl_ms: 5_000 }),
-            normal(3, acquire("a", "owner-1", 1)),
+            normal(3, acquire("a", "owner-1", slot(1, 0))),
         ])
         .await?;
         // Events arrive per entry, in log order.
@@ -298,12 +317,12 @@ async fn apply_persists_exactly_the_changed_records() -> TestResult {
         }
         assert_eq!(indexes, vec![1, 2, 3]);
         // Revoking lease 1 releases "a": the lock record and the lease go.
-        sm.apply(vec![normal(4, Command::RevokeLease { id: 1 })])
+        sm.apply(vec![normal(4, Command::RevokeLease { id: slot(1, 0) })])
             .await?;
         match rx.try_recv()? {
             Applied::Entry { index: 4, events } => {
                 assert!(events.contains(&Event::LeaseEnded {
-                    id: 1,
+                    id: slot(1, 0),
                     reason: EndReason::LeaseRevoked
                 }))
             }
@@ -319,7 +338,7 @@ async fn apply_persists_exactly_the_changed_records() -> TestResult {
         b"m/membership".to_vec(),
     ];
     expected[0].extend_from_slice(client_id().as_bytes());
-    expected[1].extend_from_slice(&2u64.to_be_bytes());
+    expected[1].extend_from_slice(&slot(2, 0).to_be_bytes());
     assert_eq!(keys, expected);
 
     let (_log, sm, _rx) = open_dir(dir.path())?;
@@ -366,4 +385,57 @@ async fn corrupt_bytes_are_errors_not_panics() -> TestResult {
         Err(e) => Err(format!("unexpected error {e}").into()),
         Ok(_) => Err("opened a store with a corrupt lock record".into()),
     }
+}
+
+#[tokio::test]
+async fn requests_sharing_an_entry_get_their_own_increasing_slots() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (_log, mut sm, _rx) = open_dir(dir.path())?;
+    let request = |command| Request {
+        origin: None,
+        time_ms: 1000,
+        command,
+    };
+    let release = |owner: &str| Command::Release {
+        name: "a".into(),
+        owner: owner.into(),
+    };
+    let entry = Entry {
+        log_id: log_id(1, 1, 7),
+        payload: EntryPayload::Normal(Proposal {
+            requests: vec![
+                request(Command::GrantLease { ttl_ms: 5_000 }),
+                request(Command::GrantLease { ttl_ms: 5_000 }),
+                request(acquire("a", "owner-1", slot(7, 0))),
+                request(release("owner-1")),
+                request(acquire("a", "owner-2", slot(7, 1))),
+            ],
+        }),
+    };
+    let responses = sm.apply(vec![entry]).await?;
+    assert_eq!(
+        responses,
+        vec![vec![
+            Response::LeaseGranted {
+                id: slot(7, 0),
+                ttl_ms: 5_000
+            },
+            Response::LeaseGranted {
+                id: slot(7, 1),
+                ttl_ms: 5_000
+            },
+            Response::Granted {
+                fence: slot(7, 2),
+                count: 1
+            },
+            Response::Released { remaining: 0 },
+            // The second grant of "a" in the same entry has a larger fence.
+            Response::Granted {
+                fence: slot(7, 4),
+                count: 1
+            },
+        ]]
+    );
+    assert!(slot(7, 4) < slot(8, 0));
+    Ok(())
 }

@@ -47,7 +47,7 @@ impl LeaseTable {
         self.leases.values()
     }
 
-    /// Creates a lease whose id is the step's log index.
+    /// Creates a lease whose id is the step's slot.
     pub(super) fn grant(
         &mut self,
         ttl_ms: u64,
@@ -57,7 +57,7 @@ impl LeaseTable {
         if self.leases.len() >= MAX_LEASES {
             return Err(CommandError::TooManyLeases(MAX_LEASES));
         }
-        let id = step.index;
+        let id = step.slot;
         if self.leases.contains_key(&id) {
             // Log indexes are unique, so only a replayed or corrupt log gets
             // here; refuse rather than overwrite the live lease.

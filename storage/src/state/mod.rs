@@ -1,9 +1,9 @@
 //! The lock state machine: leases, locks (mutex, read-write, semaphore,
 //! election), FIFO waiters, fencing tokens and the exactly-once reply table.
 //!
-//! Pure logic. [`LockState::apply`] is a function of the state, the entry's
-//! log index and the request; it reads no clock and does no IO. What changed
-//! is recorded in [`Changes`] so the sled store can persist exactly those
+//! Pure logic. [`LockState::apply`] is a function of the state, the
+//! request's slot and the request; it reads no clock and does no IO. What
+//! changed is recorded in [`Changes`] so the sled store can persist exactly those
 //! records and the node can push events to waiting callers.
 //!
 //! # Layout
@@ -44,7 +44,7 @@ use session_table::{Admission, SessionTable};
 /// A live lease.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
-    /// The log index of the entry that granted it.
+    /// The slot of the request that granted it.
     pub id: LeaseId,
     /// Time to live after the last keep-alive, in milliseconds.
     pub ttl_ms: u64,
@@ -61,7 +61,7 @@ pub struct Holder {
     pub lease: LeaseId,
     /// How the lock is held.
     pub mode: Mode,
-    /// Log index of the entry that granted the hold.
+    /// Slot of the request that granted the hold.
     pub fence: Fence,
     /// Re-entry depth, at least 1.
     pub count: u32,
@@ -118,7 +118,7 @@ pub struct ClientSession {
     pub replies: BTreeMap<u64, Response>,
     /// Replies below this were forgotten; a retry of one is `StaleRequest`.
     pub forgotten_below: u64,
-    /// Log index of the last request seen, for least-recently-used eviction.
+    /// Slot of the last request seen, for least-recently-used eviction.
     pub last_index: u64,
 }
 
@@ -162,8 +162,9 @@ pub struct StateParts {
 /// What one apply step needs besides the state: where it is in the log and
 /// where to record what it did.
 struct Step<'a> {
-    /// Log index of the entry being applied: lease ids and fences.
-    index: u64,
+    /// [`slot`](crate::command::slot) of the request being applied: lease
+    /// ids and fences.
+    slot: u64,
     /// Proposer wall clock, for display fields only.
     time_ms: u64,
     /// What this step touched.
@@ -196,16 +197,16 @@ impl LockState {
         }
     }
 
-    /// Applies the request carried by the entry at `index`.
-    pub fn apply(&mut self, index: u64, request: &Request, changes: &mut Changes) -> Response {
+    /// Applies the request at `slot` (see [`slot`](crate::command::slot)).
+    pub fn apply(&mut self, slot: u64, request: &Request, changes: &mut Changes) -> Response {
         let Some(origin) = &request.origin else {
-            return self.execute(index, request, changes);
+            return self.execute(slot, request, changes);
         };
-        match self.sessions.admit(origin, index, changes) {
+        match self.sessions.admit(origin, slot, changes) {
             Admission::Replay(reply) => reply,
             Admission::Stale => Response::Rejected(CommandError::StaleRequest { seq: origin.seq }),
             Admission::Apply => {
-                let reply = self.execute(index, request, changes);
+                let reply = self.execute(slot, request, changes);
                 self.sessions.record(origin, &reply, changes);
                 reply
             }
@@ -213,9 +214,9 @@ impl LockState {
     }
 
     /// Runs the command itself; a refusal leaves `changes` untouched.
-    fn execute(&mut self, index: u64, request: &Request, changes: &mut Changes) -> Response {
+    fn execute(&mut self, slot: u64, request: &Request, changes: &mut Changes) -> Response {
         let mut step = Step {
-            index,
+            slot,
             time_ms: request.time_ms,
             changes,
         };

@@ -67,7 +67,7 @@ pub(super) struct Grant {
     pub(super) value: Option<Vec<u8>>,
 }
 
-/// Adds a hold on `lock` whose fence is the step's log index, indexes it
+/// Adds a hold on `lock` whose fence is the step's slot, indexes it
 /// under its lease and announces it. Returns the fence.
 pub(super) fn grant(
     lock: &mut Lock,
@@ -75,7 +75,7 @@ pub(super) fn grant(
     leases: &mut LeaseTable,
     step: &mut Step<'_>,
 ) -> u64 {
-    let fence = step.index;
+    let fence = step.slot;
     leases.attach(grant.lease, &lock.name, &grant.owner, true);
     step.changes.events.push(Event::Granted {
         name: lock.name.clone(),

@@ -4,7 +4,7 @@
 //! Bounded twice: at most [`MAX_REPLIES_PER_CLIENT`] replies per client (the
 //! lowest sequence numbers go first) and at most [`MAX_CLIENT_SESSIONS`]
 //! clients (the least recently seen goes first, found through an index
-//! ordered by last log index rather than a scan).
+//! ordered by last slot rather than a scan).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -55,7 +55,7 @@ impl SessionTable {
         self.sessions.iter()
     }
 
-    /// Notes that the entry at `index` carries `origin`'s request, forgets
+    /// Notes that the request at slot `index` is `origin`'s, forgets
     /// the replies the client has acknowledged, and decides whether the
     /// request is a retry, too old, or new.
     pub(super) fn admit(

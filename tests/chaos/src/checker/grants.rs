@@ -1,6 +1,6 @@
 //! Checks on the grants themselves, in the service's own order (fencing
-//! tokens are the log index of the granting entry, so sorting grants by
-//! token is sorting them as the service applied them):
+//! tokens are the slot of the granting request in the log, so sorting
+//! grants by token is sorting them as the service applied them):
 //!
 //! - fence order: a grant that was answered before another was asked for
 //!   has the smaller token, and two owners of an exclusive lock never

@@ -1,0 +1,187 @@
+//! Group commit on the leader: writes that arrive while earlier entries are
+//! being written travel together in one Raft entry.
+//!
+//! openraft 0.9 appends and flushes one `client_write` at a time on the
+//! leader, and only then replicates it, so one entry per request makes every
+//! request pay a flush and a replication round of its own. The proposer keeps
+//! at most [`MAX_IN_FLIGHT`] entries in flight; requests arriving meanwhile
+//! queue and go into the next entry together. A lone request is proposed at
+//! once, so an idle cluster adds no delay.
+//!
+//! Requests in one entry are applied in order; each gets its own response,
+//! and its own [`slot`](raftlock_storage::slot) for lease ids and fences.
+
+use openraft::error::ClientWriteError;
+use openraft::Raft;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinSet;
+
+use raftlock_storage::{Command, NodeAddr, NodeId, Proposal, Request, Response, TypeConfig};
+
+use crate::error::Error;
+
+/// Entries proposed and not yet applied. Two let the leader flush one entry
+/// while the previous one is replicated; more would only split the queue
+/// into smaller entries.
+pub const MAX_IN_FLIGHT: usize = 2;
+
+/// Most requests in one entry (well under
+/// [`MAX_REQUESTS_PER_ENTRY`](raftlock_storage::MAX_REQUESTS_PER_ENTRY)).
+pub const MAX_BATCH: usize = 1024;
+
+/// Rough bytes one entry may carry before the rest waits for the next one.
+pub const MAX_BATCH_BYTES: usize = 1 << 20;
+
+/// What a proposed request comes back as: the entry's log index and the
+/// state machine's response.
+pub type Written = Result<(u64, Response), Error>;
+
+struct Pending {
+    request: Request,
+    reply: oneshot::Sender<Written>,
+}
+
+/// Hands requests to the proposer task. Cheap to clone.
+#[derive(Clone)]
+pub struct Proposer {
+    tx: mpsc::UnboundedSender<Pending>,
+}
+
+impl Proposer {
+    /// Starts the proposer task for `raft`; it stops when `stop` turns true
+    /// (callers still waiting get [`Error::ShuttingDown`]).
+    pub fn start(
+        raft: Raft<TypeConfig>,
+        stop: watch::Receiver<bool>,
+    ) -> (Proposer, impl std::future::Future<Output = ()>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Proposer { tx }, run(raft, rx, stop))
+    }
+
+    /// Replicates `request` (in an entry shared with other requests) and
+    /// waits until it is applied. Only meaningful on the leader; elsewhere
+    /// it answers [`Error::NotLeader`].
+    pub async fn write(&self, request: Request) -> Written {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Pending { request, reply })
+            .map_err(|_| Error::ShuttingDown)?;
+        rx.await.unwrap_or(Err(Error::ShuttingDown))
+    }
+}
+
+async fn run(
+    raft: Raft<TypeConfig>,
+    mut rx: mpsc::UnboundedReceiver<Pending>,
+    mut stop: watch::Receiver<bool>,
+) {
+    // Dropping the set at the end aborts the entries still in flight; their
+    // callers' reply senders drop with them and they see `ShuttingDown`.
+    let mut in_flight = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
+            first = rx.recv(), if in_flight.len() < MAX_IN_FLIGHT => {
+                let Some(first) = first else { break };
+                let batch = gather(first, &mut rx);
+                propose(&raft, batch, &mut in_flight).await;
+            }
+        }
+    }
+}
+
+/// `first` and whatever else is queued, up to the batch bounds.
+fn gather(first: Pending, rx: &mut mpsc::UnboundedReceiver<Pending>) -> Vec<Pending> {
+    let mut bytes = weight(&first.request);
+    let mut batch = vec![first];
+    while batch.len() < MAX_BATCH && bytes < MAX_BATCH_BYTES {
+        match rx.try_recv() {
+            Ok(next) => {
+                bytes += weight(&next.request);
+                batch.push(next);
+            }
+            Err(_) => break,
+        }
+    }
+    batch
+}
+
+/// Approximate encoded size of a request.
+fn weight(request: &Request) -> usize {
+    let variable = match &request.command {
+        Command::Acquire {
+            name, owner, value, ..
+        } => name.len() + owner.len() + value.as_ref().map_or(0, Vec::len),
+        Command::Proclaim {
+            name, owner, value, ..
+        } => name.len() + owner.len() + value.len(),
+        Command::Release { name, owner } | Command::Cancel { name, owner } => {
+            name.len() + owner.len()
+        }
+        Command::ForceRelease { name } => name.len(),
+        Command::ExpireLeases { ids } => ids.len() * 8,
+        Command::GrantLease { .. } | Command::RevokeLease { .. } => 0,
+    };
+    128 + variable
+}
+
+async fn propose(raft: &Raft<TypeConfig>, batch: Vec<Pending>, in_flight: &mut JoinSet<()>) {
+    let (requests, replies): (Vec<Request>, Vec<_>) =
+        batch.into_iter().map(|p| (p.request, p.reply)).unzip();
+    match raft.client_write_ff(Proposal { requests }).await {
+        Ok(applied) => {
+            in_flight.spawn(async move {
+                let outcome = match applied.await {
+                    Ok(Ok(written)) => Ok((written.log_id.index, written.data)),
+                    Ok(Err(e)) => Err(write_error(e)),
+                    Err(_) => Err(Error::ShuttingDown),
+                };
+                answer(replies, outcome);
+            });
+        }
+        Err(e) => answer(replies, Err(e.into())),
+    }
+}
+
+/// Sends every caller its own response, or the shared error.
+fn answer(replies: Vec<oneshot::Sender<Written>>, outcome: Result<(u64, Vec<Response>), Error>) {
+    match outcome {
+        Ok((index, responses)) if responses.len() == replies.len() => {
+            for (reply, response) in replies.into_iter().zip(responses) {
+                // A caller that went away needs no answer.
+                let _ = reply.send(Ok((index, response)));
+            }
+        }
+        Ok((index, responses)) => {
+            let e = Error::Internal(format!(
+                "entry {index} answered {} responses for {} requests",
+                responses.len(),
+                replies.len()
+            ));
+            for reply in replies {
+                let _ = reply.send(Err(e.clone()));
+            }
+        }
+        Err(e) => {
+            for reply in replies {
+                let _ = reply.send(Err(e.clone()));
+            }
+        }
+    }
+}
+
+fn write_error(e: ClientWriteError<NodeId, NodeAddr>) -> Error {
+    match e {
+        ClientWriteError::ForwardToLeader(f) => match (f.leader_id, f.leader_node) {
+            (Some(leader_id), Some(node)) => Error::NotLeader {
+                leader_id,
+                leader_addr: node.client_addr,
+            },
+            _ => Error::Unavailable("no leader elected".to_string()),
+        },
+        ClientWriteError::ChangeMembershipError(e) => Error::Internal(format!(
+            "a plain write was refused as a membership change: {e}"
+        )),
+    }
+}
