@@ -64,8 +64,10 @@ pub struct Config {
     /// Leader heartbeat period.
     #[serde(with = "millis")]
     pub heartbeat: Duration,
-    /// Election timeout range: a follower that hears no leader for a random
-    /// time in `[election_timeout, 2 * election_timeout)` campaigns.
+    /// Election timeout. A follower that stops hearing its leader waits out
+    /// openraft's leader lease (`2 * election_timeout`) and then a random
+    /// time in `[election_timeout, 2 * election_timeout)` before it
+    /// campaigns: 0.9–1.2 s with the default 300 ms.
     #[serde(with = "millis")]
     pub election_timeout: Duration,
     /// Take a snapshot after this many applied entries.
@@ -88,8 +90,8 @@ impl Default for Config {
             advertise_peer_addr: None,
             initial_cluster: Vec::new(),
             join: false,
-            heartbeat: Duration::from_millis(100),
-            election_timeout: Duration::from_millis(500),
+            heartbeat: Duration::from_millis(50),
+            election_timeout: Duration::from_millis(300),
             snapshot_after_entries: 10_000,
             keep_entries_after_snapshot: 1_000,
             leader_wait: Duration::from_secs(5),

@@ -105,10 +105,12 @@ impl NodeInner {
             let result = if self.is_leader() {
                 self.serve_as_leader(call.clone()).await
             } else if let Some((leader, addr)) = self.leader().filter(|(id, _)| *id != self.id) {
-                let left = deadline
-                    .saturating_duration_since(Instant::now())
-                    .max(RETRY_PAUSE);
-                match self.net.forward(leader, &addr.peer_addr, &call, left).await {
+                let attempt = self.forward_attempt(&call, deadline);
+                match self
+                    .net
+                    .forward(leader, &addr.peer_addr, &call, attempt)
+                    .await
+                {
                     Ok(result) => result,
                     Err(e) => Err(Error::Unavailable(format!("cannot reach leader: {e}"))),
                 }
@@ -130,6 +132,22 @@ impl NodeInner {
         }
     }
 
+    /// How long one forward may take. A leader that died or was cut off
+    /// mid-call must not hold the caller for all of `leader_wait`: after
+    /// about two maximal election timeouts a successor may lead, so the call
+    /// is tried again (writes carry request ids, so a retry is applied
+    /// once). Membership changes may legitimately take longer (a learner
+    /// catching up) and get the whole wait.
+    fn forward_attempt(&self, call: &Forwarded, deadline: Instant) -> Duration {
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(RETRY_PAUSE);
+        match call {
+            Forwarded::AddLearner { .. } | Forwarded::Promote(_) | Forwarded::Remove(_) => left,
+            _ => left.min(self.config.election_timeout * 4),
+        }
+    }
+
     /// Serves a call that needs the leader, refusing if this node is not it.
     /// The peer service calls this for forwarded calls; it never forwards
     /// again, so a call crosses at most one hop.
@@ -139,21 +157,11 @@ impl NodeInner {
                 let (index, response) = self.proposer.write(request).await?;
                 Ok(ForwardReply::Written { index, response })
             }
-            Forwarded::ReadIndex => {
-                let (read, _) = self
-                    .raft
-                    .get_read_log_id()
-                    .await
-                    .map_err(|e| self.leader_error(e))?;
-                Ok(ForwardReply::ReadIndex(read.map(|l| l.index).unwrap_or(0)))
-            }
+            Forwarded::ReadIndex => Ok(ForwardReply::ReadIndex(self.read_index().await?)),
             Forwarded::KeepAlive(id) => {
                 // Confirm leadership with a quorum and catch up the applied
                 // state before renewing: a deposed leader renews nothing.
-                self.raft
-                    .ensure_linearizable()
-                    .await
-                    .map_err(|e| self.leader_error(e))?;
+                self.linearize().await?;
                 let state = self.state.clone();
                 let ttl = self.timer.keep_alive(id, Instant::now(), move || {
                     state
@@ -174,10 +182,7 @@ impl NodeInner {
                 }
             }
             Forwarded::Remaining(id) => {
-                self.raft
-                    .ensure_linearizable()
-                    .await
-                    .map_err(|e| self.leader_error(e))?;
+                self.linearize().await?;
                 let left = self.timer.remaining(id, Instant::now());
                 Ok(ForwardReply::LeaseTtl(left.map(|d| d.as_millis() as u64)))
             }
@@ -224,6 +229,29 @@ impl NodeInner {
                 })
             }
         }
+    }
+
+    /// A read index confirmed by a quorum round that started after this
+    /// call (rounds are shared by concurrent callers, see
+    /// [`ReadIndexRounds`](crate::read_index::ReadIndexRounds)).
+    async fn read_index(&self) -> Result<u64, Error> {
+        self.read_rounds
+            .read_index(|| async {
+                let (read, _) = self
+                    .raft
+                    .get_read_log_id()
+                    .await
+                    .map_err(|e| self.leader_error(e))?;
+                Ok(read.map_or(0, |l| l.index))
+            })
+            .await
+    }
+
+    /// Confirms this node leads and waits until it applied everything
+    /// committed before the call.
+    async fn linearize(&self) -> Result<(), Error> {
+        let index = self.read_index().await?;
+        self.wait_applied(index).await
     }
 
     /// A leader that removed itself keeps leading until the change is

@@ -13,6 +13,7 @@
 //! - [`forward`]: what a follower hands to the leader and what comes back.
 //! - [`leader_calls`]: calls only the leader serves, and forwarding them.
 //! - [`proposer`]: group commit, many client writes per Raft entry.
+//! - [`read_index`]: one leadership round shared by concurrent reads.
 //! - [`lease_timer`]: deadlines of every lease, tracked by the leader only.
 //! - [`waiters`]: routes applied events to callers waiting for a grant and to
 //!   election observers.
@@ -27,6 +28,7 @@ pub mod network;
 pub mod node;
 pub mod peer_service;
 pub mod proposer;
+pub mod read_index;
 pub mod waiters;
 
 /// Generated peer API.

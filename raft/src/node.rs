@@ -22,6 +22,7 @@ use crate::network::{LinkFilter, PeerNetwork};
 use crate::pb::peer_server::PeerServer;
 use crate::peer_service::PeerService;
 use crate::proposer::Proposer;
+use crate::read_index::ReadIndexRounds;
 use crate::waiters::{route_events, Waiters};
 
 /// State shared by the node's tasks and services.
@@ -45,6 +46,8 @@ pub struct NodeInner {
     pub(crate) net: PeerNetwork,
     /// Packs the leader's writes into shared entries.
     pub(crate) proposer: Proposer,
+    /// Shares leadership checks among concurrent reads and keep-alives.
+    pub(crate) read_rounds: ReadIndexRounds,
     /// Becomes `true` when the node starts stopping. Calls held open (a
     /// queued Acquire, Observe) end with "unavailable" so their clients
     /// retry elsewhere, and their waits are *not* cancelled: the caller did
@@ -136,6 +139,7 @@ impl RaftNode {
             changed,
             net,
             proposer,
+            read_rounds: ReadIndexRounds::default(),
             stopping: watch::channel(false).0,
         });
         let tasks = vec![
@@ -390,6 +394,10 @@ async fn serve_peers(node: Arc<NodeInner>, listener: TcpListener, mut stop: watc
         .max_encoding_message_size(usize::MAX);
     let result = tonic::transport::Server::builder()
         .tcp_nodelay(true)
+        // openraft drops a leadership check's slower RPC once a quorum has
+        // answered, which resets its stream; h2's default budget of 20 such
+        // resets would make this server close the leader's connection.
+        .http2_max_pending_accept_reset_streams(Some(65_536))
         .add_service(service)
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
             let _ = stop.changed().await;

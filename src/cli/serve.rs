@@ -42,10 +42,11 @@ pub struct ServeArgs {
     /// Start empty and wait to be added with `raftlock cluster add-learner`.
     #[arg(long, env = "RAFTLOCK_JOIN")]
     join: bool,
-    /// Leader heartbeat period in ms. Default 100.
+    /// Leader heartbeat period in ms. Default 50.
     #[arg(long, env = "RAFTLOCK_HEARTBEAT_MS")]
     heartbeat_ms: Option<u64>,
-    /// Election timeout in ms (randomized up to twice this). Default 500.
+    /// Election timeout in ms (randomized up to twice this, after a leader
+    /// lease of twice this). Default 300.
     #[arg(long, env = "RAFTLOCK_ELECTION_TIMEOUT_MS")]
     election_timeout_ms: Option<u64>,
     /// Snapshot after this many entries. Default 10000.

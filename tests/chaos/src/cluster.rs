@@ -18,10 +18,11 @@ use tokio::process::{Child, Command};
 use crate::proxy::Network;
 use crate::Error;
 
-/// Raft timing the nodes run with: elections within a second.
-pub const HEARTBEAT_MS: u64 = 100;
+/// Raft timing the nodes run with: raftlock's defaults, passed explicitly
+/// so a change of defaults is a visible change here.
+pub const HEARTBEAT_MS: u64 = 50;
 /// Election timeout (randomized up to twice this by openraft).
-pub const ELECTION_TIMEOUT_MS: u64 = 500;
+pub const ELECTION_TIMEOUT_MS: u64 = 300;
 
 /// One node's fixed facts.
 #[derive(Debug, Clone)]

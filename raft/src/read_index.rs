@@ -1,0 +1,115 @@
+//! Shared leadership checks: one quorum round answers every read-index
+//! caller that arrived before it started.
+//!
+//! openraft 0.9 sends a fresh round of AppendEntries to every voter for each
+//! `get_read_log_id` call, so a leader serving thousands of keep-alives a
+//! second would send thousands of rounds. Here at most one round is in
+//! flight; callers that arrive meanwhile wait for it to end and then share
+//! the *next* round (a round that started before a caller arrived cannot
+//! vouch for it: the caller could have been told about a write committed
+//! after that round read the commit index).
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::Mutex;
+
+use crate::error::Error;
+
+/// The last round's outcome and which callers it covers.
+#[derive(Default)]
+struct Round {
+    /// Every ticket up to this one was issued before the round started.
+    covers: u64,
+    /// The read index it confirmed, or why it failed.
+    outcome: Option<Result<u64, Error>>,
+}
+
+/// Coalesces leadership checks. One per node.
+#[derive(Default)]
+pub struct ReadIndexRounds {
+    /// Tickets handed out so far; a caller's ticket orders it against rounds.
+    issued: AtomicU64,
+    /// Held while a round runs; holds the last round's outcome.
+    last: Mutex<Round>,
+}
+
+impl ReadIndexRounds {
+    /// A read index confirmed by a quorum round that started after this call
+    /// did. `confirm` runs one such round (`raft.get_read_log_id()`).
+    pub async fn read_index<F, Fut>(&self, confirm: F) -> Result<u64, Error>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<u64, Error>>,
+    {
+        let ticket = self.issued.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut last = self.last.lock().await;
+        if last.covers >= ticket {
+            if let Some(outcome) = &last.outcome {
+                return outcome.clone();
+            }
+        }
+        // Everyone who has a ticket by now arrived before this round starts.
+        let covers = self.issued.load(Ordering::SeqCst);
+        let outcome = confirm().await;
+        *last = Round {
+            covers,
+            outcome: Some(outcome.clone()),
+        };
+        outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn callers_waiting_on_a_round_share_the_next_one() {
+        let rounds = Arc::new(ReadIndexRounds::default());
+        let started = Arc::new(AtomicUsize::new(0));
+        let mut calls = Vec::new();
+        for _ in 0..10 {
+            let rounds = rounds.clone();
+            let started = started.clone();
+            calls.push(tokio::spawn(async move {
+                rounds
+                    .read_index(|| async move {
+                        let n = started.fetch_add(1, Ordering::SeqCst) as u64;
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        Ok(100 + n)
+                    })
+                    .await
+            }));
+        }
+        let mut answers = Vec::new();
+        for call in calls {
+            answers.push(call.await.unwrap().unwrap());
+        }
+        // The first caller runs round 0 alone; the nine that queued behind
+        // it share round 1.
+        assert_eq!(started.load(Ordering::SeqCst), 2);
+        assert_eq!(answers.iter().filter(|a| **a == 100).count(), 1);
+        assert_eq!(answers.iter().filter(|a| **a == 101).count(), 9);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_round_that_started_earlier_covers_no_later_caller() {
+        let rounds = ReadIndexRounds::default();
+        assert_eq!(rounds.read_index(|| async { Ok(5) }).await, Ok(5));
+        // A caller arriving after that round ended gets a round of its own.
+        assert_eq!(rounds.read_index(|| async { Ok(7) }).await, Ok(7));
+        // Failures are shared the same way and not cached for later callers.
+        assert_eq!(
+            rounds
+                .read_index(|| async { Err(Error::Unavailable("no quorum".into())) })
+                .await,
+            Err(Error::Unavailable("no quorum".into()))
+        );
+        assert_eq!(rounds.read_index(|| async { Ok(9) }).await, Ok(9));
+    }
+}
