@@ -1,0 +1,82 @@
+//! The low-level election calls of [`Client`]: campaign, proclaim, leader,
+//! resign and observe, one RPC each.
+
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+
+use super::{Client, LeaderInfo, LeaseId};
+use crate::error::{from_status, Error};
+use crate::pb;
+use crate::pb::election_client::ElectionClient;
+
+impl Client {
+    /// Campaigns for `name`; returns the leadership fencing token once
+    /// elected.
+    pub async fn campaign(
+        &self,
+        name: &str,
+        owner: &str,
+        lease: LeaseId,
+        value: &[u8],
+        timeout: Option<Duration>,
+    ) -> Result<u64, Error> {
+        let (request_id, _open) = self.inner.ids.next();
+        let req = pb::CampaignRequest {
+            request_id: Some(request_id),
+            name: name.into(),
+            owner: owner.into(),
+            lease,
+            value: value.to_vec(),
+            wait_timeout_ms: timeout.map(|t| t.as_millis().max(1) as u64).unwrap_or(0),
+        };
+        Ok(rpc!(self, ElectionClient, campaign, req)?.fence)
+    }
+
+    /// Publishes a new value as the leader of `name`.
+    pub async fn proclaim(&self, name: &str, owner: &str, value: &[u8]) -> Result<(), Error> {
+        let (request_id, _open) = self.inner.ids.next();
+        let req = pb::ProclaimRequest {
+            request_id: Some(request_id),
+            name: name.into(),
+            owner: owner.into(),
+            value: value.to_vec(),
+        };
+        rpc!(self, ElectionClient, proclaim, req).map(|_| ())
+    }
+
+    /// The current leader of `name` (linearizable); `has_leader` is false
+    /// when there is none.
+    pub async fn leader(&self, name: &str) -> Result<LeaderInfo, Error> {
+        rpc!(
+            self,
+            ElectionClient,
+            leader,
+            pb::LeaderRequest {
+                name: name.into(),
+                local: false
+            }
+        )
+    }
+
+    /// Ends `owner`'s leadership or candidacy.
+    pub async fn resign(&self, name: &str, owner: &str) -> Result<(), Error> {
+        let (request_id, _open) = self.inner.ids.next();
+        let req = pb::ResignRequest {
+            request_id: Some(request_id),
+            name: name.into(),
+            owner: owner.into(),
+        };
+        rpc!(self, ElectionClient, resign, req).map(|_| ())
+    }
+
+    /// Every change of `name`'s leader, starting with the current one.
+    pub async fn observe(
+        &self,
+        name: &str,
+    ) -> Result<impl Stream<Item = Result<LeaderInfo, Error>>, Error> {
+        let req = pb::ObserveRequest { name: name.into() };
+        let stream = rpc!(self, ElectionClient, observe, req)?;
+        Ok(stream.map(|item| item.map_err(|s| from_status(&s))))
+    }
+}
