@@ -18,8 +18,12 @@ use crate::error::Error;
 
 /// How to acquire a lock; made by [`Client::lock`], finished by
 /// [`acquire`](Self::acquire) or [`try_acquire`](Self::try_acquire).
+///
+/// Cloning one gives a second builder with the same settings, which
+/// [`Semaphore`](super::Semaphore) and [`RwLock`](super::RwLock) use as the
+/// template of every acquire.
 #[must_use = "a lock builder does nothing until `.acquire().await`"]
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct LockBuilder {
     client: Client,
     name: String,

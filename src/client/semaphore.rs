@@ -13,20 +13,16 @@ pub type SemaphoreGuard = LockGuard;
 /// Every user of a name must agree on the limit.
 #[derive(Debug, Clone)]
 pub struct Semaphore {
-    client: Client,
-    name: String,
+    /// What every acquire starts from: the name, lease TTL and timeout.
+    base: LockBuilder,
     limit: u32,
-    ttl: Option<Duration>,
-    timeout: Option<Duration>,
 }
 
 /// A read-write lock; made by [`Client::rwlock`].
 #[derive(Debug, Clone)]
 pub struct RwLock {
-    client: Client,
-    name: String,
-    ttl: Option<Duration>,
-    timeout: Option<Duration>,
+    /// What every read or write hold starts from (exclusive mode).
+    base: LockBuilder,
 }
 
 impl Client {
@@ -44,11 +40,8 @@ impl Client {
     /// ```
     pub fn semaphore(&self, name: impl Into<String>, limit: u32) -> Semaphore {
         Semaphore {
-            client: self.clone(),
-            name: name.into(),
+            base: self.lock(name),
             limit,
-            ttl: None,
-            timeout: None,
         }
     }
 
@@ -64,43 +57,29 @@ impl Client {
     /// ```
     pub fn rwlock(&self, name: impl Into<String>) -> RwLock {
         RwLock {
-            client: self.clone(),
-            name: name.into(),
-            ttl: None,
-            timeout: None,
+            base: self.lock(name),
         }
     }
-}
-
-fn configure(mut b: LockBuilder, ttl: Option<Duration>, timeout: Option<Duration>) -> LockBuilder {
-    if let Some(ttl) = ttl {
-        b = b.ttl(ttl);
-    }
-    if let Some(timeout) = timeout {
-        b = b.timeout(timeout);
-    }
-    b
 }
 
 impl Semaphore {
     /// Hold permits on a lease of their own with this TTL (see
     /// [`LockBuilder::ttl`]).
     pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = Some(ttl);
+        self.base = self.base.ttl(ttl);
         self
     }
 
     /// Wait at most this long; then [`Error::Timeout`].
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
+        self.base = self.base.timeout(timeout);
         self
     }
 
     /// The builder behind [`acquire`](Self::acquire), for further options
     /// (owner token, abort-on-loss).
     pub fn builder(&self, permits: u32) -> LockBuilder {
-        let b = self.client.lock(self.name.clone());
-        configure(b.permits(permits, self.limit), self.ttl, self.timeout)
+        self.base.clone().permits(permits, self.limit)
     }
 
     /// Waits until `permits` permits are granted.
@@ -117,28 +96,24 @@ impl Semaphore {
 impl RwLock {
     /// Hold on a lease of its own with this TTL (see [`LockBuilder::ttl`]).
     pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = Some(ttl);
+        self.base = self.base.ttl(ttl);
         self
     }
 
     /// Wait at most this long; then [`Error::Timeout`].
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
+        self.base = self.base.timeout(timeout);
         self
     }
 
     /// The builder for a read hold, for further options.
     pub fn read_builder(&self) -> LockBuilder {
-        configure(
-            self.client.lock(self.name.clone()).shared(),
-            self.ttl,
-            self.timeout,
-        )
+        self.base.clone().shared()
     }
 
     /// The builder for a write hold, for further options.
     pub fn write_builder(&self) -> LockBuilder {
-        configure(self.client.lock(self.name.clone()), self.ttl, self.timeout)
+        self.base.clone()
     }
 
     /// Waits for a shared (read) hold.
