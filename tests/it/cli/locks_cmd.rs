@@ -1,0 +1,68 @@
+//! `raftlock locks ...`: list, describe, check a fence, force-release.
+
+use raftlock::client::Acquire;
+use serde_json::Value;
+
+use super::{describe, json, run, TTL};
+use crate::cluster::TestCluster;
+
+#[tokio::test]
+async fn cli_locks_list_describe_check_force_release() {
+    let cluster = TestCluster::new(3).await;
+    let client = cluster.client().await;
+    let lease = client.grant_lease(TTL).await.unwrap();
+    let fence = client
+        .acquire(&Acquire::exclusive("jobs/a", "owner-a", lease))
+        .await
+        .unwrap()
+        .unwrap()
+        .fence;
+    client
+        .acquire(&Acquire::exclusive("other", "owner-b", lease))
+        .await
+        .unwrap()
+        .unwrap();
+
+    let list = json(&cluster, &["locks", "list", "jobs/", "--output", "json"]).await;
+    let locks = list.as_array().expect("array");
+    assert_eq!(locks.len(), 1, "{list}");
+    assert_eq!(locks[0]["name"], "jobs/a");
+    assert_eq!(locks[0]["holders"][0]["fence"], fence);
+    let all = json(&cluster, &["locks", "list", "--output", "json"]).await;
+    assert_eq!(all.as_array().map(Vec::len), Some(2), "{all}");
+
+    let lock = json(
+        &cluster,
+        &["locks", "describe", "jobs/a", "--output", "json"],
+    )
+    .await;
+    assert_eq!(lock["holders"][0]["owner"], "owner-a");
+    assert_eq!(lock["holders"][0]["lease"], lease);
+    assert_eq!(lock["holders"][0]["mode"], "exclusive");
+    assert_eq!(lock["waiters"], Value::Array(Vec::new()));
+
+    let fence_arg = fence.to_string();
+    let valid = run(&cluster, &["locks", "check", "jobs/a", &fence_arg]).await;
+    assert_eq!(valid.status.code(), Some(0), "{}", describe(&valid));
+    let stale = (fence + 1000).to_string();
+    let invalid = run(&cluster, &["locks", "check", "jobs/a", &stale]).await;
+    assert_eq!(invalid.status.code(), Some(1), "{}", describe(&invalid));
+
+    let released = json(
+        &cluster,
+        &["locks", "force-release", "jobs/a", "--output", "json"],
+    )
+    .await;
+    assert_eq!(released["holders"], 1);
+    let after = run(&cluster, &["locks", "check", "jobs/a", &fence_arg]).await;
+    assert_eq!(after.status.code(), Some(1), "{}", describe(&after));
+    let free = json(
+        &cluster,
+        &["locks", "describe", "jobs/a", "--output", "json"],
+    )
+    .await;
+    assert_eq!(free["holders"], Value::Array(Vec::new()));
+    let table = run(&cluster, &["locks", "describe", "jobs/a"]).await;
+    assert!(String::from_utf8_lossy(&table.stdout).contains("free"));
+    cluster.shutdown().await;
+}

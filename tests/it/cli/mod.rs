@@ -1,0 +1,111 @@
+//! The `raftlock` binary as a user runs it: each test runs the real CLI as a
+//! subprocess against an in-process [`TestCluster`] and parses what it
+//! prints (`--output json` where there is something to parse).
+//!
+//! This file is the harness (run, spawn, read, signal the CLI); the tests
+//! are grouped by command, one file each, like `src/cli`.
+
+mod elect_cmd;
+mod failure;
+mod lease_cmd;
+mod lock_cmd;
+mod locks_cmd;
+mod serve;
+
+use std::process::{ExitStatus, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
+
+use crate::cluster::TestCluster;
+
+const BIN: &str = env!("CARGO_BIN_EXE_raftlock");
+const TTL: Duration = Duration::from_secs(10);
+
+/// The CLI with `RAFTLOCK_ENDPOINTS` pointing at every node of `cluster`.
+fn raftlock(cluster: &TestCluster, args: &[&str]) -> Command {
+    let endpoints: Vec<String> = cluster.addrs.values().map(|(c, _)| c.to_string()).collect();
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("RAFTLOCK_ENDPOINTS", endpoints.join(","))
+        .env_remove("RAFTLOCK_LOG")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// Runs the CLI to completion.
+async fn run(cluster: &TestCluster, args: &[&str]) -> Output {
+    tokio::time::timeout(Duration::from_secs(60), raftlock(cluster, args).output())
+        .await
+        .unwrap_or_else(|_| panic!("raftlock {args:?} did not finish in 60 s"))
+        .expect("run raftlock")
+}
+
+/// Runs the CLI, expects success, and parses its stdout as JSON.
+async fn json(cluster: &TestCluster, args: &[&str]) -> Value {
+    let out = run(cluster, args).await;
+    assert!(
+        out.status.success(),
+        "raftlock {args:?}: {}",
+        describe(&out)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "raftlock {args:?} printed no JSON ({e}): {}",
+            describe(&out)
+        )
+    })
+}
+
+fn describe(out: &Output) -> String {
+    format!(
+        "{} / stdout: {} / stderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Starts the CLI in the background with stdout piped.
+fn spawn(cluster: &TestCluster, args: &[&str]) -> (Child, Lines<BufReader<ChildStdout>>) {
+    let mut child = raftlock(cluster, args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn raftlock");
+    let stdout = child.stdout.take().expect("piped stdout");
+    (child, BufReader::new(stdout).lines())
+}
+
+/// The next line a background CLI prints, within 15 s.
+async fn next_line(lines: &mut Lines<BufReader<ChildStdout>>) -> String {
+    tokio::time::timeout(Duration::from_secs(15), lines.next_line())
+        .await
+        .expect("a line within 15 s")
+        .expect("read stdout")
+        .expect("stdout still open")
+}
+
+/// Sends SIGTERM the way a user would, with `kill`.
+fn terminate(child: &Child) {
+    let pid = child.id().expect("child still running");
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -TERM {pid} failed");
+}
+
+async fn wait_exit(child: &mut Child, within: Duration) -> ExitStatus {
+    tokio::time::timeout(within, child.wait())
+        .await
+        .unwrap_or_else(|_| panic!("raftlock did not exit within {within:?}"))
+        .expect("wait for raftlock")
+}
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
