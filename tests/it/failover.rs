@@ -3,30 +3,46 @@
 
 use std::time::Duration;
 
-use raftlock::client::Acquire;
+use raftlock::client::{Acquire, Acquired, LeaseId};
+use raftlock::Client;
+use tokio::task::JoinHandle;
 
 use crate::cluster::{test_config, TestCluster};
 
 const TTL: Duration = Duration::from_secs(30);
 
-#[tokio::test]
-async fn leader_kill_keeps_locks_waiters_and_fences() {
-    let mut cluster = TestCluster::new(3).await;
+/// A three-node cluster where owner `a` holds a lock and owner `b` waits
+/// behind it, both on one lease.
+struct Contended {
+    cluster: TestCluster,
+    /// The client `a` acquired through.
+    client: Client,
+    lease: LeaseId,
+    /// `a`'s grant.
+    held: Acquired,
+    /// `b`'s acquire, queued (through a client of its own) when this is
+    /// returned.
+    waiter: JoinHandle<Result<Option<Acquired>, raftlock::Error>>,
+}
+
+/// Starts the cluster, lets `a` take `name` and queues `b` behind it.
+async fn held_with_a_waiter(name: &'static str) -> Contended {
+    let cluster = TestCluster::new(3).await;
     let client = cluster.client().await;
     let lease = client.grant_lease(TTL).await.unwrap();
     let held = client
-        .acquire(&Acquire::exclusive("k", "a", lease))
+        .acquire(&Acquire::exclusive(name, "a", lease))
         .await
         .unwrap()
         .unwrap();
     let waiter_client = cluster.client().await;
     let waiter = tokio::spawn(async move {
         waiter_client
-            .acquire(&Acquire::exclusive("k", "b", lease))
+            .acquire(&Acquire::exclusive(name, "b", lease))
             .await
     });
     while client
-        .describe("k")
+        .describe(name)
         .await
         .unwrap()
         .unwrap()
@@ -35,6 +51,24 @@ async fn leader_kill_keeps_locks_waiters_and_fences() {
     {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    Contended {
+        cluster,
+        client,
+        lease,
+        held,
+        waiter,
+    }
+}
+
+#[tokio::test]
+async fn leader_kill_keeps_locks_waiters_and_fences() {
+    let Contended {
+        mut cluster,
+        client,
+        lease,
+        held,
+        waiter,
+    } = held_with_a_waiter("k").await;
 
     let old = cluster.wait_for_leader().await;
     cluster.kill(old).await;
@@ -168,27 +202,13 @@ async fn lagging_node_catches_up_by_snapshot() {
 
 #[tokio::test]
 async fn full_cluster_restart_loses_nothing() {
-    let mut cluster = TestCluster::new(3).await;
-    let client = cluster.client().await;
-    let lease = client.grant_lease(TTL).await.unwrap();
-    let a = client
-        .acquire(&Acquire::exclusive("r", "a", lease))
-        .await
-        .unwrap()
-        .unwrap();
-    let c2 = client.clone();
-    let waiter =
-        tokio::spawn(async move { c2.acquire(&Acquire::exclusive("r", "b", lease)).await });
-    while client
-        .describe("r")
-        .await
-        .unwrap()
-        .unwrap()
-        .waiters
-        .is_empty()
-    {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let Contended {
+        mut cluster,
+        client,
+        lease,
+        held: a,
+        waiter,
+    } = held_with_a_waiter("r").await;
     let before = client.describe("r").await.unwrap().unwrap();
 
     for id in cluster.running() {
