@@ -31,6 +31,8 @@
 //!   elections, task locks, fencing), with [`blocking`] for non-async code;
 //!   [`error`]: its error type and the one mapping back from gRPC statuses.
 //! - [`cli`]: the `raftlock` command line (the binary only parses and calls).
+//! - [`duration`]: durations as the command line writes them (`500ms`,
+//!   `10s`, `2m`), also used by the chaos tool.
 //! - [`pb`]: the generated `raftlock.v1` API.
 //!
 //! Below this crate: `raftlock_raft` (replication, peer transport, lease
@@ -39,6 +41,7 @@
 
 pub mod cli;
 pub mod client;
+pub mod duration;
 pub mod error;
 mod grant_wait;
 mod input;

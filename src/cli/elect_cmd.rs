@@ -9,11 +9,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde::Serialize;
 
-use super::duration::parse_duration;
 use super::lock_cmd::revoke;
 use super::signals::Interrupts;
 use super::{print_json_line, Endpoints, Output};
 use crate::client::{Client, LeaderInfo};
+use crate::duration::parse_duration;
 use crate::error::Error;
 
 /// Pause before observing again after the cluster was unreachable.

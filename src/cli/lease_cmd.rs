@@ -7,10 +7,10 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use super::duration::{format_duration, parse_duration};
 use super::signals::Interrupts;
 use super::{print_json, print_json_line, Endpoints, Output};
 use crate::client::{Client, LeaseId};
+use crate::duration::{format_duration, parse_duration};
 
 /// `raftlock lease ...`
 #[derive(Debug, clap::Args)]

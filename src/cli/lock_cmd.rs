@@ -19,10 +19,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::child_process::{exit_code, ChildProcess};
-use super::duration::{format_duration, parse_duration};
 use super::signals::Interrupts;
 use super::{print_json, Endpoints, Output};
 use crate::client::{Client, LeaseId, LockGuard};
+use crate::duration::{format_duration, parse_duration};
 use crate::error::Error;
 
 /// Flags of `raftlock lock`.

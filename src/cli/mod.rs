@@ -3,7 +3,7 @@
 //!
 //! One file per command group: `serve`, `cluster`, `lease_cmd`,
 //! `locks_cmd`, `lock_cmd` (run a command under a lock), `elect_cmd`.
-//! Shared pieces: `duration` (`500ms`, `10s`, `2m`), `failure` (how errors
+//! Shared pieces: [`crate::duration`] (`500ms`, `10s`, `2m`), `failure` (how errors
 //! are worded), `signals`, `child_process` (the supervised command) and
 //! `lock_view` (how a lock is printed). Holding a lock or a leadership goes
 //! through the client's guards (`LockGuard`, `Leadership`) and their
@@ -20,7 +20,6 @@ macro_rules! out {
 
 mod child_process;
 mod cluster;
-mod duration;
 mod elect_cmd;
 mod failure;
 mod lease_cmd;
@@ -38,7 +37,7 @@ use serde::Serialize;
 
 use crate::client::Client;
 
-pub use duration::{format_duration, parse_duration};
+pub use crate::duration::{format_duration, parse_duration};
 
 /// How long a CLI call keeps retrying an unreachable cluster.
 const CONNECT_RETRY: Duration = Duration::from_secs(5);

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use raftlock::duration::parse_duration_or_seconds;
 
 use crate::run::{run, RunConfig};
 use crate::workload::{self, ClientConfig};
@@ -42,7 +43,7 @@ struct RunArgs {
     #[arg(long)]
     binary: Option<PathBuf>,
     /// How long to run: e.g. 90s, 10m, 1h.
-    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    #[arg(long, default_value = "2m", value_parser = parse_duration_or_seconds)]
     duration: Duration,
     /// Cluster size: 3 or 5.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(3..=5))]
@@ -75,22 +76,6 @@ struct ClientArgs {
     duration_ms: u64,
     #[arg(long)]
     ttl_ms: u64,
-}
-
-/// Parses `90s`, `10m`, `1h`, `1500ms` or plain seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = s
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or((s, ""), |i| s.split_at(i));
-    let n: u64 = num.parse().map_err(|_| format!("bad duration {s:?}"))?;
-    match unit {
-        "" | "s" => Ok(Duration::from_secs(n)),
-        "ms" => Ok(Duration::from_millis(n)),
-        "m" => Ok(Duration::from_secs(n * 60)),
-        "h" => Ok(Duration::from_secs(n * 3600)),
-        _ => Err(format!("bad duration unit in {s:?} (use ms, s, m or h)")),
-    }
 }
 
 /// Runs the command line; exit code 0 only when no violation was found.

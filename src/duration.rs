@@ -1,10 +1,43 @@
-//! Durations on the command line: `500ms`, `10s`, `2m`, `1h`.
+//! Durations as raftlock's command lines write them: `500ms`, `10s`, `2m`,
+//! `1h`. The one parser behind the flags of `raftlock` and of the
+//! `raftlock-chaos` tool.
 
 use std::time::Duration;
 
 /// Parses `<number><unit>` with unit `ms`, `s`, `m` or `h` (for clap's
-/// `value_parser`). The error says what is accepted.
+/// `value_parser`); surrounding white space is ignored. A bare number is
+/// refused (see [`parse_duration_or_seconds`] for flags that take one).
+/// The error says what is accepted.
+///
+/// ```
+/// use std::time::Duration;
+/// use raftlock::duration::parse_duration;
+///
+/// assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+/// assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+/// assert!(parse_duration("10").unwrap_err().contains("no unit"));
+/// assert!(parse_duration("1.5s").is_err());
+/// ```
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    parse(text, None)
+}
+
+/// Like [`parse_duration`], but a bare number is that many seconds.
+///
+/// ```
+/// use std::time::Duration;
+/// use raftlock::duration::parse_duration_or_seconds;
+///
+/// assert_eq!(parse_duration_or_seconds("90"), Ok(Duration::from_secs(90)));
+/// assert_eq!(parse_duration_or_seconds("1500ms"), Ok(Duration::from_millis(1500)));
+/// ```
+pub fn parse_duration_or_seconds(text: &str) -> Result<Duration, String> {
+    parse(text, Some(1_000))
+}
+
+/// `<number><unit>`; a bare number is in units of `bare_millis`, or refused
+/// when that is `None`.
+fn parse(text: &str, bare_millis: Option<u64>) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -15,12 +48,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(bad());
     }
     let n: u64 = number.parse().map_err(|_| bad())?;
-    let millis_per_unit = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "" => {
+    let millis_per_unit = match (unit, bare_millis) {
+        ("ms", _) => 1,
+        ("s", _) => 1_000,
+        ("m", _) => 60_000,
+        ("h", _) => 3_600_000,
+        ("", Some(millis)) => millis,
+        ("", None) => {
             return Err(format!(
                 "{text:?} has no unit; write e.g. {n}ms or {n}s (units: ms, s, m, h)"
             ))
@@ -69,6 +103,28 @@ mod tests {
         assert!(parse_duration("99999999999999999h")
             .expect_err("overflow")
             .contains("too long"));
+    }
+
+    #[test]
+    fn reads_a_bare_number_as_seconds_only_when_asked() {
+        assert_eq!(parse_duration_or_seconds("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration_or_seconds(" 7 "), Ok(Duration::from_secs(7)));
+        assert_eq!(
+            parse_duration_or_seconds("1500ms"),
+            Ok(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            parse_duration_or_seconds("10m"),
+            Ok(Duration::from_secs(600))
+        );
+        assert_eq!(
+            parse_duration_or_seconds("1h"),
+            Ok(Duration::from_secs(3600))
+        );
+        for bad in ["", "s", "10x", "1.5s", "-1", "10 s"] {
+            assert!(parse_duration_or_seconds(bad).is_err(), "{bad}");
+        }
+        assert!(parse_duration("90").is_err());
     }
 
     #[test]
