@@ -2,14 +2,14 @@
 //! missing, starting three members on loopback, and asking a member who
 //! leads.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use tonic::transport::{Channel, Endpoint};
 
-use super::{check_port_free, Cluster, NodeProcess, NodeSpec, NodeView, System};
+use super::launch::Launch;
+use super::{Cluster, NodeView, System};
 use crate::etcd_rpc::etcdserverpb::maintenance_client::MaintenanceClient;
 use crate::etcd_rpc::etcdserverpb::StatusRequest;
 use crate::Error;
@@ -62,70 +62,51 @@ fn find_etcd() -> Option<(PathBuf, String)> {
 /// (1..=3) serves clients on `base_port + 10*i + 1` and peers on
 /// `base_port + 10*i + 2`, with its data dir under `dir/member<i>`.
 pub async fn start(bin: &Path, dir: &Path, base_port: u16) -> Result<Cluster, Error> {
-    let url = |port: u16| format!("http://127.0.0.1:{port}");
-    let ports: Vec<(u16, u16)> = (1..=3u16)
-        .map(|i| (base_port + 10 * i + 1, base_port + 10 * i + 2))
-        .collect();
-    let initial: Vec<String> = ports
+    let launch = Launch {
+        system: System::Etcd,
+        program: bin,
+        dir,
+        node_dir: "member",
+        base_port,
+        // Members are configured by their flags alone.
+        scrub_prefixes: &["ETCD"],
+        keep: &[],
+    };
+    let url = |addr: &str| format!("http://{addr}");
+    let initial: Vec<String> = launch
+        .addrs()
         .iter()
         .enumerate()
-        .map(|(i, (_, peer))| format!("m{}={}", i + 1, url(*peer)))
+        .map(|(i, (_, peer))| format!("m{}={}", i + 1, url(peer)))
         .collect();
-    let mut nodes = Vec::new();
-    for (i, (client, peer)) in ports.iter().copied().enumerate() {
-        let client_addr = format!("127.0.0.1:{client}");
-        let peer_addr = format!("127.0.0.1:{peer}");
-        check_port_free(&client_addr)?;
-        check_port_free(&peer_addr)?;
-        let member_dir = dir.join(format!("member{}", i + 1));
-        std::fs::create_dir_all(&member_dir)
-            .map_err(|e| Error::io(format!("cannot create {}", member_dir.display()), e))?;
-        let args: Vec<OsString> = [
-            "--name".to_string(),
-            format!("m{}", i + 1),
-            "--data-dir".to_string(),
-            member_dir.join("data").display().to_string(),
-            "--listen-client-urls".to_string(),
-            url(client),
-            "--advertise-client-urls".to_string(),
-            url(client),
-            "--listen-peer-urls".to_string(),
-            url(peer),
-            "--initial-advertise-peer-urls".to_string(),
-            url(peer),
-            "--initial-cluster".to_string(),
-            initial.join(","),
-            "--initial-cluster-token".to_string(),
-            "raftlock-bench".to_string(),
-            "--initial-cluster-state".to_string(),
-            "new".to_string(),
-            "--logger".to_string(),
-            "zap".to_string(),
-            "--log-outputs".to_string(),
-            "stderr".to_string(),
-        ]
-        .into_iter()
-        .map(OsString::from)
-        .collect();
-        let spec = NodeSpec {
-            index: i + 1,
-            client_addr,
-            peer_addr,
-            program: bin.to_path_buf(),
-            args,
-            log: member_dir.join("log"),
-        };
-        // Members are configured by their flags alone.
-        let mut node = NodeProcess::new(spec, &["ETCD"], &[]);
-        node.start()?;
-        nodes.push(node);
-    }
-    let mut cluster = Cluster {
-        system: System::Etcd,
-        nodes,
-    };
-    cluster.wait_healthy(Duration::from_secs(30)).await?;
-    Ok(cluster)
+    launch
+        .start(|node| {
+            vec![
+                "--name".to_string(),
+                format!("m{}", node.index),
+                "--data-dir".to_string(),
+                node.data_dir.display().to_string(),
+                "--listen-client-urls".to_string(),
+                url(node.client_addr),
+                "--advertise-client-urls".to_string(),
+                url(node.client_addr),
+                "--listen-peer-urls".to_string(),
+                url(node.peer_addr),
+                "--initial-advertise-peer-urls".to_string(),
+                url(node.peer_addr),
+                "--initial-cluster".to_string(),
+                initial.join(","),
+                "--initial-cluster-token".to_string(),
+                "raftlock-bench".to_string(),
+                "--initial-cluster-state".to_string(),
+                "new".to_string(),
+                "--logger".to_string(),
+                "zap".to_string(),
+                "--log-outputs".to_string(),
+                "stderr".to_string(),
+            ]
+        })
+        .await
 }
 
 /// A channel to one member.

@@ -1,7 +1,10 @@
 //! The two 3-node clusters under test, as processes this benchmark starts,
-//! kills and restarts itself: etcd ([`etcd`]) and raftlock ([`raftlock`]).
+//! kills and restarts itself: etcd ([`etcd`]) and raftlock ([`raftlock`]),
+//! both started by the same launcher (`launch`) as node processes
+//! (`process`).
 
 pub mod etcd;
+mod launch;
 mod process;
 pub mod raftlock;
 
