@@ -46,6 +46,16 @@ impl NodeInner {
 
     /// Waits until this node applied `index`.
     pub async fn wait_applied(&self, index: u64) -> Result<(), Error> {
+        let applied = self
+            .raft
+            .metrics()
+            .borrow()
+            .last_applied
+            .map_or(0, |l| l.index);
+        if applied >= index {
+            // The common case; openraft's waiter would clone the metrics.
+            return Ok(());
+        }
         self.raft
             .wait(Some(self.config.leader_wait))
             .applied_index_at_least(Some(index), "wait for apply")
@@ -159,17 +169,23 @@ impl NodeInner {
             }
             Forwarded::ReadIndex => Ok(ForwardReply::ReadIndex(self.read_index().await?)),
             Forwarded::KeepAlive(id) => {
-                // Confirm leadership with a quorum and catch up the applied
-                // state before renewing: a deposed leader renews nothing.
-                self.linearize().await?;
-                let state = self.state.clone();
-                let ttl = self.timer.keep_alive(id, Instant::now(), move || {
-                    state
-                        .read()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .lease(id)
-                        .map(|l| l.ttl_ms)
-                });
+                // Leadership must be confirmed by a quorum before renewing:
+                // a deposed leader renews nothing. A round confirmed moments
+                // ago still vouches for a renewal (leader lease); a lease
+                // that is missing or expiring is re-checked with a fresh
+                // round, so "gone" is only ever said by a confirmed leader
+                // whose applied state is current.
+                let leased = self.holds_leader_lease();
+                if !leased {
+                    self.linearize().await?;
+                }
+                let ttl = match self.renew(id) {
+                    Err(KeepAliveRefused::NotFound | KeepAliveRefused::Expiring) if leased => {
+                        self.linearize().await?;
+                        self.renew(id)
+                    }
+                    other => other,
+                };
                 match ttl {
                     Ok(ttl) => Ok(ForwardReply::LeaseTtl(Some(ttl))),
                     Err(KeepAliveRefused::NotFound) => Ok(ForwardReply::LeaseTtl(None)),
@@ -248,10 +264,42 @@ impl NodeInner {
     }
 
     /// Confirms this node leads and waits until it applied everything
-    /// committed before the call.
+    /// committed before the call; then holds a leader lease for one election
+    /// timeout from the call (see
+    /// [`ReadIndexRounds::extend_lease`](crate::read_index::ReadIndexRounds::extend_lease)).
     async fn linearize(&self) -> Result<(), Error> {
+        let arrived = Instant::now();
+        let term = self.raft.metrics().borrow().current_term;
         let index = self.read_index().await?;
-        self.wait_applied(index).await
+        self.wait_applied(index).await?;
+        self.read_rounds
+            .extend_lease(term, arrived + self.config.election_timeout);
+        Ok(())
+    }
+
+    /// Whether this node leads under a leader lease confirmed moments ago.
+    fn holds_leader_lease(&self) -> bool {
+        let term = {
+            let m = self.raft.metrics();
+            let m = m.borrow();
+            if m.state != openraft::ServerState::Leader || m.current_leader != Some(self.id) {
+                return false;
+            }
+            m.current_term
+        };
+        self.read_rounds.leased(term, Instant::now())
+    }
+
+    /// Moves lease `id`'s deadline to now + TTL if the applied state has it.
+    fn renew(&self, id: LeaseId) -> Result<u64, KeepAliveRefused> {
+        let state = self.state.clone();
+        self.timer.keep_alive(id, Instant::now(), move || {
+            state
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .lease(id)
+                .map(|l| l.ttl_ms)
+        })
     }
 
     /// A leader that removed itself keeps leading until the change is

@@ -13,6 +13,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::Mutex;
+use tokio::time::Instant;
 
 use crate::error::Error;
 
@@ -32,6 +33,9 @@ pub struct ReadIndexRounds {
     issued: AtomicU64,
     /// Held while a round runs; holds the last round's outcome.
     last: Mutex<Round>,
+    /// Until when (and in which term) a confirmed round vouches that no
+    /// other leader can exist; see [`extend_lease`](Self::extend_lease).
+    lease: std::sync::Mutex<Option<(u64, Instant)>>,
 }
 
 impl ReadIndexRounds {
@@ -57,6 +61,29 @@ impl ReadIndexRounds {
             outcome: Some(outcome.clone()),
         };
         outcome
+    }
+}
+
+impl ReadIndexRounds {
+    /// Records that leadership in `term` was confirmed by a round that
+    /// started after `until - window`: followers that answered it refuse
+    /// to vote for anyone else for openraft's leader lease (twice the
+    /// election timeout) after they heard it, so callers pass `until` =
+    /// the caller's arrival + one election timeout, half of that lease,
+    /// leaving the other half for clock-rate differences.
+    pub fn extend_lease(&self, term: u64, until: Instant) {
+        let mut lease = self.lease.lock().unwrap_or_else(|e| e.into_inner());
+        match *lease {
+            Some((t, u)) if t == term && u >= until => {}
+            _ => *lease = Some((term, until)),
+        }
+    }
+
+    /// Whether a round confirmed leadership in `term` recently enough that
+    /// no other leader can exist at `now`.
+    pub fn leased(&self, term: u64, now: Instant) -> bool {
+        let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner());
+        matches!(*lease, Some((t, until)) if t == term && now < until)
     }
 }
 
@@ -111,5 +138,24 @@ mod tests {
             Err(Error::Unavailable("no quorum".into()))
         );
         assert_eq!(rounds.read_index(|| async { Ok(9) }).await, Ok(9));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_lease_holds_for_its_term_until_it_runs_out() {
+        let rounds = ReadIndexRounds::default();
+        let t0 = Instant::now();
+        assert!(!rounds.leased(3, t0));
+        rounds.extend_lease(3, t0 + Duration::from_millis(300));
+        assert!(rounds.leased(3, t0 + Duration::from_millis(299)));
+        assert!(!rounds.leased(3, t0 + Duration::from_millis(300)));
+        // Another term is never covered.
+        assert!(!rounds.leased(4, t0));
+        // A late, shorter confirmation does not shorten the lease.
+        rounds.extend_lease(3, t0 + Duration::from_millis(100));
+        assert!(rounds.leased(3, t0 + Duration::from_millis(200)));
+        // A new term replaces it.
+        rounds.extend_lease(4, t0 + Duration::from_millis(100));
+        assert!(!rounds.leased(3, t0));
+        assert!(rounds.leased(4, t0));
     }
 }

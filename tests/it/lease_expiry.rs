@@ -74,3 +74,34 @@ async fn keep_alive_during_uncommitted_expiry_is_not_told_the_lease_is_gone() {
     cluster.kill(leader).await;
     cluster.shutdown().await;
 }
+
+/// The leader lease lets a leader renew without a quorum round only while a
+/// recent round vouches for it (one election timeout): once cut off for
+/// longer, it renews nothing, while the majority side elects a new leader.
+#[tokio::test]
+async fn a_cut_off_leader_stops_renewing_once_its_lease_runs_out() {
+    let base = raftlock::Config {
+        leader_wait: Duration::from_millis(500),
+        ..test_config()
+    };
+    let cluster = TestCluster::with_config(3, base.clone()).await;
+    let leader = cluster.wait_for_leader().await;
+    let at_leader = raftlock::Client::builder([cluster.addrs[&leader].0.to_string()])
+        .retry_for(Duration::from_secs(1))
+        .connect()
+        .await
+        .unwrap();
+    let lease = at_leader.grant_lease(Duration::from_secs(5)).await.unwrap();
+    // Renewals succeed while the leader is connected (and take its lease).
+    at_leader.keep_alive(lease).await.unwrap();
+
+    cluster.isolate(leader);
+    tokio::time::sleep(base.election_timeout + Duration::from_millis(100)).await;
+    assert_eq!(cluster.node(leader).status().role, "leader");
+    match at_leader.keep_alive(lease).await {
+        Err(Error::Unavailable(_)) => {}
+        other => panic!("a cut-off leader past its lease renewed: {other:?}"),
+    }
+    cluster.filter.heal();
+    cluster.shutdown().await;
+}

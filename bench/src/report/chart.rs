@@ -63,7 +63,13 @@ fn draw_ratios<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
 ) -> Result<(), Error> {
     let bars = ratio_bars(report);
-    let n = bars.len().max(1);
+    if bars.is_empty() {
+        // One system alone (`--systems`): there is no ratio to draw.
+        area.titled("no raftlock / etcd ratios: one system ran", (FONT, 20))
+            .map_err(chart_error)?;
+        return Ok(());
+    }
+    let n = bars.len();
     let (lo, hi) = bars.iter().fold((0.5f64, 2.0f64), |(lo, hi), (_, r, _)| {
         (lo.min(*r * 0.8), hi.max(*r * 1.25))
     });
