@@ -39,6 +39,10 @@ pub enum Error {
     /// state may be half-updated and must not be persisted or served.
     #[error("the in-memory lock state is poisoned by an earlier panic")]
     Poisoned,
+    /// A storage step run on the blocking thread pool did not finish (it
+    /// panicked, or the runtime is shutting down).
+    #[error("storage worker failed: {0}")]
+    Worker(String),
 }
 
 impl Error {

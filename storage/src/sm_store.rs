@@ -17,7 +17,7 @@ use openraft::{
 };
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::command::{slot, CommandError, Response, MAX_REQUESTS_PER_ENTRY};
+use crate::command::{slot, Command, CommandError, Response, MAX_REQUESTS_PER_ENTRY};
 use crate::error::Error;
 use crate::event::Applied;
 use crate::node_db::SM_TREE;
@@ -42,7 +42,17 @@ pub(crate) fn read_state(state: &SharedState) -> Result<RwLockReadGuard<'_, Lock
     state.read().map_err(|_| Error::Poisoned)
 }
 
+/// Apply steps with more work than this (requests, plus one per lease in an
+/// expiry) run on tokio's blocking pool. A mass expiry or a large batch
+/// then cannot hold a runtime worker — and the tasks queued behind it, such
+/// as openraft's core sending heartbeats — for long enough to trigger an
+/// election; small steps stay inline, where a thread hop would cost more
+/// than the step.
+const BLOCKING_APPLY_WORK: usize = 1_000;
+
 /// The replicated lock state machine, persisted in the node's sled database.
+/// Clones share everything.
+#[derive(Clone)]
 pub struct StateMachineStore {
     /// The whole database, for flushes.
     db: sled::Db,
@@ -187,10 +197,18 @@ impl StateMachineStore {
         snapshot: &SnapshotMeta<NodeId, NodeAddr>,
         data: Vec<u8>,
     ) -> Result<(), Error> {
-        // Decode before touching the disk: a bad snapshot changes nothing.
-        let payload = SnapshotPayload::decode(snapshot, &data)?;
-        self.snapshots.store(snapshot, &data)?;
-        self.replace_state(snapshot, payload)?;
+        // Blocking work (decoding and writing the whole state) on the
+        // blocking pool, as for large applies.
+        let store = self.clone();
+        let meta = snapshot.clone();
+        tokio::task::spawn_blocking(move || {
+            // Decode before touching the disk: a bad snapshot changes nothing.
+            let payload = SnapshotPayload::decode(&meta, &data)?;
+            store.snapshots.store(&meta, &data)?;
+            store.replace_state(&meta, payload)
+        })
+        .await
+        .unwrap_or_else(|e| Err(Error::Worker(e.to_string())))?;
         self.flush().await?;
         let index = snapshot.last_log_id.map_or(0, |l| l.index);
         // No listener is fine.
@@ -215,9 +233,18 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let (responses, events) = self
-            .apply_entries(entries)
-            .map_err(|e| e.storage(ErrorSubject::StateMachine, ErrorVerb::Write))?;
+        let entries: Vec<_> = entries.into_iter().collect();
+        let work: usize = entries.iter().map(apply_work).sum();
+        let applied = if work > BLOCKING_APPLY_WORK {
+            let store = self.clone();
+            tokio::task::spawn_blocking(move || store.apply_entries(entries))
+                .await
+                .unwrap_or_else(|e| Err(Error::Worker(e.to_string())))
+        } else {
+            self.apply_entries(entries)
+        };
+        let (responses, events) =
+            applied.map_err(|e| e.storage(ErrorSubject::StateMachine, ErrorVerb::Write))?;
         for applied in events {
             // No listener is fine.
             let _ = self.events.send(applied);
@@ -266,5 +293,21 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             meta,
             snapshot: Box::new(Cursor::new(data)),
         }))
+    }
+}
+
+/// Roughly how much applying `entry` does: one per request, one per lease an
+/// expiry names.
+fn apply_work(entry: &Entry<TypeConfig>) -> usize {
+    match &entry.payload {
+        EntryPayload::Normal(proposal) => proposal
+            .requests
+            .iter()
+            .map(|r| match &r.command {
+                Command::ExpireLeases { ids } => ids.len().max(1),
+                _ => 1,
+            })
+            .sum(),
+        _ => 1,
     }
 }

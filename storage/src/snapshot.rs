@@ -113,6 +113,7 @@ impl SnapshotStore {
 }
 
 /// Builds snapshots of the state machine, possibly while it keeps applying.
+#[derive(Clone)]
 pub struct SnapshotBuilder {
     pub(crate) db: sled::Db,
     pub(crate) state: SharedState,
@@ -133,7 +134,9 @@ impl SnapshotBuilder {
         })
     }
 
-    async fn build(&mut self) -> Result<Snapshot<TypeConfig>, Error> {
+    /// Captures, encodes and stores a snapshot (all blocking work: a copy of
+    /// the whole state, its JSON, a large sled insert).
+    fn write(&self) -> Result<(SnapshotMeta<NodeId, NodeAddr>, Vec<u8>), Error> {
         let payload = self.capture()?;
         let data = to_json("snapshot", &payload)?;
         let snapshot_id = self.snapshots.next_id(payload.last_applied);
@@ -143,6 +146,16 @@ impl SnapshotBuilder {
             snapshot_id,
         };
         self.snapshots.store(&meta, &data)?;
+        Ok((meta, data))
+    }
+
+    async fn build(&mut self) -> Result<Snapshot<TypeConfig>, Error> {
+        // On the blocking pool: with a large state this takes long enough to
+        // starve the runtime worker it would otherwise occupy.
+        let builder = self.clone();
+        let (meta, data) = tokio::task::spawn_blocking(move || builder.write())
+            .await
+            .unwrap_or_else(|e| Err(Error::Worker(e.to_string())))?;
         // The snapshot and every state record up to it become durable before
         // openraft may purge the logs it covers.
         self.db.flush_async().await?;

@@ -29,6 +29,22 @@ fn open_dir(
     Ok((log, sm, rx))
 }
 
+/// [`open_dir`], waiting for sled's flusher thread to let go of the
+/// directory's lock after the last handle was dropped.
+fn open_dir_when_free(
+    dir: &Path,
+) -> Result<(LogStore, StateMachineStore, UnboundedReceiver<Applied>), Error> {
+    for _ in 0..100 {
+        match open_dir(dir) {
+            Err(Error::Sled(sled::Error::Io(e))) if e.to_string().contains("lock") => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+    open_dir(dir)
+}
+
 fn normal(index: u64, command: Command) -> Entry<TypeConfig> {
     let origin = Some(ClientSeq {
         client: client_id(),
@@ -437,5 +453,42 @@ async fn requests_sharing_an_entry_get_their_own_increasing_slots() -> TestResul
         ]]
     );
     assert!(slot(7, 4) < slot(8, 0));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_large_expiry_is_applied_off_the_runtime_and_persisted() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (_log, mut sm, _rx) = open_dir(dir.path())?;
+    sm.apply(vec![
+        normal(1, Command::GrantLease { ttl_ms: 5_000 }),
+        normal(2, Command::GrantLease { ttl_ms: 5_000 }),
+        normal(3, acquire("a", "owner-1", slot(1, 0))),
+    ])
+    .await?;
+    // Enough ids to take the blocking-pool path; unknown ids are ignored.
+    let mut ids: Vec<u64> = (1_000_000..1_003_000).collect();
+    ids.push(slot(1, 0));
+    let expire = Entry {
+        log_id: log_id(1, 1, 4),
+        payload: EntryPayload::Normal(Proposal::from(Request {
+            origin: None,
+            time_ms: 1000,
+            command: Command::ExpireLeases { ids },
+        })),
+    };
+    let responses = sm.apply(vec![expire]).await?;
+    assert_eq!(
+        responses,
+        vec![vec![Response::LeasesExpired {
+            ids: vec![slot(1, 0)]
+        }]]
+    );
+    let after = parts(&sm);
+    assert_eq!(after.leases.len(), 1);
+    assert!(after.locks.is_empty());
+    drop((_log, sm));
+    let (_log, sm, _rx) = open_dir_when_free(dir.path())?;
+    assert_eq!(parts(&sm), after);
     Ok(())
 }
