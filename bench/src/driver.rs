@@ -3,7 +3,7 @@
 //! `etcd-client` crate does (one connection balanced over all members, a
 //! keep-alive stream per client); raftlock through its client library
 //! (`raftlock::Client`, the low-level acquire/release with a lease per
-//! client).
+//! client, and a keep-alive stream per client).
 
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ pub enum Held {
 #[derive(Debug)]
 pub enum Driver {
     Etcd(Box<EtcdDriver>),
-    Raftlock(RaftlockDriver),
+    Raftlock(Box<RaftlockDriver>),
 }
 
 /// An etcd client: one channel balanced over every member.
@@ -62,6 +62,8 @@ struct KeepAliveStream {
 pub struct RaftlockDriver {
     client: raftlock::Client,
     owner: String,
+    /// Open keep-alive stream, as etcd's driver keeps one.
+    keep_alive: Option<raftlock::client::KeepAliveStream>,
 }
 
 impl Driver {
@@ -81,10 +83,11 @@ impl Driver {
                     keep_alive: None,
                 })))
             }
-            System::Raftlock => Ok(Driver::Raftlock(RaftlockDriver {
+            System::Raftlock => Ok(Driver::Raftlock(Box::new(RaftlockDriver {
                 client: raftlock::Client::connect(endpoints.iter().cloned()).await?,
                 owner: uuid::Uuid::new_v4().to_string(),
-            })),
+                keep_alive: None,
+            }))),
         }
     }
 
@@ -115,12 +118,7 @@ impl Driver {
     pub async fn keep_alive(&mut self, lease: LeaseId) -> Result<(), Error> {
         match self {
             Driver::Etcd(d) => d.keep_alive(lease).await,
-            Driver::Raftlock(d) => d
-                .client
-                .keep_alive(lease)
-                .await
-                .map(drop)
-                .map_err(Into::into),
+            Driver::Raftlock(d) => d.keep_alive(lease).await,
         }
     }
 
@@ -196,6 +194,26 @@ impl Driver {
                 Ok(r.count.max(0) as u64)
             }
             Driver::Raftlock(d) => Ok(d.client.list(prefix, 1).await?.len() as u64),
+        }
+    }
+}
+
+impl RaftlockDriver {
+    /// Renews over the client's keep-alive stream, reopened after it ends.
+    async fn keep_alive(&mut self, lease: LeaseId) -> Result<(), Error> {
+        let stream = match &mut self.keep_alive {
+            Some(s) => s,
+            None => self
+                .keep_alive
+                .insert(self.client.keep_alive_stream().await?),
+        };
+        match stream.keep_alive(lease).await {
+            Ok(_) => Ok(()),
+            Err(e @ raftlock::Error::LeaseExpired(_)) => Err(e.into()),
+            Err(e) => {
+                self.keep_alive = None;
+                Err(e.into())
+            }
         }
     }
 }

@@ -1,10 +1,14 @@
 //! The low-level lease calls of [`Client`]: grant, keep-alive, revoke,
-//! time-to-live and list, one RPC each.
+//! time-to-live and list, one RPC each; and [`KeepAliveStream`] for
+//! keeping many leases alive over one stream.
 
 use std::time::Duration;
 
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
 use super::{Client, LeaseId};
-use crate::error::Error;
+use crate::error::{from_status, Error};
 use crate::pb;
 use crate::pb::lease_client::LeaseClient;
 
@@ -49,6 +53,33 @@ impl Client {
         Ok(Duration::from_millis(r.ttl_ms))
     }
 
+    /// Opens a keep-alive stream to one node, for callers that renew many
+    /// leases (as etcd's `LeaseKeepAlive`): each renewal is one message on
+    /// the stream instead of one call.
+    ///
+    /// ```no_run
+    /// # async fn f(client: raftlock::Client, leases: Vec<u64>) -> Result<(), raftlock::Error> {
+    /// let mut stream = client.keep_alive_stream().await?;
+    /// for lease in leases {
+    ///     let ttl = stream.keep_alive(lease).await?;
+    ///     println!("lease {lease} lives {ttl:?} more");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn keep_alive_stream(&self) -> Result<KeepAliveStream, Error> {
+        self.inner
+            .endpoints
+            .call(|ch| async move {
+                let (requests, rx) = mpsc::channel(16);
+                let replies = LeaseClient::new(ch)
+                    .keep_alive_stream(ReceiverStream::new(rx))
+                    .await?
+                    .into_inner();
+                Ok(KeepAliveStream { requests, replies })
+            })
+            .await
+    }
+
     /// Revokes a lease, releasing its locks; answers how many holds ended.
     pub async fn revoke(&self, lease: LeaseId) -> Result<u32, Error> {
         let (request_id, _open) = self.inner.ids.next();
@@ -89,5 +120,34 @@ impl Client {
             .into_iter()
             .map(|l| (l.id, Duration::from_millis(l.ttl_ms)))
             .collect())
+    }
+}
+
+/// Keep-alives over one stream to one node; see
+/// [`Client::keep_alive_stream`].
+#[derive(Debug)]
+pub struct KeepAliveStream {
+    requests: mpsc::Sender<pb::LeaseKeepAliveRequest>,
+    replies: tonic::Streaming<pb::LeaseKeepAliveResponse>,
+}
+
+impl KeepAliveStream {
+    /// Renews `lease`; answers the TTL it now has from when this call was
+    /// sent. [`Error::LeaseExpired`] if the lease is gone (the stream stays
+    /// usable); any other error means the stream has ended: open another.
+    pub async fn keep_alive(&mut self, lease: LeaseId) -> Result<Duration, Error> {
+        let closed = || Error::Unavailable("keep-alive stream closed".into());
+        self.requests
+            .send(pb::LeaseKeepAliveRequest { id: lease })
+            .await
+            .map_err(|_| closed())?;
+        match self.replies.message().await {
+            Ok(Some(r)) if r.ttl_ms == 0 => Err(Error::LeaseExpired(format!(
+                "lease {lease} not found (expired or revoked)"
+            ))),
+            Ok(Some(r)) => Ok(Duration::from_millis(r.ttl_ms)),
+            Ok(None) => Err(closed()),
+            Err(status) => Err(from_status(&status)),
+        }
     }
 }

@@ -77,7 +77,7 @@ use session::SessionSlot;
 
 pub use election::{Election, Leadership};
 pub use fenced::Fenced;
-pub use lease_calls::LeaseTtl;
+pub use lease_calls::{KeepAliveStream, LeaseTtl};
 pub use lock_calls::{Acquire, Acquired};
 pub use lock_guard::{LockBuilder, LockGuard};
 pub use options::{ClientBuilder, ClientOptions, DEFAULT_SESSION_TTL};

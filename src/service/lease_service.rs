@@ -1,10 +1,15 @@
 //! The Lease service: grant, keep-alive, revoke, time-to-live, list.
 
+use std::pin::Pin;
 use std::sync::Arc;
 
 use raftlock_raft::node::NodeInner;
-use raftlock_storage::{Command, Response};
-use tonic::{Request, Response as Reply, Status};
+use raftlock_raft::Error;
+use raftlock_storage::{Command, CommandError, Response};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::Stream;
+use tonic::{Request, Response as Reply, Status, Streaming};
 
 use super::{header, read, unexpected, write};
 use crate::input;
@@ -66,21 +71,19 @@ impl pb::lease_server::Lease for LeaseService {
         req: Request<pb::LeaseKeepAliveRequest>,
     ) -> Result<Reply<pb::LeaseKeepAliveResponse>, Status> {
         let id = req.into_inner().id;
-        input::lease(id).map_err(to_status)?;
-        let ttl_ms = self.node.keep_alive(id).await.map_err(to_status)?;
-        let revision = self
-            .node
-            .raft
-            .metrics()
-            .borrow()
-            .last_applied
-            .map(|l| l.index)
-            .unwrap_or(0);
-        Ok(Reply::new(pb::LeaseKeepAliveResponse {
-            header: header(&self.node, revision),
-            id,
-            ttl_ms,
-        }))
+        let ttl_ms = renew(&self.node, id).await.map_err(to_status)?;
+        Ok(Reply::new(keep_alive_reply(&self.node, id, ttl_ms)))
+    }
+
+    type KeepAliveStreamStream = KeepAliveReplies;
+
+    async fn keep_alive_stream(
+        &self,
+        req: Request<Streaming<pb::LeaseKeepAliveRequest>>,
+    ) -> Result<Reply<Self::KeepAliveStreamStream>, Status> {
+        let (tx, rx) = mpsc::channel(16);
+        tokio::spawn(serve_keep_alives(self.node.clone(), req.into_inner(), tx));
+        Ok(Reply::new(Box::pin(ReceiverStream::new(rx))))
     }
 
     async fn time_to_live(
@@ -102,9 +105,7 @@ impl pb::lease_server::Lease for LeaseService {
         .await
         .map_err(to_status)?;
         let Some((granted_ttl_ms, attachments)) = found else {
-            return Err(to_status(
-                raftlock_storage::CommandError::LeaseNotFound(req.id).into(),
-            ));
+            return Err(to_status(CommandError::LeaseNotFound(req.id).into()));
         };
         let remaining_ms = if req.local {
             None
@@ -139,5 +140,61 @@ impl pb::lease_server::Lease for LeaseService {
             header: header(&self.node, revision),
             leases,
         }))
+    }
+}
+
+type KeepAliveReplies =
+    Pin<Box<dyn Stream<Item = Result<pb::LeaseKeepAliveResponse, Status>> + Send>>;
+
+/// Renews lease `id`; answers its TTL.
+async fn renew(node: &NodeInner, id: u64) -> Result<u64, Error> {
+    input::lease(id)?;
+    node.keep_alive(id).await
+}
+
+fn keep_alive_reply(node: &NodeInner, id: u64, ttl_ms: u64) -> pb::LeaseKeepAliveResponse {
+    let revision = node
+        .raft
+        .metrics()
+        .borrow()
+        .last_applied
+        .map(|l| l.index)
+        .unwrap_or(0);
+    pb::LeaseKeepAliveResponse {
+        header: header(node, revision),
+        id,
+        ttl_ms,
+    }
+}
+
+/// Answers one stream's keep-alives in order until the client closes it,
+/// a renewal fails for a reason other than "lease gone", or the node stops.
+async fn serve_keep_alives(
+    node: Arc<NodeInner>,
+    mut requests: Streaming<pb::LeaseKeepAliveRequest>,
+    replies: mpsc::Sender<Result<pb::LeaseKeepAliveResponse, Status>>,
+) {
+    loop {
+        let next = tokio::select! {
+            next = requests.message() => next,
+            _ = node.stopped() => {
+                let _ = replies.send(Err(to_status(Error::ShuttingDown))).await;
+                return;
+            }
+        };
+        let Ok(Some(req)) = next else {
+            return; // closed by the client, or broken
+        };
+        let reply = match renew(&node, req.id).await {
+            Ok(ttl_ms) => Ok(keep_alive_reply(&node, req.id, ttl_ms)),
+            Err(Error::Rejected(CommandError::LeaseNotFound(_))) => {
+                Ok(keep_alive_reply(&node, req.id, 0))
+            }
+            Err(e) => Err(to_status(e)),
+        };
+        let ended = reply.is_err();
+        if replies.send(reply).await.is_err() || ended {
+            return;
+        }
     }
 }

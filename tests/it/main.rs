@@ -11,5 +11,6 @@ mod client_recipes;
 mod cluster;
 mod failover;
 mod lease_expiry;
+mod leases;
 mod locks;
 mod membership;
