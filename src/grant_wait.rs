@@ -89,13 +89,8 @@ pub async fn acquire(node: &Arc<NodeInner>, spec: AcquireSpec) -> Result<Option<
         match standing(node, &spec.name, &spec.owner) {
             Standing::Holding(fence, count) => {
                 cancel.armed = false;
-                let revision = node
-                    .raft
-                    .metrics()
-                    .borrow()
-                    .last_applied
-                    .map(|l| l.index)
-                    .unwrap_or(index);
+                // At least `index`: the wait above saw it applied.
+                let revision = node.applied_index().max(index);
                 return Ok(Some(Grant {
                     fence,
                     count,

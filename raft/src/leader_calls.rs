@@ -46,13 +46,7 @@ impl NodeInner {
 
     /// Waits until this node applied `index`.
     pub async fn wait_applied(&self, index: u64) -> Result<(), Error> {
-        let applied = self
-            .raft
-            .metrics()
-            .borrow()
-            .last_applied
-            .map_or(0, |l| l.index);
-        if applied >= index {
+        if self.applied_index() >= index {
             // The common case; openraft's waiter would clone the metrics.
             return Ok(());
         }

@@ -293,6 +293,15 @@ impl NodeInner {
         Some((id, addr))
     }
 
+    /// The log index this node has applied up to (0 before the first).
+    pub fn applied_index(&self) -> u64 {
+        self.raft
+            .metrics()
+            .borrow()
+            .last_applied
+            .map_or(0, |l| l.index)
+    }
+
     /// Whether this node currently believes it leads.
     pub fn is_leader(&self) -> bool {
         let m = self.raft.metrics();

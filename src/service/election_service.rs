@@ -199,14 +199,7 @@ async fn observe(
         }
         let (current, revision) = {
             let state = node.state.read().unwrap_or_else(|e| e.into_inner());
-            let revision = node
-                .raft
-                .metrics()
-                .borrow()
-                .last_applied
-                .map(|l| l.index)
-                .unwrap_or(0);
-            (leader_of(&state, &name), revision)
+            (leader_of(&state, &name), node.applied_index())
         };
         if current != last {
             last = current.clone();

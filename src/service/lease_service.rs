@@ -153,15 +153,8 @@ async fn renew(node: &NodeInner, id: u64) -> Result<u64, Error> {
 }
 
 fn keep_alive_reply(node: &NodeInner, id: u64, ttl_ms: u64) -> pb::LeaseKeepAliveResponse {
-    let revision = node
-        .raft
-        .metrics()
-        .borrow()
-        .last_applied
-        .map(|l| l.index)
-        .unwrap_or(0);
     pb::LeaseKeepAliveResponse {
-        header: header(node, revision),
+        header: header(node, node.applied_index()),
         id,
         ttl_ms,
     }

@@ -55,12 +55,7 @@ async fn read<T>(
     f: impl FnOnce(&LockState) -> T,
 ) -> Result<(u64, T), Error> {
     let revision = if local {
-        node.raft
-            .metrics()
-            .borrow()
-            .last_applied
-            .map(|l| l.index)
-            .unwrap_or(0)
+        node.applied_index()
     } else {
         node.read_barrier().await?
     };
