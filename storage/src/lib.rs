@@ -13,8 +13,7 @@
 //! - [`state`]: the lock state machine itself. Pure logic: no IO, no clock.
 //! - [`node_db`]: the node's one sled database, its trees, and [`open`].
 //! - [`log_store`]: the sled Raft log and vote store.
-//! - [`sm_store`]: the state machine persisted in sled; `sm_records` lays its
-//!   records out in the `sm` tree.
+//! - [`sm_store`]: the state machine, durable through snapshots and the log.
 //! - [`snapshot`]: snapshot bytes, the stored current snapshot, the builder.
 //! - [`error`]: the crate's [`Error`].
 //!
@@ -26,7 +25,6 @@ pub mod event;
 pub mod limits;
 pub mod log_store;
 pub mod node_db;
-mod sm_records;
 pub mod sm_store;
 pub mod snapshot;
 pub mod state;

@@ -4,11 +4,12 @@
 //! Trees:
 //! - `log`: the Raft log, big-endian `u64` index → JSON [`openraft::Entry`];
 //! - `raft_meta`: vote, committed log id, last purged log id;
-//! - `sm`: the state machine's records *and* its last applied log id and
-//!   membership. They share one tree so that a single sled `Batch` writes
-//!   the records together with the log id they describe (sled batches are
-//!   atomic per tree only);
-//! - `snapshot`: the current snapshot (meta + bytes) and the snapshot counter.
+//! - `snapshot`: the current snapshot (meta + bytes) and the snapshot
+//!   counter. The snapshot is the state machine's only on-disk form: the
+//!   state after it is rebuilt from the log (see [`crate::sm_store`]).
+//!
+//! Earlier builds also kept an `sm` tree with one record per lease, lock and
+//! client session; [`open`] refuses a directory that still has one.
 
 use std::path::Path;
 
@@ -23,8 +24,8 @@ use crate::sm_store::StateMachineStore;
 pub(crate) const LOG_TREE: &str = "log";
 /// Name of the tree holding vote, committed and last purged log ids.
 pub(crate) const RAFT_META_TREE: &str = "raft_meta";
-/// Name of the state machine tree (records + applied meta).
-pub(crate) const SM_TREE: &str = "sm";
+/// Name of the per-record state machine tree of earlier builds.
+pub(crate) const LEGACY_SM_TREE: &str = "sm";
 /// Name of the tree holding the current snapshot.
 pub(crate) const SNAPSHOT_TREE: &str = "snapshot";
 
@@ -38,7 +39,7 @@ pub const CACHE_BYTES: u64 = 64 * 1024 * 1024;
 /// stores from it.
 ///
 /// Synchronous: sled opens its files and replays its log with blocking IO,
-/// and the state machine records are read back into memory here. Call it
+/// and the current snapshot is decoded into memory here. Call it
 /// before starting Raft (or inside `tokio::task::spawn_blocking`).
 ///
 /// `events` receives one [`Applied`] per applied entry that changed the lock

@@ -1,11 +1,14 @@
-//! The lock state machine persisted in sled: openraft's [`RaftStateMachine`]
-//! over the in-memory [`LockState`] and its `sm` tree records.
+//! The lock state machine: openraft's [`RaftStateMachine`] over the
+//! in-memory [`LockState`], made durable by snapshots and the Raft log.
 //!
-//! Apply changes the in-memory state, then writes exactly the records it
-//! touched together with the new last applied log id in one sled batch, then
-//! tells the serving layer what happened. It does not flush: the log entries
-//! are durable, so a crash only loses applies that are replayed on restart.
-//! Snapshots flush, so logs purged after one are never needed again.
+//! Apply changes the in-memory state and tells the serving layer what
+//! happened; it writes nothing to disk. What makes the state durable is the
+//! log (every applied entry was flushed to it first) and the snapshot: a
+//! snapshot stores the whole state at one log position in sled and flushes
+//! before openraft may purge the entries it covers. On restart the state
+//! comes back from the current snapshot and openraft re-applies the
+//! committed entries after it, as etcd replays its WAL after its backend's
+//! consistent index. `docs/decisions.md` says why.
 
 use std::io::Cursor;
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
@@ -20,8 +23,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::command::{slot, Command, CommandError, Response, MAX_REQUESTS_PER_ENTRY};
 use crate::error::Error;
 use crate::event::Applied;
-use crate::node_db::SM_TREE;
-use crate::sm_records::{self, AppliedMeta};
+use crate::node_db::LEGACY_SM_TREE;
 use crate::snapshot::{SnapshotBuilder, SnapshotPayload, SnapshotStore};
 use crate::state::{Changes, LockState};
 use crate::types::{NodeAddr, NodeId, TypeConfig};
@@ -32,6 +34,15 @@ pub type SharedState = Arc<RwLock<LockState>>;
 
 /// The last applied log id and the last applied membership.
 pub type AppliedState = (Option<LogId<NodeId>>, StoredMembership<NodeId, NodeAddr>);
+
+/// What the state machine has applied, besides the lock state itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct AppliedMeta {
+    /// The last entry whose effects are in the state.
+    pub(crate) last_applied: Option<LogId<NodeId>>,
+    /// The last membership entry applied.
+    pub(crate) membership: StoredMembership<NodeId, NodeAddr>,
+}
 
 /// The applied meta. Only changed while holding [`SharedState`]'s write lock,
 /// and read under its read lock, so the two always agree.
@@ -50,14 +61,12 @@ pub(crate) fn read_state(state: &SharedState) -> Result<RwLockReadGuard<'_, Lock
 /// than the step.
 const BLOCKING_APPLY_WORK: usize = 1_000;
 
-/// The replicated lock state machine, persisted in the node's sled database.
-/// Clones share everything.
+/// The replicated lock state machine, snapshotted into the node's sled
+/// database. Clones share everything.
 #[derive(Clone)]
 pub struct StateMachineStore {
     /// The whole database, for flushes.
     db: sled::Db,
-    /// Records and applied meta.
-    tree: sled::Tree,
     /// The current snapshot.
     snapshots: SnapshotStore,
     /// What the serving layer reads.
@@ -69,24 +78,20 @@ pub struct StateMachineStore {
 }
 
 impl StateMachineStore {
-    /// Loads the state machine from `db`. If the stored snapshot is ahead of
-    /// the records (a crash inside an install), the snapshot wins.
+    /// Loads the state machine from `db`: the current snapshot's state and
+    /// position, or an empty state before any snapshot. openraft then
+    /// re-applies the committed entries after that position.
     pub(crate) fn open(db: &sled::Db, events: UnboundedSender<Applied>) -> Result<Self, Error> {
-        let tree = db.open_tree(SM_TREE)?;
-        let (parts, meta) = sm_records::load(&tree)?;
+        refuse_legacy_records(db)?;
         let store = Self {
             db: db.clone(),
-            tree,
             snapshots: SnapshotStore::open(db)?,
-            state: Arc::new(RwLock::new(LockState::from_parts(parts))),
-            meta: Arc::new(Mutex::new(meta.clone())),
+            state: Arc::default(),
+            meta: Arc::default(),
             events,
         };
         if let Some((snapshot, data)) = store.snapshots.current()? {
-            if snapshot.last_log_id > meta.last_applied {
-                store.replace_state(&snapshot, SnapshotPayload::decode(&snapshot, &data)?)?;
-                store.db.flush()?;
-            }
+            store.replace_state(&snapshot, SnapshotPayload::decode(&snapshot, &data)?)?;
         }
         Ok(store)
     }
@@ -102,25 +107,25 @@ impl StateMachineStore {
         Ok((meta.last_applied, meta.membership.clone()))
     }
 
-    /// Makes every write so far durable. Call it on shutdown.
+    /// Makes every write so far (log, vote, snapshot) durable. Call it on
+    /// shutdown.
     pub async fn flush(&self) -> Result<(), Error> {
         self.db.flush_async().await?;
         Ok(())
     }
 
-    /// Applies `entries` to the state and persists what they changed. Returns
-    /// one response per entry and an [`Applied::Entry`] per entry with events.
+    /// Applies `entries` to the in-memory state. Returns one response per
+    /// entry and an [`Applied::Entry`] per entry with events.
     ///
-    /// The sled batch is applied while the write lock is held (a blocking but
-    /// in-memory write, no `.await`): a snapshot built concurrently then only
-    /// sees state whose records are already in sled, so its flush covers them.
+    /// The state and the applied meta change together under the state's
+    /// write lock, so a snapshot captured concurrently sees both at one
+    /// position.
     fn apply_entries<I>(&self, entries: I) -> Result<(Vec<Vec<Response>>, Vec<Applied>), Error>
     where
         I: IntoIterator<Item = Entry<TypeConfig>>,
     {
         let mut state = self.state.write().map_err(|_| Error::Poisoned)?;
         let mut meta = self.meta.lock().map_err(|_| Error::Poisoned)?.clone();
-        let mut dirty = Changes::default();
         let mut responses = Vec::new();
         let mut events = Vec::new();
         for entry in entries {
@@ -146,9 +151,6 @@ impl StateMachineStore {
                             state.apply(slot(index, position), request, &mut changes)
                         })
                         .collect();
-                    dirty.leases.append(&mut changes.leases);
-                    dirty.locks.append(&mut changes.locks);
-                    dirty.clients.append(&mut changes.clients);
                     if !changes.events.is_empty() {
                         events.push(Applied::Entry {
                             index,
@@ -164,16 +166,11 @@ impl StateMachineStore {
             };
             responses.push(response);
         }
-        let mut batch = sled::Batch::default();
-        sm_records::write_changes(&mut batch, &state, &dirty)?;
-        sm_records::write_meta(&mut batch, &meta)?;
-        self.tree.apply_batch(batch)?;
         *self.meta.lock().map_err(|_| Error::Poisoned)? = meta;
         Ok((responses, events))
     }
 
-    /// Replaces the state, the `sm` tree and the applied meta with the
-    /// snapshot's. Does not flush.
+    /// Replaces the in-memory state and the applied meta with the snapshot's.
     fn replace_state(
         &self,
         snapshot: &SnapshotMeta<NodeId, NodeAddr>,
@@ -183,10 +180,8 @@ impl StateMachineStore {
             last_applied: snapshot.last_log_id,
             membership: snapshot.last_membership.clone(),
         };
-        let batch = sm_records::replace_all(&self.tree, &payload.state, &meta)?;
         let new_state = LockState::from_parts(payload.state);
         let mut state = self.state.write().map_err(|_| Error::Poisoned)?;
-        self.tree.apply_batch(batch)?;
         *state = new_state;
         *self.meta.lock().map_err(|_| Error::Poisoned)? = meta;
         Ok(())
@@ -197,8 +192,8 @@ impl StateMachineStore {
         snapshot: &SnapshotMeta<NodeId, NodeAddr>,
         data: Vec<u8>,
     ) -> Result<(), Error> {
-        // Blocking work (decoding and writing the whole state) on the
-        // blocking pool, as for large applies.
+        // Blocking work (decoding the whole state, a large sled insert) on
+        // the blocking pool, as for large applies.
         let store = self.clone();
         let meta = snapshot.clone();
         tokio::task::spawn_blocking(move || {
@@ -310,4 +305,24 @@ fn apply_work(entry: &Entry<TypeConfig>) -> usize {
             .sum(),
         _ => 1,
     }
+}
+
+/// Refuses a data directory written by raftlock builds before snapshot-only
+/// persistence, which kept one record per lease, lock and client session in
+/// an `sm` tree. Its snapshot may be older than its purged log, so loading
+/// only the snapshot could silently lose state.
+fn refuse_legacy_records(db: &sled::Db) -> Result<(), Error> {
+    let legacy = db
+        .tree_names()
+        .iter()
+        .any(|name| name.as_ref() == LEGACY_SM_TREE.as_bytes());
+    if legacy && !db.open_tree(LEGACY_SM_TREE)?.is_empty() {
+        return Err(Error::Corrupt(
+            "this data directory holds per-record state from an earlier raftlock build; \
+             this build keeps the state in snapshots and cannot read it (start the node \
+             from an empty directory and let it catch up from the cluster)"
+                .into(),
+        ));
+    }
+    Ok(())
 }

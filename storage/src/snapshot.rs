@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{from_json, to_json, Error};
 use crate::node_db::SNAPSHOT_TREE;
-use crate::sm_records::AppliedMeta;
-use crate::sm_store::{read_state, SharedMeta, SharedState};
+use crate::sm_store::{read_state, AppliedMeta, SharedMeta, SharedState};
 use crate::state::StateParts;
 use crate::types::{NodeAddr, NodeId, TypeConfig};
 
@@ -156,8 +155,8 @@ impl SnapshotBuilder {
         let (meta, data) = tokio::task::spawn_blocking(move || builder.write())
             .await
             .unwrap_or_else(|e| Err(Error::Worker(e.to_string())))?;
-        // The snapshot and every state record up to it become durable before
-        // openraft may purge the logs it covers.
+        // The snapshot is the state's only copy on disk: it must be durable
+        // before openraft may purge the logs it covers.
         self.db.flush_async().await?;
         Ok(Snapshot {
             meta,

@@ -1,6 +1,7 @@
 //! The sled stores keep what they promise across a restart: log, vote,
-//! committed id, purge point, applied state, membership and snapshots, and
-//! refuse corrupt bytes with an error instead of a panic.
+//! committed id, purge point and snapshots; the state machine comes back at
+//! its snapshot and replaying the log after it rebuilds the rest; corrupt
+//! bytes are errors, not panics.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Cursor;
@@ -111,8 +112,9 @@ fn parts(sm: &StateMachineStore) -> StateParts {
     sm.state().read().map(|s| s.to_parts()).unwrap_or_default()
 }
 
-/// The keys of the `sm` tree, read straight from sled (stores closed).
-fn sm_keys(dir: &Path) -> Result<Vec<Vec<u8>>, sled::Error> {
+/// The names of the database's trees, read straight from sled (stores
+/// closed).
+fn tree_names(dir: &Path) -> Result<Vec<Vec<u8>>, sled::Error> {
     // sled's flusher thread can hold the file lock a moment after the last
     // handle is dropped.
     let mut tries = 0;
@@ -125,16 +127,29 @@ fn sm_keys(dir: &Path) -> Result<Vec<Vec<u8>>, sled::Error> {
             other => break other?,
         }
     };
-    let tree = db.open_tree("sm")?;
-    tree.iter().keys().map(|k| k.map(|k| k.to_vec())).collect()
+    Ok(db.tree_names().iter().map(|n| n.to_vec()).collect())
+}
+
+/// What openraft does at start-up: re-apply the committed entries after the
+/// state machine's last applied one.
+async fn replay_committed(log: &mut LogStore, sm: &mut StateMachineStore) -> TestResult {
+    let (applied, _) = sm.applied_state().await?;
+    let committed = log.read_committed().await?;
+    let start = applied.map_or(0, |l| l.index + 1);
+    let end = committed.map_or(0, |l| l.index + 1);
+    if start < end {
+        let entries = log.try_get_log_entries(start..end).await?;
+        sm.apply(entries).await?;
+    }
+    Ok(())
 }
 
 #[tokio::test]
-async fn restart_keeps_log_vote_state_and_membership() -> TestResult {
+async fn restart_keeps_the_log_and_vote_and_replay_rebuilds_the_state() -> TestResult {
     let dir = tempfile::tempdir()?;
     let (before, last_applied, members) = {
         let (mut log, mut sm, _rx) = open_dir(dir.path())?;
-        let entries = vec![
+        let mut entries = vec![
             blank(1),
             membership(2),
             normal(3, Command::GrantLease { ttl_ms: 5_000 }),
@@ -143,7 +158,12 @@ async fn restart_keeps_log_vote_state_and_membership() -> TestResult {
         log.blocking_append(entries.clone()).await?;
         log.save_vote(&Vote::new_committed(1, 1)).await?;
         log.save_committed(Some(log_id(1, 1, 4))).await?;
-        let responses = sm.apply(entries).await?;
+        // A snapshot after entry 3; entry 4 is applied after it, so on disk
+        // it is only in the log.
+        let last = entries.split_off(3);
+        let mut responses = sm.apply(entries).await?;
+        sm.get_snapshot_builder().await.build_snapshot().await?;
+        responses.extend(sm.apply(last).await?);
         // Blank and membership entries answer nothing; a proposal answers
         // once per request, and ids and fences are the requests' slots.
         assert_eq!(responses[0], vec![]);
@@ -182,6 +202,13 @@ async fn restart_keeps_log_vote_state_and_membership() -> TestResult {
     assert_eq!(log.read_vote().await?, Some(Vote::new_committed(1, 1)));
     assert_eq!(log.read_committed().await?, Some(log_id(1, 1, 4)));
 
+    // The state machine comes back at its snapshot...
+    let (applied, reopened_members) = sm.applied_state().await?;
+    assert_eq!(applied, Some(log_id(1, 1, 3)));
+    assert_eq!(reopened_members, members);
+    assert!(parts(&sm).locks.is_empty());
+    // ...and re-applying the committed entry after it rebuilds the rest.
+    replay_committed(&mut log, &mut sm).await?;
     let (applied, reopened_members) = sm.applied_state().await?;
     assert_eq!(applied, last_applied);
     assert_eq!(applied, Some(log_id(1, 1, 4)));
@@ -306,18 +333,16 @@ async fn installing_a_snapshot_replaces_old_records() -> TestResult {
         .await?;
     assert_eq!(parts(&sm), StateParts::default());
     drop((_log, sm));
-    let keys = sm_keys(dir.path())?;
-    assert_eq!(
-        keys,
-        vec![b"m/last_applied".to_vec(), b"m/membership".to_vec()]
-    );
+    let (_log, mut sm, _rx) = open_dir_when_free(dir.path())?;
+    assert_eq!(parts(&sm), StateParts::default());
+    assert_eq!(sm.applied_state().await?.0, Some(log_id(2, 1, 10)));
     Ok(())
 }
 
 #[tokio::test]
-async fn apply_persists_exactly_the_changed_records() -> TestResult {
+async fn apply_reports_events_per_entry_and_writes_nothing_to_disk() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let before = {
+    {
         let (_log, mut sm, mut rx) = open_dir(dir.path())?;
         sm.apply(vec![
             normal(1, Command::GrantLease { ttl_ms: 5_000 }),
@@ -344,23 +369,25 @@ async fn apply_persists_exactly_the_changed_records() -> TestResult {
             }
             other => return Err(format!("unexpected {other:?}").into()),
         }
-        parts(&sm)
-    };
-    let keys = sm_keys(dir.path())?;
-    let mut expected = vec![
-        b"c/".to_vec(),
-        b"l/".to_vec(),
-        b"m/last_applied".to_vec(),
-        b"m/membership".to_vec(),
-    ];
-    expected[0].extend_from_slice(client_id().as_bytes());
-    expected[1].extend_from_slice(&slot(2, 0).to_be_bytes());
-    assert_eq!(keys, expected);
-
-    let (_log, sm, _rx) = open_dir(dir.path())?;
-    assert_eq!(parts(&sm), before);
-    assert_eq!(before.leases.len(), 1);
-    assert!(before.locks.is_empty());
+        let state = parts(&sm);
+        assert_eq!(state.leases.len(), 1);
+        assert!(state.locks.is_empty());
+    }
+    // No state-machine tree: without a snapshot the state lives in the log.
+    let mut trees = tree_names(dir.path())?;
+    trees.sort();
+    assert_eq!(
+        trees,
+        vec![
+            b"__sled__default".to_vec(),
+            b"log".to_vec(),
+            b"raft_meta".to_vec(),
+            b"snapshot".to_vec()
+        ]
+    );
+    let (_log, mut sm, _rx) = open_dir_when_free(dir.path())?;
+    assert_eq!(parts(&sm), StateParts::default());
+    assert_eq!(sm.applied_state().await?.0, None);
     Ok(())
 }
 
@@ -393,13 +420,39 @@ async fn corrupt_bytes_are_errors_not_panics() -> TestResult {
     }
     {
         let db = sled::open(dir.path())?;
-        db.open_tree("sm")?.insert(b"k/a", b"{broken".to_vec())?;
+        let snapshots = db.open_tree("snapshot")?;
+        let meta = SnapshotMeta::<u64, NodeAddr> {
+            last_log_id: Some(log_id(1, 1, 1)),
+            last_membership: Default::default(),
+            snapshot_id: "1-1-1".into(),
+        };
+        snapshots.insert(b"meta", serde_json::to_vec(&meta)?)?;
+        snapshots.insert(b"data", b"{broken".to_vec())?;
         db.flush()?;
     }
     match open_dir(dir.path()) {
         Err(Error::Decode { .. }) => Ok(()),
         Err(e) => Err(format!("unexpected error {e}").into()),
-        Ok(_) => Err("opened a store with a corrupt lock record".into()),
+        Ok(_) => Err("opened a store with a corrupt snapshot".into()),
+    }
+}
+
+#[tokio::test]
+async fn a_directory_with_per_record_state_from_an_earlier_build_is_refused() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    {
+        let db = sled::open(dir.path())?;
+        db.open_tree("sm")?
+            .insert(b"m/last_applied", b"null".to_vec())?;
+        db.flush()?;
+    }
+    match open_dir(dir.path()) {
+        Err(Error::Corrupt(message)) => {
+            assert!(message.contains("earlier raftlock build"), "{message}");
+            Ok(())
+        }
+        Err(e) => Err(format!("unexpected error {e}").into()),
+        Ok(_) => Err("opened a directory with per-record state".into()),
     }
 }
 
@@ -457,7 +510,7 @@ async fn requests_sharing_an_entry_get_their_own_increasing_slots() -> TestResul
 }
 
 #[tokio::test]
-async fn a_large_expiry_is_applied_off_the_runtime_and_persisted() -> TestResult {
+async fn a_large_expiry_is_applied_off_the_runtime_and_snapshotted() -> TestResult {
     let dir = tempfile::tempdir()?;
     let (_log, mut sm, _rx) = open_dir(dir.path())?;
     sm.apply(vec![
@@ -487,6 +540,7 @@ async fn a_large_expiry_is_applied_off_the_runtime_and_persisted() -> TestResult
     let after = parts(&sm);
     assert_eq!(after.leases.len(), 1);
     assert!(after.locks.is_empty());
+    sm.get_snapshot_builder().await.build_snapshot().await?;
     drop((_log, sm));
     let (_log, sm, _rx) = open_dir_when_free(dir.path())?;
     assert_eq!(parts(&sm), after);
