@@ -73,7 +73,6 @@ impl LeaseTable {
                 granted_at_ms: step.time_ms,
             },
         );
-        step.changes.leases.insert(id);
         step.changes.events.push(Event::LeaseGranted { id, ttl_ms });
         Ok(Response::LeaseGranted { id, ttl_ms })
     }

@@ -3,7 +3,7 @@
 //! and ending what dying leases own.
 //!
 //! Each command validates everything before it mutates anything, so a
-//! refusal leaves the state, the events and the change set untouched.
+//! refusal leaves the state and the events untouched.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -15,12 +15,13 @@ use super::{Holder, Lock, Step, Waiter};
 use crate::command::{CancelOutcome, CommandError, LeaseId, Response};
 use crate::event::{EndReason, Event};
 
-/// What a command did to one lock's record.
+/// What a command did to one lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Touched {
     /// Nothing.
     Nothing,
-    /// The record changed, its holders did not (count, queue).
+    /// The lock changed, its holders did not (count, queue); it may now be
+    /// empty.
     Record,
     /// The holders or a holder's value changed: observers hear of it.
     Holders,
@@ -259,8 +260,8 @@ impl LockTable {
         released
     }
 
-    /// Records what a command did to `name`: announces holder changes,
-    /// removes the lock once nobody holds or waits, marks the record dirty.
+    /// Records what a command did to `name`: announces holder changes and
+    /// removes the lock once nobody holds or waits.
     fn finish(&mut self, name: &str, touched: Touched, step: &mut Step<'_>) {
         if touched == Touched::Nothing {
             return;
@@ -277,7 +278,6 @@ impl LockTable {
         {
             self.locks.remove(name);
         }
-        step.changes.locks.insert(name.to_owned());
     }
 }
 

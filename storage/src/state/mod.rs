@@ -3,8 +3,8 @@
 //!
 //! Pure logic. [`LockState::apply`] is a function of the state, the
 //! request's slot and the request; it reads no clock and does no IO. What
-//! changed is recorded in [`Changes`] so the sled store can persist exactly those
-//! records and the node can push events to waiting callers.
+//! happened is reported as [`Changes`] so the node can push events to
+//! waiting callers.
 //!
 //! # Layout
 //!
@@ -122,16 +122,11 @@ pub struct ClientSession {
     pub last_index: u64,
 }
 
-/// Which records an apply step touched. The store rewrites (or deletes, when
-/// absent from the state) exactly these.
+/// What apply steps tell the serving layer: the events they caused, for
+/// waking waiting callers and observers. A refused command adds nothing;
+/// the state itself is made durable by snapshots and the log, not from here.
 #[derive(Debug, Default)]
 pub struct Changes {
-    /// Leases granted or ended.
-    pub leases: BTreeSet<LeaseId>,
-    /// Locks whose record changed or that were removed.
-    pub locks: BTreeSet<String>,
-    /// Client sessions that changed or were evicted.
-    pub clients: BTreeSet<Uuid>,
     /// Events for the serving layer, in order.
     pub events: Vec<Event>,
 }
@@ -147,8 +142,7 @@ pub struct LockState {
     sessions: SessionTable,
 }
 
-/// Serializable form of the state, used for snapshots and for loading the
-/// records back from sled.
+/// Serializable form of the state, used for snapshots.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateParts {
     /// By id.
@@ -160,14 +154,14 @@ pub struct StateParts {
 }
 
 /// What one apply step needs besides the state: where it is in the log and
-/// where to record what it did.
+/// where to report what it did.
 struct Step<'a> {
     /// [`slot`](crate::command::slot) of the request being applied: lease
     /// ids and fences.
     slot: u64,
     /// Proposer wall clock, for display fields only.
     time_ms: u64,
-    /// What this step touched.
+    /// Where this step reports its events.
     changes: &'a mut Changes,
 }
 
@@ -202,12 +196,12 @@ impl LockState {
         let Some(origin) = &request.origin else {
             return self.execute(slot, request, changes);
         };
-        match self.sessions.admit(origin, slot, changes) {
+        match self.sessions.admit(origin, slot) {
             Admission::Replay(reply) => reply,
             Admission::Stale => Response::Rejected(CommandError::StaleRequest { seq: origin.seq }),
             Admission::Apply => {
                 let reply = self.execute(slot, request, changes);
-                self.sessions.record(origin, &reply, changes);
+                self.sessions.record(origin, &reply);
                 reply
             }
         }
@@ -292,7 +286,6 @@ impl LockState {
         let released = self.locks.end_leases(ids, reason, &mut self.leases, step);
         for &id in ids {
             self.leases.remove(id);
-            step.changes.leases.insert(id);
             step.changes.events.push(Event::LeaseEnded { id, reason });
         }
         released
@@ -338,7 +331,7 @@ impl LockState {
             .is_some_and(|lock| lock.holders.iter().any(|h| h.fence == fence))
     }
 
-    /// A client's stored record, for persistence.
+    /// A client's remembered replies.
     pub fn client(&self, id: &Uuid) -> Option<&ClientSession> {
         self.sessions.get(id)
     }

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
-use super::{Changes, ClientSession};
+use super::ClientSession;
 use crate::command::{ClientSeq, Response};
 use crate::limits::{MAX_CLIENT_SESSIONS, MAX_REPLIES_PER_CLIENT};
 
@@ -58,21 +58,15 @@ impl SessionTable {
     /// Notes that the request at slot `index` is `origin`'s, forgets
     /// the replies the client has acknowledged, and decides whether the
     /// request is a retry, too old, or new.
-    pub(super) fn admit(
-        &mut self,
-        origin: &ClientSeq,
-        index: u64,
-        changes: &mut Changes,
-    ) -> Admission {
+    pub(super) fn admit(&mut self, origin: &ClientSeq, index: u64) -> Admission {
         let id = origin.client;
         if !self.sessions.contains_key(&id) && self.sessions.len() >= MAX_CLIENT_SESSIONS {
-            self.evict_least_recent(changes);
+            self.evict_least_recent();
         }
         let session = self.sessions.entry(id).or_default();
         self.by_last_index.remove(&(session.last_index, id));
         session.last_index = index;
         self.by_last_index.insert((index, id));
-        changes.clients.insert(id);
 
         if origin.acked_below > session.forgotten_below {
             session.forgotten_below = origin.acked_below;
@@ -88,7 +82,7 @@ impl SessionTable {
     }
 
     /// Stores the reply to a request [`admit`](Self::admit) let through.
-    pub(super) fn record(&mut self, origin: &ClientSeq, reply: &Response, changes: &mut Changes) {
+    pub(super) fn record(&mut self, origin: &ClientSeq, reply: &Response) {
         let Some(session) = self.sessions.get_mut(&origin.client) else {
             // Unreachable: admit() created the session in this same step.
             return;
@@ -99,14 +93,12 @@ impl SessionTable {
                 session.forgotten_below = session.forgotten_below.max(seq.saturating_add(1));
             }
         }
-        changes.clients.insert(origin.client);
     }
 
     /// Forgets the client seen least recently.
-    fn evict_least_recent(&mut self, changes: &mut Changes) {
+    fn evict_least_recent(&mut self) {
         if let Some((_, id)) = self.by_last_index.pop_first() {
             self.sessions.remove(&id);
-            changes.clients.insert(id);
         }
     }
 }

@@ -22,7 +22,6 @@ fn a_lease_id_is_its_entry_index() {
             ttl_ms: 5_000
         }]
     );
-    assert!(changes.leases.contains(&2));
     let lease = h.state.lease(2).cloned();
     assert_eq!(
         lease.map(|l| (l.ttl_ms, l.granted_at_ms)),
@@ -83,8 +82,12 @@ fn revoke_releases_everything_of_the_lease_and_grants_next_waiters_in_the_same_s
     assert!(h.state.lease(dying).is_none());
     assert!(h.state.lease_attachments(dying).is_empty());
     assert_eq!(h.waiters("c"), Vec::<String>::new());
-    assert_eq!(changes.locks, ["a", "b", "c"].map(String::from).into());
-    assert_eq!(changes.leases, [dying].into());
+    for (name, holder) in [("a", "w"), ("b", "w"), ("c", "z")] {
+        assert_eq!(h.holders(name), [holder], "{name}");
+        assert!(h.waiters(name).is_empty(), "{name}");
+    }
+    let live: Vec<_> = h.state.leases().map(|l| l.id).collect();
+    assert_eq!(live, [other], "only the revoked lease ended");
     assert_eq!(
         h.state.lease_attachments(other),
         [("a", true), ("b", true), ("c", true)].map(|(n, held)| {
@@ -114,9 +117,11 @@ fn expiry_hands_the_lock_on_in_fifo_order() {
     }));
     assert_eq!(h.waiters("m"), ["c"]);
 
+    let before = h.state.clone();
     let (reply, changes) = h.run(Command::ExpireLeases { ids: vec![l1] });
     assert_eq!(reply, Response::LeasesExpired { ids: vec![] });
-    assert!(changes.events.is_empty() && changes.leases.is_empty() && changes.locks.is_empty());
+    assert!(changes.events.is_empty());
+    assert_eq!(h.state, before, "expiring an ended lease changed the state");
 }
 
 #[test]
@@ -135,9 +140,13 @@ fn expiring_a_holder_and_the_next_waiter_together_skips_the_waiter() {
 #[test]
 fn revoking_an_unknown_lease_is_refused() {
     let mut h = Harness::new();
+    // A lease a wrong revoke could end.
+    h.lease();
+    let before = h.state.clone();
     let (reply, changes) = h.run(Command::RevokeLease { id: 7 });
     assert_eq!(reply, Response::Rejected(CommandError::LeaseNotFound(7)));
-    assert!(changes.events.is_empty() && changes.leases.is_empty());
+    assert!(changes.events.is_empty());
+    assert_eq!(h.state, before, "a refused revoke changed the state");
 }
 
 #[test]

@@ -16,7 +16,7 @@ fn mutex_grants_in_fifo_order_after_release() {
             count: 1
         }
     );
-    assert!(changes.locks.contains("m"));
+    assert_eq!(h.holders("m"), ["a"]);
     assert!(changes
         .events
         .contains(&Event::Changed { name: "m".into() }));
@@ -28,9 +28,11 @@ fn mutex_grants_in_fifo_order_after_release() {
         h.reply(acquire("m", "c", l, Mode::Exclusive, true)),
         Response::Queued { position: 1 }
     );
+    let before = h.state.clone();
     let (busy, changes) = h.run(acquire("m", "d", l, Mode::Exclusive, false));
     assert_eq!(busy, Response::Busy);
-    assert!(changes.locks.is_empty() && changes.events.is_empty());
+    assert!(changes.events.is_empty());
+    assert_eq!(h.state, before, "a busy reply changed the state");
 
     let (reply, changes) = h.run(release("m", "a"));
     assert_eq!(reply, Response::Released { remaining: 0 });
@@ -57,7 +59,9 @@ fn mutex_grants_in_fifo_order_after_release() {
         h.state.lock("m").is_none(),
         "a lock nobody holds or waits for is removed"
     );
-    assert!(changes.locks.contains("m"));
+    assert!(changes
+        .events
+        .contains(&Event::Changed { name: "m".into() }));
 }
 
 #[test]
@@ -71,7 +75,8 @@ fn reentry_counts_and_keeps_the_fence() {
     for count in 2..=3 {
         let (reply, changes) = h.run(acquire("m", "a", l, Mode::Exclusive, false));
         assert_eq!(reply, Response::Granted { fence, count });
-        assert!(changes.locks.contains("m"));
+        let held = h.state.lock("m").and_then(|m| m.holder("a"));
+        assert_eq!(held.map(|x| (x.count, x.fence)), Some((count, fence)));
         assert!(grants(&changes).is_empty());
     }
     h.reply(acquire("m", "b", l, Mode::Exclusive, true));
@@ -97,9 +102,10 @@ fn queued_owner_asking_again_gets_its_position() {
     h.reply(acquire("m", "a", l, Mode::Exclusive, true));
     h.reply(acquire("m", "b", l, Mode::Exclusive, true));
     h.reply(acquire("m", "c", l, Mode::Exclusive, true));
-    let (reply, changes) = h.run(acquire("m", "c", l, Mode::Exclusive, false));
+    let before = h.state.clone();
+    let reply = h.reply(acquire("m", "c", l, Mode::Exclusive, false));
     assert_eq!(reply, Response::Queued { position: 1 });
-    assert!(changes.locks.is_empty());
+    assert_eq!(h.state, before, "asking again changed the state");
     h.reply(cancel("m", "b"));
     assert_eq!(
         h.reply(acquire("m", "c", l, Mode::Exclusive, true)),
@@ -237,6 +243,7 @@ fn cancelling_a_holder_releases_it_entirely() {
     );
     assert_eq!(h.holders("m"), ["b"]);
 
+    let before = h.state.clone();
     let (reply, changes) = h.run(cancel("m", "nobody"));
     assert_eq!(
         reply,
@@ -244,7 +251,8 @@ fn cancelling_a_holder_releases_it_entirely() {
             outcome: CancelOutcome::NotFound
         }
     );
-    assert!(changes.locks.is_empty() && changes.events.is_empty());
+    assert!(changes.events.is_empty());
+    assert_eq!(h.state, before, "cancelling a stranger changed the state");
     assert_eq!(
         h.reply(cancel("nope", "a")),
         Response::Cancelled {
@@ -282,11 +290,13 @@ fn force_release_ends_every_hold_and_grants_the_waiters() {
         .lease_attachments(l)
         .contains(&("rw".into(), "w".into(), true)));
 
+    let before = h.state.clone();
     let (reply, changes) = h.run(Command::ForceRelease {
         name: "unknown".into(),
     });
     assert_eq!(reply, Response::ForceReleased { holders: 0 });
-    assert!(changes.locks.is_empty() && changes.events.is_empty());
+    assert!(changes.events.is_empty());
+    assert_eq!(h.state, before, "force-releasing no lock changed the state");
 }
 
 #[test]

@@ -9,8 +9,10 @@ mod sessions;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use uuid::Uuid;
+
 use super::queue::Occupancy;
-use super::{Changes, LockState};
+use super::{Changes, ClientSession, LockState, StateParts};
 use crate::command::{ClientSeq, Command, CommandError, LeaseId, Mode, Request, Response};
 use crate::event::Event;
 
@@ -127,6 +129,17 @@ fn grants(changes: &Changes) -> Vec<(String, String)> {
             _ => None,
         })
         .collect()
+}
+
+/// Replaces client `id`'s session in `parts` (removes it, for `None`),
+/// keeping client order as [`LockState::to_parts`] lists them: what a step
+/// that only touched that one session should leave.
+fn set_session(parts: &mut StateParts, id: Uuid, session: Option<ClientSession>) {
+    parts.clients.retain(|(client, _)| *client != id);
+    if let Some(session) = session {
+        parts.clients.push((id, session));
+        parts.clients.sort_by_key(|(client, _)| *client);
+    }
 }
 
 /// Checks everything that must hold after any apply step.

@@ -7,22 +7,21 @@ use crate::limits::{
     MAX_LEASES, MAX_NAME_LEN, MAX_OWNER_LEN, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_VALUE_LEN,
     MAX_WAITERS_PER_LOCK, MIN_TTL_MS,
 };
-use crate::state::{Lease, StateParts};
+use crate::state::{ClientSession, Lease, StateParts};
 
 /// Applies `command` and asserts it was refused without any effect.
 fn assert_refused(h: &mut Harness, command: Command) -> CommandError {
-    let before = h.state.to_parts();
+    let before = h.state.clone();
     let (reply, changes) = h.run(command.clone());
     let Response::Rejected(error) = reply else {
         panic!("{command:?} was not refused: {reply:?}");
     };
-    assert_eq!(h.state.to_parts(), before, "{command:?} changed the state");
+    assert_eq!(h.state, before, "{command:?} changed the state");
     assert!(
         changes.events.is_empty(),
         "{command:?}: {:?}",
         changes.events
     );
-    assert!(changes.leases.is_empty() && changes.locks.is_empty() && changes.clients.is_empty());
     error
 }
 
@@ -219,6 +218,7 @@ fn too_many_leases() {
         ..StateParts::default()
     });
     h.index = MAX_LEASES as u64;
+    let before = h.state.clone();
     let mut changes = Changes::default();
     let request = Request {
         origin: None,
@@ -230,8 +230,8 @@ fn too_many_leases() {
         reply,
         Response::Rejected(CommandError::TooManyLeases(MAX_LEASES))
     );
-    assert!(changes.events.is_empty() && changes.leases.is_empty());
-    assert_eq!(h.state.leases().count(), MAX_LEASES);
+    assert!(changes.events.is_empty());
+    assert_eq!(h.state, before, "a refused grant changed the state");
 }
 
 #[test]
@@ -252,7 +252,7 @@ fn reentry_overflow() {
 fn a_refused_client_request_only_records_its_reply() {
     let (mut h, _, _) = populated();
     let c = Uuid::from_u128(9);
-    let before = h.state.to_parts();
+    let mut expected = h.state.to_parts();
     let origin = ClientSeq {
         client: c,
         seq: 0,
@@ -263,12 +263,13 @@ fn a_refused_client_request_only_records_its_reply() {
         reply,
         Response::Rejected(CommandError::NotHolder { .. })
     ));
-    assert!(changes.events.is_empty() && changes.locks.is_empty() && changes.leases.is_empty());
-    assert_eq!(changes.clients, [c].into());
-    let after = h.state.to_parts();
-    assert_eq!((before.leases, before.locks), (after.leases, after.locks));
-    assert_eq!(
-        h.state.client(&c).and_then(|s| s.replies.get(&0)),
-        Some(&reply)
-    );
+    assert!(changes.events.is_empty());
+    // Nothing but a new session holding the refusal.
+    let session = ClientSession {
+        replies: [(0, reply)].into(),
+        forgotten_below: 0,
+        last_index: h.index,
+    };
+    set_session(&mut expected, c, Some(session));
+    assert_eq!(h.state.to_parts(), expected);
 }

@@ -4,6 +4,7 @@ use uuid::Uuid;
 
 use super::*;
 use crate::limits::{MAX_CLIENT_SESSIONS, MAX_REPLIES_PER_CLIENT};
+use crate::state::ClientSession;
 
 fn seq(client: Uuid, seq: u64, acked_below: u64) -> ClientSeq {
     ClientSeq {
@@ -22,12 +23,19 @@ fn a_retried_release_is_applied_once() {
     h.run_as(seq(c, 1, 0), acquire("m", "a", l, Mode::Exclusive, false));
     let (first, _) = h.run_as(seq(c, 2, 0), release("m", "a"));
     assert_eq!(first, Response::Released { remaining: 1 });
-    let before = h.state.to_parts();
+    let mut expected = h.state.to_parts();
     let (retry, changes) = h.run_as(seq(c, 2, 0), release("m", "a"));
     assert_eq!(retry, first);
-    assert!(changes.events.is_empty() && changes.locks.is_empty());
-    let after = h.state.to_parts();
-    assert_eq!((before.leases, before.locks), (after.leases, after.locks));
+    assert!(changes.events.is_empty());
+    // Only the client's last-seen slot moves.
+    let session = expected.clients.iter().find(|(id, _)| *id == c);
+    let session = session.map(|(_, s)| ClientSession {
+        last_index: h.index,
+        ..s.clone()
+    });
+    assert!(session.is_some(), "the client had a session");
+    set_session(&mut expected, c, session);
+    assert_eq!(h.state.to_parts(), expected);
     assert_eq!(
         h.state
             .lock("m")
@@ -42,13 +50,21 @@ fn a_rejected_reply_is_remembered_too() {
     let mut h = Harness::new();
     let c = Uuid::from_u128(1);
     let l = h.lease();
+    let mut expected = h.state.to_parts();
     let (refused, changes) = h.run_as(seq(c, 0, 0), release("m", "a"));
     assert!(matches!(
         refused,
         Response::Rejected(CommandError::NotHolder { .. })
     ));
-    assert_eq!(changes.clients, [c].into());
-    assert!(changes.events.is_empty() && changes.locks.is_empty());
+    assert!(changes.events.is_empty());
+    // The refusal's only effect: a new session holding its reply.
+    let session = ClientSession {
+        replies: [(0, refused.clone())].into(),
+        forgotten_below: 0,
+        last_index: h.index,
+    };
+    set_session(&mut expected, c, Some(session));
+    assert_eq!(h.state.to_parts(), expected);
     h.run_as(seq(c, 1, 0), acquire("m", "a", l, Mode::Exclusive, false));
     assert_eq!(h.run_as(seq(c, 0, 0), release("m", "a")).0, refused);
     assert_eq!(h.holders("m"), ["a"]);
@@ -61,8 +77,7 @@ fn acked_replies_are_pruned_and_older_retries_are_stale() {
     for s in 0..4 {
         h.run_as(seq(c, s, 0), Command::GrantLease { ttl_ms: 1_000 });
     }
-    let (_, changes) = h.run_as(seq(c, 4, 3), Command::GrantLease { ttl_ms: 1_000 });
-    assert_eq!(changes.clients, [c].into());
+    h.run_as(seq(c, 4, 3), Command::GrantLease { ttl_ms: 1_000 });
     let session = h.state.client(&c).cloned().unwrap_or_default();
     assert_eq!(session.forgotten_below, 3);
     assert_eq!(session.replies.keys().copied().collect::<Vec<_>>(), [3, 4]);
@@ -129,17 +144,22 @@ fn the_least_recently_seen_client_is_evicted() {
     // Client 0 is seen again, so client 1 is now the least recent.
     index += 1;
     state.apply(index, &noop(0), &mut Changes::default());
-    let mut changes = Changes::default();
+    let mut expected = state.to_parts();
     index += 1;
     let newcomer = MAX_CLIENT_SESSIONS as u128;
-    state.apply(index, &noop(newcomer), &mut changes);
+    let reply = state.apply(index, &noop(newcomer), &mut Changes::default());
     assert!(state.client(&Uuid::from_u128(1)).is_none());
     assert!(state.client(&Uuid::from_u128(0)).is_some());
     assert!(state.client(&Uuid::from_u128(newcomer)).is_some());
     assert_eq!(state.clients().count(), MAX_CLIENT_SESSIONS);
-    assert_eq!(
-        changes.clients,
-        [Uuid::from_u128(1), Uuid::from_u128(newcomer)].into()
-    );
+    // Exactly client 1 went and the newcomer came; no other session moved.
+    set_session(&mut expected, Uuid::from_u128(1), None);
+    let session = ClientSession {
+        replies: [(0, reply)].into(),
+        forgotten_below: 0,
+        last_index: index,
+    };
+    set_session(&mut expected, Uuid::from_u128(newcomer), Some(session));
+    assert_eq!(state.to_parts(), expected);
     assert_eq!(LockState::from_parts(state.to_parts()), state);
 }
