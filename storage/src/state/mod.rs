@@ -305,7 +305,7 @@ impl LockState {
     pub fn lease_attachments(&self, id: LeaseId) -> Vec<(String, String, bool)> {
         self.leases
             .attachments(id)
-            .map(|((name, owner), held)| (name.clone(), owner.clone(), held))
+            .map(|(name, owner, held)| (name.to_owned(), owner.to_owned(), held))
             .collect()
     }
 
