@@ -50,7 +50,7 @@ impl LogStore {
     /// Makes every write so far durable (the whole node database, not only
     /// the log). Call it on shutdown.
     pub async fn flush(&self) -> Result<(), Error> {
-        self.db.flush_async().await?;
+        crate::node_db::flush(&self.db).await?;
         Ok(())
     }
 

@@ -35,6 +35,22 @@ pub(crate) const SNAPSHOT_TREE: &str = "snapshot";
 /// entries, so a small cache costs little.
 pub const CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// Makes every write to `db` so far durable, on tokio's blocking pool.
+///
+/// Not sled's `flush_async`: that runs the flush on sled's own thread pool,
+/// whose queue wakes *every* idle worker (seven by default) for each job.
+/// With one flush per Raft append that herd was about a third of a node's
+/// CPU under a single client (`bench/profile.sh W1 raftlock`, the `sled-io-*`
+/// threads) and forty futex calls per write. The blocking pool wakes one
+/// thread.
+pub(crate) async fn flush(db: &sled::Db) -> Result<(), Error> {
+    let db = db.clone();
+    tokio::task::spawn_blocking(move || db.flush())
+        .await
+        .map_err(|e| Error::Worker(e.to_string()))??;
+    Ok(())
+}
+
 /// Opens (or creates) the node's sled database in `dir` and loads both
 /// stores from it.
 ///

@@ -110,7 +110,7 @@ impl StateMachineStore {
     /// Makes every write so far (log, vote, snapshot) durable. Call it on
     /// shutdown.
     pub async fn flush(&self) -> Result<(), Error> {
-        self.db.flush_async().await?;
+        crate::node_db::flush(&self.db).await?;
         Ok(())
     }
 

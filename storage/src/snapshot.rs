@@ -138,11 +138,19 @@ impl SnapshotBuilder {
     fn write(&self) -> Result<(SnapshotMeta<NodeId, NodeAddr>, Vec<u8>), Error> {
         let payload = self.capture()?;
         let data = to_json("snapshot", &payload)?;
-        let snapshot_id = self.snapshots.next_id(payload.last_applied);
+        // The copy of the state goes before sled copies the bytes: a node's
+        // memory peaks while it snapshots, and this copy is its largest part
+        // besides the bytes themselves.
+        let SnapshotPayload {
+            last_applied,
+            membership,
+            state,
+        } = payload;
+        drop(state);
         let meta = SnapshotMeta {
-            last_log_id: payload.last_applied,
-            last_membership: payload.membership,
-            snapshot_id,
+            last_log_id: last_applied,
+            last_membership: membership,
+            snapshot_id: self.snapshots.next_id(last_applied),
         };
         self.snapshots.store(&meta, &data)?;
         Ok((meta, data))
@@ -157,7 +165,7 @@ impl SnapshotBuilder {
             .unwrap_or_else(|e| Err(Error::Worker(e.to_string())))?;
         // The snapshot is the state's only copy on disk: it must be durable
         // before openraft may purge the logs it covers.
-        self.db.flush_async().await?;
+        crate::node_db::flush(&self.db).await?;
         Ok(Snapshot {
             meta,
             snapshot: Box::new(Cursor::new(data)),
