@@ -1,0 +1,103 @@
+//! How much memory the lock state takes in W7's shape: N leases, each
+//! holding one exclusive lock with its own owner token, granted by 32
+//! clients. Counts live heap bytes with a counting allocator, so the figure
+//! does not depend on the allocator or on the machine's load.
+//!
+//! ```sh
+//! cargo run --release -p raftlock-storage --example state_memory [-- N]
+//! ```
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use raftlock_storage::state::{Changes, LockState};
+use raftlock_storage::{slot, ClientSeq, Command, Mode, Request};
+use uuid::Uuid;
+
+/// The system allocator, keeping a count of the bytes currently allocated.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded unchanged to `System`; only a counter is
+// updated besides.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Relaxed);
+        System.alloc(layout)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Relaxed);
+        System.dealloc(ptr, layout)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const CLIENTS: usize = 32;
+
+fn megabytes(bytes: usize) -> f64 {
+    bytes as f64 / 1e6
+}
+
+fn main() {
+    let n: u64 = std::env::args()
+        .nth(1)
+        .map(|a| a.parse().expect("N must be a number"))
+        .unwrap_or(100_000);
+    let clients: Vec<Uuid> = (0..CLIENTS).map(|_| Uuid::new_v4()).collect();
+    let mut seqs = [0u64; CLIENTS];
+    let mut request = |i: u64, command: Command| {
+        let c = i as usize % CLIENTS;
+        seqs[c] += 1;
+        Request {
+            // Every earlier reply acknowledged, as the client library does.
+            origin: Some(ClientSeq {
+                client: clients[c],
+                seq: seqs[c],
+                acked_below: seqs[c],
+            }),
+            time_ms: 1_795_000_000_000,
+            command,
+        }
+    };
+
+    let before = LIVE.load(Relaxed);
+    let mut state = LockState::default();
+    let mut index = 1;
+    for i in 0..n {
+        index += 1;
+        let lease = slot(index, 0);
+        let grant = request(i, Command::GrantLease { ttl_ms: 140_000 });
+        state.apply(lease, &grant, &mut Changes::default());
+        let acquire = request(
+            i,
+            Command::Acquire {
+                name: format!("W7/r0/{i}"),
+                owner: Uuid::new_v4().to_string(),
+                lease,
+                mode: Mode::Exclusive,
+                wait: false,
+                value: None,
+            },
+        );
+        index += 1;
+        state.apply(slot(index, 0), &acquire, &mut Changes::default());
+    }
+    let held = state.locks().count();
+    let live = LIVE.load(Relaxed) - before;
+    println!(
+        "{n} leases, {held} locks held: {:.1} MB live ({} bytes per lease+lock)",
+        megabytes(live),
+        live / n.max(1) as usize
+    );
+    let parts = state.to_parts();
+    let json = serde_json::to_vec(&parts).expect("the state encodes");
+    println!(
+        "snapshot: its copy of the state {:.1} MB, its JSON {:.1} MB",
+        megabytes(LIVE.load(Relaxed) - before - live - json.capacity()),
+        megabytes(json.len())
+    );
+}
