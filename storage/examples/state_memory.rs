@@ -1,7 +1,9 @@
 //! How much memory the lock state takes in W7's shape: N leases, each
 //! holding one exclusive lock with its own owner token, granted by 32
 //! clients. Counts live heap bytes with a counting allocator, so the figure
-//! does not depend on the allocator or on the machine's load.
+//! does not depend on the allocator or on the machine's load. Also times
+//! what a restart does first: decoding that state's snapshot JSON and
+//! rebuilding the state from it.
 //!
 //! ```sh
 //! cargo run --release -p raftlock-storage --example state_memory [-- N]
@@ -9,8 +11,9 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::Instant;
 
-use raftlock_storage::state::{Changes, LockState};
+use raftlock_storage::state::{Changes, LockState, StateParts};
 use raftlock_storage::{slot, ClientSeq, Command, Mode, Request};
 use uuid::Uuid;
 
@@ -100,4 +103,12 @@ fn main() {
         megabytes(LIVE.load(Relaxed) - before - live - json.capacity()),
         megabytes(json.len())
     );
+    drop(parts);
+
+    let started = Instant::now();
+    let decoded: StateParts = serde_json::from_slice(&json).expect("the JSON decodes");
+    let rebuilt = LockState::from_parts(decoded);
+    let took = started.elapsed();
+    assert!(rebuilt == state, "the rebuilt state differs");
+    println!("restart: decoding the snapshot and rebuilding the state took {took:.2?}");
 }
