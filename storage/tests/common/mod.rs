@@ -1,0 +1,142 @@
+//! What the storage test files share: opening a node directory, building
+//! entries and commands, reading the state back, replaying the log.
+// Each test file uses a different subset.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use openraft::storage::{RaftLogStorage, RaftStateMachine};
+use openraft::testing::log_id;
+use openraft::{Entry, EntryPayload, Membership, RaftLogReader};
+use raftlock_storage::state::StateParts;
+use raftlock_storage::{
+    open, Applied, ClientSeq, Command, Error, LogStore, Mode, NodeAddr, Proposal, Request,
+    StateMachineStore, TypeConfig,
+};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use uuid::Uuid;
+
+pub type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+pub fn open_dir(
+    dir: &Path,
+) -> Result<(LogStore, StateMachineStore, UnboundedReceiver<Applied>), Error> {
+    let (tx, rx) = unbounded_channel();
+    let (log, sm) = open(dir, tx)?;
+    Ok((log, sm, rx))
+}
+
+/// [`open_dir`], waiting for sled's flusher thread to let go of the
+/// directory's lock after the last handle was dropped.
+pub fn open_dir_when_free(
+    dir: &Path,
+) -> Result<(LogStore, StateMachineStore, UnboundedReceiver<Applied>), Error> {
+    for _ in 0..100 {
+        match open_dir(dir) {
+            Err(Error::Sled(sled::Error::Io(e))) if e.to_string().contains("lock") => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+    open_dir(dir)
+}
+
+pub fn normal(index: u64, command: Command) -> Entry<TypeConfig> {
+    let origin = Some(ClientSeq {
+        client: client_id(),
+        seq: index,
+        acked_below: 0,
+    });
+    Entry {
+        log_id: log_id(1, 1, index),
+        payload: EntryPayload::Normal(Proposal::from(Request {
+            origin,
+            time_ms: 1000,
+            command,
+        })),
+    }
+}
+
+pub fn client_id() -> Uuid {
+    Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef)
+}
+
+pub fn blank(index: u64) -> Entry<TypeConfig> {
+    Entry {
+        log_id: log_id(1, 1, index),
+        payload: EntryPayload::Blank,
+    }
+}
+
+pub fn membership(index: u64) -> Entry<TypeConfig> {
+    let nodes = BTreeMap::from([
+        (
+            1,
+            NodeAddr {
+                peer_addr: "127.0.0.1:7001".into(),
+                client_addr: "127.0.0.1:8001".into(),
+            },
+        ),
+        (
+            2,
+            NodeAddr {
+                peer_addr: "127.0.0.1:7002".into(),
+                client_addr: "127.0.0.1:8002".into(),
+            },
+        ),
+    ]);
+    let config = Membership::new(vec![BTreeSet::from([1, 2])], nodes);
+    Entry {
+        log_id: log_id(1, 1, index),
+        payload: EntryPayload::Membership(config),
+    }
+}
+
+pub fn acquire(name: &str, owner: &str, lease: u64) -> Command {
+    Command::Acquire {
+        name: name.into(),
+        owner: owner.into(),
+        lease,
+        mode: Mode::Exclusive,
+        wait: true,
+        value: None,
+    }
+}
+
+pub fn parts(sm: &StateMachineStore) -> StateParts {
+    sm.state().read().map(|s| s.to_parts()).unwrap_or_default()
+}
+
+/// The names of the database's trees, read straight from sled (stores
+/// closed).
+pub fn tree_names(dir: &Path) -> Result<Vec<Vec<u8>>, sled::Error> {
+    // sled's flusher thread can hold the file lock a moment after the last
+    // handle is dropped.
+    let mut tries = 0;
+    let db = loop {
+        match sled::open(dir) {
+            Err(sled::Error::Io(e)) if e.to_string().contains("lock") && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => break other?,
+        }
+    };
+    Ok(db.tree_names().iter().map(|n| n.to_vec()).collect())
+}
+
+/// What openraft does at start-up: re-apply the committed entries after the
+/// state machine's last applied one.
+pub async fn replay_committed(log: &mut LogStore, sm: &mut StateMachineStore) -> TestResult {
+    let (applied, _) = sm.applied_state().await?;
+    let committed = log.read_committed().await?;
+    let start = applied.map_or(0, |l| l.index + 1);
+    let end = committed.map_or(0, |l| l.index + 1);
+    if start < end {
+        let entries = log.try_get_log_entries(start..end).await?;
+        sm.apply(entries).await?;
+    }
+    Ok(())
+}

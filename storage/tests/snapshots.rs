@@ -1,0 +1,133 @@
+//! Snapshots: built, stored, installed into another store, and reloaded
+//! after a restart.
+
+use std::io::Cursor;
+
+use openraft::storage::RaftStateMachine;
+use openraft::testing::log_id;
+use openraft::{Entry, EntryPayload, RaftSnapshotBuilder, SnapshotMeta};
+use raftlock_storage::state::{LockState, StateParts};
+use raftlock_storage::{slot, Applied, Command, NodeAddr, Proposal, Request, Response};
+
+mod common;
+use common::*;
+
+#[tokio::test]
+async fn snapshot_round_trip_into_a_fresh_store() -> TestResult {
+    let source_dir = tempfile::tempdir()?;
+    let (_log, mut source, _rx) = open_dir(source_dir.path())?;
+    source
+        .apply(vec![
+            membership(1),
+            normal(2, Command::GrantLease { ttl_ms: 5_000 }),
+            normal(3, acquire("a", "owner-1", slot(2, 0))),
+            normal(4, acquire("a", "owner-2", slot(2, 0))),
+        ])
+        .await?;
+    let snapshot = source.get_snapshot_builder().await.build_snapshot().await?;
+    assert_eq!(snapshot.meta.last_log_id, Some(log_id(1, 1, 4)));
+    assert!(
+        snapshot.meta.snapshot_id.starts_with("1-4-"),
+        "{}",
+        snapshot.meta.snapshot_id
+    );
+    let current = source
+        .get_current_snapshot()
+        .await?
+        .ok_or("no current snapshot")?;
+    assert_eq!(current.meta, snapshot.meta);
+    assert_eq!(current.snapshot.get_ref(), snapshot.snapshot.get_ref());
+
+    let target_dir = tempfile::tempdir()?;
+    {
+        let (_log, mut target, mut rx) = open_dir(target_dir.path())?;
+        let mut received = target.begin_receiving_snapshot().await?;
+        assert!(received.get_ref().is_empty());
+        received
+            .get_mut()
+            .extend_from_slice(snapshot.snapshot.get_ref());
+        target.install_snapshot(&snapshot.meta, received).await?;
+        assert_eq!(rx.try_recv()?, Applied::Snapshot { index: 4 });
+        assert_eq!(parts(&target), parts(&source));
+        assert_eq!(target.applied_state().await?, source.applied_state().await?);
+        let current = target
+            .get_current_snapshot()
+            .await?
+            .ok_or("no current snapshot")?;
+        assert_eq!(current.meta, snapshot.meta);
+    }
+    // The installed state is on disk, not only in memory.
+    let (_log, target, _rx) = open_dir(target_dir.path())?;
+    assert_eq!(parts(&target), parts(&source));
+    let rebuilt = LockState::from_parts(parts(&target));
+    assert_eq!(source.state().read().map(|s| s.clone()).ok(), Some(rebuilt));
+    Ok(())
+}
+
+#[tokio::test]
+async fn installing_a_snapshot_replaces_old_records() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (_log, mut sm, _rx) = open_dir(dir.path())?;
+    sm.apply(vec![
+        normal(1, Command::GrantLease { ttl_ms: 5_000 }),
+        normal(2, acquire("old", "o", slot(1, 0))),
+    ])
+    .await?;
+    // An empty state at a later position, as a leader would send.
+    let meta = SnapshotMeta {
+        last_log_id: Some(log_id(2, 1, 10)),
+        last_membership: Default::default(),
+        snapshot_id: "2-10-1".into(),
+    };
+    let data = serde_json::to_vec(&serde_json::json!({
+        "last_applied": log_id(2, 1, 10),
+        "membership": openraft::StoredMembership::<u64, NodeAddr>::default(),
+        "state": StateParts::default(),
+    }))?;
+    sm.install_snapshot(&meta, Box::new(Cursor::new(data)))
+        .await?;
+    assert_eq!(parts(&sm), StateParts::default());
+    drop((_log, sm));
+    let (_log, mut sm, _rx) = open_dir_when_free(dir.path())?;
+    assert_eq!(parts(&sm), StateParts::default());
+    assert_eq!(sm.applied_state().await?.0, Some(log_id(2, 1, 10)));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_large_expiry_is_applied_off_the_runtime_and_snapshotted() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (_log, mut sm, _rx) = open_dir(dir.path())?;
+    sm.apply(vec![
+        normal(1, Command::GrantLease { ttl_ms: 5_000 }),
+        normal(2, Command::GrantLease { ttl_ms: 5_000 }),
+        normal(3, acquire("a", "owner-1", slot(1, 0))),
+    ])
+    .await?;
+    // Enough ids to take the blocking-pool path; unknown ids are ignored.
+    let mut ids: Vec<u64> = (1_000_000..1_003_000).collect();
+    ids.push(slot(1, 0));
+    let expire = Entry {
+        log_id: log_id(1, 1, 4),
+        payload: EntryPayload::Normal(Proposal::from(Request {
+            origin: None,
+            time_ms: 1000,
+            command: Command::ExpireLeases { ids },
+        })),
+    };
+    let responses = sm.apply(vec![expire]).await?;
+    assert_eq!(
+        responses,
+        vec![vec![Response::LeasesExpired {
+            ids: vec![slot(1, 0)]
+        }]]
+    );
+    let after = parts(&sm);
+    assert_eq!(after.leases.len(), 1);
+    assert!(after.locks.is_empty());
+    sm.get_snapshot_builder().await.build_snapshot().await?;
+    drop((_log, sm));
+    let (_log, sm, _rx) = open_dir_when_free(dir.path())?;
+    assert_eq!(parts(&sm), after);
+    Ok(())
+}
