@@ -17,7 +17,8 @@ use crate::limits::MAX_LEASES;
 ///
 /// One map for all leases rather than a map per lease: most leases hold
 /// one lock, and a B-tree per lease costs a whole ~550-byte node for that
-/// one entry (100 000 leases took 133 MB of state; now about half).
+/// one entry (W7's 100 000 leases each holding a lock: 133.1 MB of state
+/// before, 82.5 MB after; `storage/examples/state_memory.rs`).
 type AttachmentIndex = BTreeMap<(LeaseId, String, String), bool>;
 
 /// Leases by id, plus the attachment index.
