@@ -6,6 +6,15 @@
 //! call's future is dropped), the server proposes a Cancel itself: a waiter
 //! leaves the queue, and a grant that raced the cancel is released, so no
 //! grant is ever left with nobody to use it.
+//!
+//! The cancel names the call it is for (its request id and attempt, a
+//! [`Claim`]). A client that lost its connection re-sends the same request
+//! with a higher attempt, maybe to another node, and that attempt then owns
+//! the wait: the first node's cancel, however late, leaves alone the wait or
+//! the grant the retry was told about. A timed-out call answers `Timeout`
+//! only once its cancel has committed; until then the wait may still be
+//! granted, so the answer is UNAVAILABLE (retry to learn the outcome) and
+//! the node keeps proposing the cancel until it commits.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +22,10 @@ use std::time::Duration;
 use raftlock_raft::node::{wall_clock_ms, NodeInner};
 use raftlock_raft::waiters::Signal;
 use raftlock_raft::Error;
-use raftlock_storage::{ClientSeq, Command, EndReason, Fence, LeaseId, Mode, Request, Response};
+use raftlock_storage::command::CancelOutcome;
+use raftlock_storage::{
+    Claim, ClientSeq, Command, EndReason, Fence, LeaseId, Mode, Request, Response,
+};
 use tokio::time::Instant;
 
 /// What to acquire.
@@ -80,6 +92,7 @@ pub async fn acquire(node: &Arc<NodeInner>, spec: AcquireSpec) -> Result<Option<
         node: node.clone(),
         name: spec.name.clone(),
         owner: spec.owner.clone(),
+        call: Claim::of(&spec.origin),
         armed: true,
     };
     let deadline = spec.timeout.map(|t| Instant::now() + t);
@@ -124,8 +137,7 @@ pub async fn acquire(node: &Arc<NodeInner>, spec: AcquireSpec) -> Result<Option<
             }
             _ = tokio::time::sleep_until(deadline.unwrap_or(far)) => {
                 cancel.armed = false;
-                cancel_now(node, &spec.name, &spec.owner).await;
-                return Err(Error::Timeout(format!("waited {:?} for {}", spec.timeout.unwrap_or_default(), spec.name)));
+                return Err(timed_out(node, &spec).await);
             }
         }
     }
@@ -160,18 +172,77 @@ fn describe(reason: EndReason) -> &'static str {
     }
 }
 
-async fn cancel_now(node: &NodeInner, name: &str, owner: &str) {
+/// Ends a call whose wait ran out of time: cancels on its behalf. Only a
+/// committed cancel makes the answer a definite `Timeout`.
+async fn timed_out(node: &Arc<NodeInner>, spec: &AcquireSpec) -> Error {
+    let waited = format!(
+        "waited {:?} for {}",
+        spec.timeout.unwrap_or_default(),
+        spec.name
+    );
+    let call = Claim::of(&spec.origin);
+    match cancel(node, &spec.name, &spec.owner, call).await {
+        Ok(CancelOutcome::Dequeued | CancelOutcome::Released | CancelOutcome::NotFound) => {
+            Error::Timeout(waited)
+        }
+        Ok(CancelOutcome::Superseded) => Error::Unavailable(format!(
+            "{waited}; a later attempt of this request now owns the wait, \
+             retry with a higher attempt to learn how it ended"
+        )),
+        Err(e) => {
+            keep_cancelling(node.clone(), spec.name.clone(), spec.owner.clone(), call);
+            Error::Unavailable(format!(
+                "{waited}, but could not cancel the wait ({e}): it may still be \
+                 queued or granted; retry with a higher attempt to learn how it ended"
+            ))
+        }
+    }
+}
+
+/// Proposes a Cancel of `owner`'s wait or hold on `name` on behalf of `call`.
+async fn cancel(
+    node: &NodeInner,
+    name: &str,
+    owner: &str,
+    call: Claim,
+) -> Result<CancelOutcome, Error> {
     let request = Request {
         origin: None,
         time_ms: wall_clock_ms(),
         command: Command::Cancel {
             name: name.to_string(),
             owner: owner.to_string(),
+            call: Some(call),
         },
     };
-    if let Err(e) = node.write(request).await {
-        tracing::warn!(name, owner, "cannot cancel an abandoned wait: {e}");
+    match node.write(request).await? {
+        (_, Response::Cancelled { outcome }) => Ok(outcome),
+        (_, other) => Err(Error::Internal(format!(
+            "unexpected answer to cancel: {other:?}"
+        ))),
     }
+}
+
+/// Proposes the Cancel for `call` in the background until it commits or the
+/// node stops. Harmless if the call's client retried meanwhile: the retry's
+/// higher attempt makes the cancel leave the wait alone.
+fn keep_cancelling(node: Arc<NodeInner>, name: String, owner: String, call: Claim) {
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    rt.spawn(async move {
+        let mut pause = Duration::from_millis(100);
+        while !node.is_stopping() {
+            match cancel(&node, &name, &owner, call).await {
+                Ok(_) => return,
+                Err(e) => {
+                    tracing::warn!(name, owner, "cannot cancel an abandoned wait yet: {e}");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+    });
 }
 
 /// Cancels the wait if the call's future is dropped (the caller went away).
@@ -179,6 +250,7 @@ struct CancelOnDrop {
     node: Arc<NodeInner>,
     name: String,
     owner: String,
+    call: Claim,
     armed: bool,
 }
 
@@ -187,13 +259,11 @@ impl Drop for CancelOnDrop {
         if !self.armed || self.node.is_stopping() {
             return;
         }
-        let (node, name, owner) = (
+        keep_cancelling(
             self.node.clone(),
             std::mem::take(&mut self.name),
             std::mem::take(&mut self.owner),
+            self.call,
         );
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move { cancel_now(&node, &name, &owner).await });
-        }
     }
 }

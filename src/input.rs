@@ -104,6 +104,7 @@ pub fn request_id(id: Option<&pb::RequestId>) -> Result<ClientSeq, Error> {
             client: Uuid::new_v4(),
             seq: 1,
             acked_below: 0,
+            attempt: 0,
         });
     };
     let client = Uuid::from_slice(&id.client_id).map_err(|_| {
@@ -122,6 +123,7 @@ pub fn request_id(id: Option<&pb::RequestId>) -> Result<ClientSeq, Error> {
         client,
         seq: id.seq,
         acked_below: id.acked_below,
+        attempt: id.attempt,
     })
 }
 
@@ -145,6 +147,7 @@ mod tests {
             client_id: vec![1, 2],
             seq: 1,
             acked_below: 0,
+            attempt: 0,
         };
         assert!(request_id(Some(&bad)).is_err());
     }

@@ -116,7 +116,7 @@ fn weight(request: &Request) -> usize {
         Command::Proclaim {
             name, owner, value, ..
         } => name.len() + owner.len() + value.len(),
-        Command::Release { name, owner } | Command::Cancel { name, owner } => {
+        Command::Release { name, owner } | Command::Cancel { name, owner, .. } => {
             name.len() + owner.len()
         }
         Command::ForceRelease { name } => name.len(),

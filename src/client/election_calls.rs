@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 
+use super::request_ids::WaitAttempts;
 use super::{Client, LeaderInfo, LeaseId};
 use crate::error::{from_status, Error};
 use crate::pb;
@@ -23,14 +24,33 @@ impl Client {
     ) -> Result<u64, Error> {
         let (request_id, _open) = self.inner.ids.next();
         let req = pb::CampaignRequest {
-            request_id: Some(request_id),
+            request_id: None,
             name: name.into(),
             owner: owner.into(),
             lease,
             value: value.to_vec(),
-            wait_timeout_ms: timeout.map(|t| t.as_millis().max(1) as u64).unwrap_or(0),
+            wait_timeout_ms: 0,
         };
-        Ok(rpc!(self, ElectionClient, campaign, req)?.fence)
+        let mut attempts = WaitAttempts::new(timeout);
+        let r = self
+            .inner
+            .endpoints
+            .call(|ch| {
+                let (id, wait_ms) = attempts.next(&request_id);
+                let req = pb::CampaignRequest {
+                    request_id: Some(id),
+                    wait_timeout_ms: wait_ms,
+                    ..req.clone()
+                };
+                async move {
+                    ElectionClient::new(ch)
+                        .campaign(req)
+                        .await
+                        .map(|r| r.into_inner())
+                }
+            })
+            .await?;
+        Ok(r.fence)
     }
 
     /// Publishes a new value as the leader of `name`.

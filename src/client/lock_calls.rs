@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::request_ids::WaitAttempts;
 use super::{Client, LeaseId, LockInfo, LockMode};
 use crate::error::Error;
 use crate::pb;
@@ -56,7 +57,7 @@ impl Client {
     pub async fn acquire(&self, spec: &Acquire) -> Result<Option<Acquired>, Error> {
         let (request_id, _open) = self.inner.ids.next();
         let req = pb::AcquireRequest {
-            request_id: Some(request_id),
+            request_id: None,
             name: spec.name.clone(),
             owner: spec.owner.clone(),
             lease: spec.lease,
@@ -64,12 +65,27 @@ impl Client {
             permits: spec.permits,
             limit: spec.limit,
             wait: spec.wait,
-            wait_timeout_ms: spec
-                .timeout
-                .map(|t| t.as_millis().max(1) as u64)
-                .unwrap_or(0),
+            wait_timeout_ms: 0,
         };
-        let r = rpc!(self, LockClient, acquire, req)?;
+        let mut attempts = WaitAttempts::new(spec.timeout);
+        let r = self
+            .inner
+            .endpoints
+            .call(|ch| {
+                let (id, wait_ms) = attempts.next(&request_id);
+                let req = pb::AcquireRequest {
+                    request_id: Some(id),
+                    wait_timeout_ms: wait_ms,
+                    ..req.clone()
+                };
+                async move {
+                    LockClient::new(ch)
+                        .acquire(req)
+                        .await
+                        .map(|r| r.into_inner())
+                }
+            })
+            .await?;
         Ok(r.acquired.then_some(Acquired {
             fence: r.fence,
             count: r.count,

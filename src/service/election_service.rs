@@ -147,6 +147,7 @@ impl pb::election_server::Election for ElectionService {
         let command = Command::Cancel {
             name: req.name.clone(),
             owner: req.owner.clone(),
+            call: None,
         };
         let (index, response) = write(&self.node, origin, command)
             .await

@@ -88,9 +88,11 @@ impl pb::lock_server::Lock for LockService {
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
         input::owner(&req.owner).map_err(to_status)?;
+        // The client's own cancel: ends the wait or hold whoever claimed it.
         let command = Command::Cancel {
             name: req.name,
             owner: req.owner,
+            call: None,
         };
         let (index, response) = write(&self.node, origin, command)
             .await
@@ -102,6 +104,8 @@ impl pb::lock_server::Lock for LockService {
             CancelOutcome::Dequeued => "dequeued",
             CancelOutcome::Released => "released",
             CancelOutcome::NotFound => "not_found",
+            // Only a server-issued cancel (naming a call) can be superseded.
+            CancelOutcome::Superseded => "superseded",
         };
         Ok(Reply::new(pb::CancelResponse {
             header: header(&self.node, index),

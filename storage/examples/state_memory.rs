@@ -61,6 +61,7 @@ fn main() {
                 client: clients[c],
                 seq: seqs[c],
                 acked_below: seqs[c],
+                attempt: 0,
             }),
             time_ms: 1_795_000_000_000,
             command,

@@ -67,6 +67,48 @@ pub struct ClientSeq {
     /// The client has received the replies to every request below this
     /// number, so the server may forget them.
     pub acked_below: u64,
+    /// How many times the client sent this request before (0 the first
+    /// time). Only waits use it: see [`Claim`].
+    #[serde(default)]
+    pub attempt: u32,
+}
+
+/// Which call asked for a hold or a wait: a client request and the attempt
+/// at sending it. When a waiting call gives up, the server cancels on its
+/// behalf naming its claim, and the cancel leaves alone a hold or wait that
+/// a later attempt (the client's retry, answered elsewhere) or another
+/// request has claimed since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    /// The requesting client.
+    pub client: Uuid,
+    /// The request's sequence number.
+    pub seq: u64,
+    /// The attempt; a retry of the same request has a higher one.
+    pub attempt: u32,
+}
+
+impl Claim {
+    /// The claim of a request from `origin`.
+    pub fn of(origin: &ClientSeq) -> Claim {
+        Claim {
+            client: origin.client,
+            seq: origin.seq,
+            attempt: origin.attempt,
+        }
+    }
+
+    /// Whether `self` is the same request as `other`.
+    pub fn same_request(&self, other: &Claim) -> bool {
+        self.client == other.client && self.seq == other.seq
+    }
+
+    /// Whether a cancel on behalf of `self` may end a record whose claim is
+    /// `current` (`None`: made before claims were recorded, or by a request
+    /// without an origin).
+    pub fn may_cancel(&self, current: Option<&Claim>) -> bool {
+        current.is_none_or(|c| self.same_request(c) && self.attempt >= c.attempt)
+    }
 }
 
 /// One replicated command with its origin.
@@ -115,7 +157,15 @@ pub enum Command {
     /// Give back one level of re-entry; the hold ends when the count hits 0.
     Release { name: String, owner: String },
     /// Leave the queue, or release entirely if already granted.
-    Cancel { name: String, owner: String },
+    Cancel {
+        name: String,
+        owner: String,
+        /// `Some` when the server cancels for a call that gave up: only a
+        /// hold or wait that call still owns is ended (see [`Claim`]).
+        /// `None` (a client's own Cancel or Resign) ends it regardless.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call: Option<Claim>,
+    },
     /// Operator override: end every hold on `name` (waiters then get it).
     ForceRelease { name: String },
     /// Change the value published by an election leader.
@@ -166,6 +216,9 @@ pub enum CancelOutcome {
     Released,
     /// The owner neither held nor waited for the lock.
     NotFound,
+    /// A server-issued cancel found the hold or wait claimed by a later
+    /// attempt or another request, and left it alone.
+    Superseded,
 }
 
 /// Why a request was refused. Deterministic: every replica refuses alike.

@@ -31,8 +31,8 @@ pub mod state;
 pub mod types;
 
 pub use command::{
-    slot, slot_index, ClientSeq, Command, CommandError, Fence, LeaseId, Mode, Proposal, Request,
-    Response, MAX_REQUESTS_PER_ENTRY,
+    slot, slot_index, Claim, ClientSeq, Command, CommandError, Fence, LeaseId, Mode, Proposal,
+    Request, Response, MAX_REQUESTS_PER_ENTRY,
 };
 pub use error::Error;
 pub use event::{Applied, EndReason, Event};

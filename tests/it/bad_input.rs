@@ -107,6 +107,7 @@ async fn bad_requests_are_refused_and_change_nothing() {
         client_id: vec![1, 2, 3],
         seq: 1,
         acked_below: 0,
+        attempt: 0,
     };
     let status = raw
         .grant(pb::LeaseGrantRequest {

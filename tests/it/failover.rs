@@ -236,3 +236,81 @@ async fn full_cluster_restart_loses_nothing() {
     assert!(info.holders[0].fence > a.fence);
     cluster.shutdown().await;
 }
+
+/// A wait whose node is cut off from the leader when its time runs out
+/// cannot be cancelled, and may still be granted: the call must not answer
+/// a definite Timeout. (The chaos suite caught exactly that: a "timed out"
+/// waiter was later found holding the lock.) The client re-sends the
+/// request to the next node with a higher attempt and learns the real
+/// outcome, here the grant; the cut-off node's cancel, committed once it is
+/// back, leaves that grant alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_that_cannot_be_cancelled_is_not_reported_as_timed_out() {
+    let config = raftlock::Config {
+        leader_wait: Duration::from_secs(2),
+        ..test_config()
+    };
+    let cluster = TestCluster::with_config(3, config).await;
+    let leader = cluster.wait_for_leader().await;
+    let cut_off = cluster
+        .running()
+        .into_iter()
+        .find(|id| *id != leader)
+        .unwrap();
+    let holder = cluster.client_of(leader).await;
+    let lease = holder.grant_lease(TTL).await.unwrap();
+    holder
+        .acquire(&Acquire::exclusive("x", "h", lease))
+        .await
+        .unwrap()
+        .unwrap();
+
+    // The waiter's client tries the soon cut-off node first.
+    let waiter = Client::connect([
+        cluster.addrs[&cut_off].0.to_string(),
+        cluster.addrs[&leader].0.to_string(),
+    ])
+    .await
+    .unwrap();
+    let spec = Acquire {
+        timeout: Some(Duration::from_secs(1)),
+        ..Acquire::exclusive("x", "w", lease)
+    };
+    let call = tokio::spawn(async move { waiter.acquire(&spec).await });
+    wait_until_queued(&holder, "x", "w").await;
+    cluster.isolate(cut_off);
+    // Granted on the majority side; the cut-off node cannot learn it.
+    assert_eq!(holder.release("x", "h").await.unwrap(), 0);
+
+    let answer = call.await.unwrap();
+    let Ok(Some(Acquired { fence, .. })) = answer else {
+        panic!("the wait was granted, but the caller was told {answer:?}");
+    };
+
+    cluster.heal();
+    // The cut-off node proposes its cancel until it commits (backing off up
+    // to 2 s); the grant must outlive it.
+    let until = tokio::time::Instant::now() + Duration::from_secs(8);
+    while tokio::time::Instant::now() < until {
+        let info = holder.describe("x").await.unwrap();
+        let holders: Vec<String> = info
+            .map(|l| l.holders.into_iter().map(|h| h.owner).collect())
+            .unwrap_or_default();
+        assert_eq!(holders, ["w"], "the grant the caller was told of ended");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(holder.check("x", fence).await.unwrap());
+    cluster.shutdown().await;
+}
+
+async fn wait_until_queued(client: &Client, name: &str, owner: &str) {
+    let until = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = client.describe(name).await.unwrap();
+        if info.is_some_and(|l| l.waiters.iter().any(|w| w.owner == owner)) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < until, "{owner} never queued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

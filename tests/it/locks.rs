@@ -253,6 +253,7 @@ async fn retried_release_is_applied_once() {
         client_id: uuid::Uuid::new_v4().as_bytes().to_vec(),
         seq: 1,
         acked_below: 1,
+        attempt: 0,
     };
     let req = pb::ReleaseRequest {
         request_id: Some(id),

@@ -37,7 +37,7 @@ pub(super) fn acquire_new(
         holders: Vec::new(),
         waiters: VecDeque::new(),
     };
-    let fence = queue::grant(&mut lock, grant_of(req), leases, step);
+    let fence = queue::grant(&mut lock, grant_of(req, step), leases, step);
     (lock, Response::Granted { fence, count: 1 })
 }
 
@@ -59,6 +59,7 @@ pub(super) fn acquire_existing(
             ))
         })?;
         holder.count = count;
+        holder.claim = step.claim;
         return Ok((
             Response::Granted {
                 fence: holder.fence,
@@ -68,8 +69,10 @@ pub(super) fn acquire_existing(
         ));
     }
     if let Some(at) = lock.waiter_position(req.owner) {
-        let waiter = &lock.waiters[at];
+        let waiter = &mut lock.waiters[at];
         check_same(&lock.name, "waits for", req, waiter.lease, waiter.mode)?;
+        // Another request for the same wait: it is now the call that owns it.
+        waiter.claim = step.claim;
         return Ok((
             Response::Queued {
                 position: count_u32(at),
@@ -78,7 +81,7 @@ pub(super) fn acquire_existing(
         ));
     }
     if lock.waiters.is_empty() && Occupancy::of(lock).fits(req.mode, lock.semaphore_limit) {
-        let fence = queue::grant(lock, grant_of(req), leases, step);
+        let fence = queue::grant(lock, grant_of(req, step), leases, step);
         return Ok((Response::Granted { fence, count: 1 }, Touched::Holders));
     }
     if !req.wait {
@@ -97,6 +100,7 @@ pub(super) fn acquire_existing(
         mode: req.mode,
         queued_at_ms: step.time_ms,
         value: req.value.clone(),
+        claim: step.claim,
     });
     let position = count_u32(lock.waiters.len() - 1);
     Ok((Response::Queued { position }, Touched::Record))
@@ -153,11 +157,12 @@ fn check_same(
 }
 
 /// The hold an acquire asks for.
-fn grant_of(req: &AcquireRequest<'_>) -> Grant {
+fn grant_of(req: &AcquireRequest<'_>, step: &Step<'_>) -> Grant {
     Grant {
         owner: req.owner.to_owned(),
         lease: req.lease,
         mode: req.mode,
         value: req.value.clone(),
+        claim: step.claim,
     }
 }

@@ -12,7 +12,7 @@ use super::bounds::{check_mode, check_name, check_owner, check_value};
 use super::lease_table::LeaseTable;
 use super::queue::{self, count_u32};
 use super::{Holder, Lock, Step, Waiter};
-use crate::command::{CancelOutcome, CommandError, LeaseId, Response};
+use crate::command::{CancelOutcome, Claim, CommandError, LeaseId, Response};
 use crate::event::{EndReason, Event};
 
 /// What a command did to one lock.
@@ -132,10 +132,13 @@ impl LockTable {
     }
 
     /// Takes `owner` out of the queue for `name`, or ends its hold entirely.
+    /// A cancel on behalf of `call` leaves alone a hold or wait that
+    /// another call has claimed since.
     pub(super) fn cancel(
         &mut self,
         name: &str,
         owner: &str,
+        call: Option<&Claim>,
         leases: &mut LeaseTable,
         step: &mut Step<'_>,
     ) -> Response {
@@ -144,27 +147,61 @@ impl LockTable {
                 outcome: CancelOutcome::NotFound,
             };
         };
-        let (outcome, touched) =
-            if let Some(at) = lock.holders.iter().position(|h| h.owner == owner) {
+        let owned = |claim: &Option<Claim>| call.is_none_or(|c| c.may_cancel(claim.as_ref()));
+        let held = lock.holders.iter().position(|h| h.owner == owner);
+        let waiting = lock.waiter_position(owner);
+        let (outcome, touched) = match (held, waiting) {
+            (Some(at), _) if !owned(&lock.holders[at].claim) => {
+                (CancelOutcome::Superseded, Touched::Nothing)
+            }
+            (Some(at), _) => {
                 end_hold(lock, at, EndReason::Released, leases, step);
                 queue::grant_from_head(lock, leases, step);
                 (CancelOutcome::Released, Touched::Holders)
-            } else if let Some(waiter) = lock
-                .waiter_position(owner)
-                .and_then(|at| lock.waiters.remove(at))
-            {
-                wait_ended(name, &waiter, EndReason::Released, leases, step);
-                // The head may have been what blocked the others.
-                let touched = match queue::grant_from_head(lock, leases, step) {
-                    0 => Touched::Record,
-                    _ => Touched::Holders,
-                };
-                (CancelOutcome::Dequeued, touched)
-            } else {
-                (CancelOutcome::NotFound, Touched::Nothing)
-            };
+            }
+            (None, Some(at)) if !owned(&lock.waiters[at].claim) => {
+                (CancelOutcome::Superseded, Touched::Nothing)
+            }
+            (None, Some(at)) => match lock.waiters.remove(at) {
+                Some(waiter) => {
+                    wait_ended(name, &waiter, EndReason::Released, leases, step);
+                    // The head may have been what blocked the others.
+                    let touched = match queue::grant_from_head(lock, leases, step) {
+                        0 => Touched::Record,
+                        _ => Touched::Holders,
+                    };
+                    (CancelOutcome::Dequeued, touched)
+                }
+                None => (CancelOutcome::NotFound, Touched::Nothing),
+            },
+            (None, None) => (CancelOutcome::NotFound, Touched::Nothing),
+        };
         self.finish(name, touched, step);
         Response::Cancelled { outcome }
+    }
+
+    /// Makes `call`, a retry of the request that holds or waits as `owner`
+    /// on `name`, the call that owns the hold or wait, if it is a later
+    /// attempt than the one that does.
+    pub(super) fn reclaim(&mut self, name: &str, owner: &str, call: Claim) {
+        let Some(lock) = self.locks.get_mut(name) else {
+            return;
+        };
+        let holder = lock.holders.iter_mut().find(|h| h.owner == owner);
+        let claim = match holder {
+            Some(h) => &mut h.claim,
+            None => match lock.waiters.iter_mut().find(|w| w.owner == owner) {
+                Some(w) => &mut w.claim,
+                None => return,
+            },
+        };
+        // Only a wait this request asked for; the owner may wait again by
+        // another request since the one being retried ended.
+        if let Some(c) = claim {
+            if c.same_request(&call) && c.attempt < call.attempt {
+                *c = call;
+            }
+        }
     }
 
     /// Ends every hold on `name`; the waiters then get it.

@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::command::{Command, CommandError, Fence, LeaseId, Mode, Request, Response};
+use crate::command::{Claim, Command, CommandError, Fence, LeaseId, Mode, Request, Response};
 use crate::event::{EndReason, Event};
 
 use acquisition::AcquireRequest;
@@ -69,6 +69,9 @@ pub struct Holder {
     pub granted_at_ms: u64,
     /// Published value (elections).
     pub value: Option<Vec<u8>>,
+    /// The call that asked for the hold last (see [`Claim`]).
+    #[serde(default)]
+    pub claim: Option<Claim>,
 }
 
 /// One queued request for a lock.
@@ -84,6 +87,9 @@ pub struct Waiter {
     pub queued_at_ms: u64,
     /// The value to publish once granted (elections).
     pub value: Option<Vec<u8>>,
+    /// The call that asked for the wait last (see [`Claim`]).
+    #[serde(default)]
+    pub claim: Option<Claim>,
 }
 
 /// A lock with at least one holder or waiter. Locks with neither are removed.
@@ -161,6 +167,8 @@ struct Step<'a> {
     slot: u64,
     /// Proposer wall clock, for display fields only.
     time_ms: u64,
+    /// The call the request comes from; `None` for the cluster's own.
+    claim: Option<Claim>,
     /// Where this step reports its events.
     changes: &'a mut Changes,
 }
@@ -197,7 +205,15 @@ impl LockState {
             return self.execute(slot, request, changes);
         };
         match self.sessions.admit(origin, slot) {
-            Admission::Replay(reply) => reply,
+            Admission::Replay(reply) => {
+                // A retried wait: the retry is now the call that owns it.
+                if let (Command::Acquire { name, owner, .. }, Response::Queued { .. }) =
+                    (&request.command, &reply)
+                {
+                    self.locks.reclaim(name, owner, Claim::of(origin));
+                }
+                reply
+            }
             Admission::Stale => Response::Rejected(CommandError::StaleRequest { seq: origin.seq }),
             Admission::Apply => {
                 let reply = self.execute(slot, request, changes);
@@ -212,6 +228,7 @@ impl LockState {
         let mut step = Step {
             slot,
             time_ms: request.time_ms,
+            claim: request.origin.as_ref().map(Claim::of),
             changes,
         };
         let result = match &request.command {
@@ -239,8 +256,10 @@ impl LockState {
             Command::Release { name, owner } => {
                 self.locks.release(name, owner, &mut self.leases, &mut step)
             }
-            Command::Cancel { name, owner } => {
-                Ok(self.locks.cancel(name, owner, &mut self.leases, &mut step))
+            Command::Cancel { name, owner, call } => {
+                Ok(self
+                    .locks
+                    .cancel(name, owner, call.as_ref(), &mut self.leases, &mut step))
             }
             Command::ForceRelease { name } => {
                 Ok(self.locks.force_release(name, &mut self.leases, &mut step))

@@ -6,7 +6,7 @@
 
 use super::lease_table::LeaseTable;
 use super::{Holder, Lock, Step};
-use crate::command::{LeaseId, Mode};
+use crate::command::{Claim, LeaseId, Mode};
 use crate::event::Event;
 
 /// A summary of a lock's current holders, enough to decide whether one more
@@ -65,6 +65,7 @@ pub(super) struct Grant {
     pub(super) lease: LeaseId,
     pub(super) mode: Mode,
     pub(super) value: Option<Vec<u8>>,
+    pub(super) claim: Option<Claim>,
 }
 
 /// Adds a hold on `lock` whose fence is the step's slot, indexes it
@@ -91,6 +92,7 @@ pub(super) fn grant(
         count: 1,
         granted_at_ms: step.time_ms,
         value: grant.value,
+        claim: grant.claim,
     });
     fence
 }
@@ -117,6 +119,7 @@ pub(super) fn grant_from_head(
             lease: waiter.lease,
             mode: waiter.mode,
             value: waiter.value,
+            claim: waiter.claim,
         };
         grant(lock, hold, leases, step);
         granted += 1;

@@ -48,6 +48,7 @@ pub fn normal(index: u64, command: Command) -> Entry<TypeConfig> {
         client: client_id(),
         seq: index,
         acked_below: 0,
+        attempt: 0,
     });
     Entry {
         log_id: log_id(1, 1, index),

@@ -1,6 +1,7 @@
 //! Unit tests for the lock state machine: a small harness that applies
 //! commands at increasing log indexes and checks the invariants after each.
 
+mod claims;
 mod leases;
 mod locks;
 mod random;
@@ -13,7 +14,7 @@ use uuid::Uuid;
 
 use super::queue::Occupancy;
 use super::{Changes, ClientSession, LockState, StateParts};
-use crate::command::{ClientSeq, Command, CommandError, LeaseId, Mode, Request, Response};
+use crate::command::{Claim, ClientSeq, Command, CommandError, LeaseId, Mode, Request, Response};
 use crate::event::Event;
 
 /// A state plus the next log index to apply at.
@@ -112,6 +113,7 @@ fn cancel(name: &str, owner: &str) -> Command {
     Command::Cancel {
         name: name.into(),
         owner: owner.into(),
+        call: None,
     }
 }
 

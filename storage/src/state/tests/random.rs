@@ -77,7 +77,21 @@ fn random_command(rng: &mut Rng, live: &[LeaseId], ever: &[LeaseId]) -> Command 
             lease,
         },
         60..=79 => Command::Release { name, owner },
-        80..=87 => Command::Cancel { name, owner },
+        80..=83 => Command::Cancel {
+            name,
+            owner,
+            call: None,
+        },
+        // A server's cancel for a call that gave up: some claim or other.
+        84..=87 => Command::Cancel {
+            name,
+            owner,
+            call: Some(Claim {
+                client: Uuid::from_u128(u128::from(rng.below(3))),
+                seq: rng.below(64),
+                attempt: rng.below(3) as u32,
+            }),
+        },
         88..=91 => Command::ForceRelease { name },
         _ => Command::Proclaim {
             name,
@@ -130,6 +144,7 @@ fn run_seed(seed: u64, steps: usize) {
                     client: clients[who],
                     seq: next_seq[who],
                     acked_below,
+                    attempt: 0,
                 }
             });
             Request {

@@ -257,6 +257,7 @@ fn a_refused_client_request_only_records_its_reply() {
         client: c,
         seq: 0,
         acked_below: 0,
+        attempt: 0,
     };
     let (reply, changes) = h.run_as(origin, release("m", "b"));
     assert!(matches!(

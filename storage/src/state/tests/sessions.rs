@@ -11,6 +11,7 @@ fn seq(client: Uuid, seq: u64, acked_below: u64) -> ClientSeq {
         client,
         seq,
         acked_below,
+        attempt: 0,
     }
 }
 
