@@ -244,15 +244,23 @@ impl NodeInner {
     /// A read index confirmed by a quorum round that started after this
     /// call (rounds are shared by concurrent callers, see
     /// [`ReadIndexRounds`](crate::read_index::ReadIndexRounds)).
+    /// At least this leader's log end when it first answered one in its
+    /// term ([`ReadIndexRounds::floor`](crate::read_index::ReadIndexRounds::floor)).
     async fn read_index(&self) -> Result<u64, Error> {
         self.read_rounds
             .read_index(|| async {
+                let floor = {
+                    let m = self.raft.metrics();
+                    let m = m.borrow();
+                    self.read_rounds
+                        .floor(m.current_term, m.last_log_index.unwrap_or(0))
+                };
                 let (read, _) = self
                     .raft
                     .get_read_log_id()
                     .await
                     .map_err(|e| self.leader_error(e))?;
-                Ok(read.map_or(0, |l| l.index))
+                Ok(read.map_or(0, |l| l.index).max(floor))
             })
             .await
     }

@@ -36,6 +36,9 @@ pub struct ReadIndexRounds {
     /// Until when (and in which term) a confirmed round vouches that no
     /// other leader can exist; see [`extend_lease`](Self::extend_lease).
     lease: std::sync::Mutex<Option<(u64, Instant)>>,
+    /// The lowest read index this leader may answer in a term; see
+    /// [`floor`](Self::floor).
+    floor: std::sync::Mutex<Option<(u64, u64)>>,
 }
 
 impl ReadIndexRounds {
@@ -76,6 +79,28 @@ impl ReadIndexRounds {
         match *lease {
             Some((t, u)) if t == term && u >= until => {}
             _ => *lease = Some((term, until)),
+        }
+    }
+
+    /// The lowest read index to answer in `term`: this leader's last log
+    /// index when it first answers one in that term (`last_log_index` now).
+    ///
+    /// openraft 0.9 answers `max(first entry of the term, committed)`. A
+    /// leader that restarts with its vote for itself is restored as leader
+    /// in the same term, and then `committed` is only what its log store
+    /// remembered, which may lag what was committed, and acknowledged,
+    /// before the restart (the chaos suite saw a read after a full restart
+    /// miss a grant). Every entry committed before is in this leader's log:
+    /// entries of its term it proposed itself, earlier ones by Leader
+    /// Completeness. So a read waits until that whole log is applied.
+    pub fn floor(&self, term: u64, last_log_index: u64) -> u64 {
+        let mut floor = self.floor.lock().unwrap_or_else(|e| e.into_inner());
+        match *floor {
+            Some((t, index)) if t == term => index,
+            _ => {
+                *floor = Some((term, last_log_index));
+                last_log_index
+            }
         }
     }
 
@@ -138,6 +163,15 @@ mod tests {
             Err(Error::Unavailable("no quorum".into()))
         );
         assert_eq!(rounds.read_index(|| async { Ok(9) }).await, Ok(9));
+    }
+
+    #[test]
+    fn the_floor_is_the_log_end_when_a_term_first_asks() {
+        let rounds = ReadIndexRounds::default();
+        assert_eq!(rounds.floor(9, 1793), 1793);
+        // Later in the term the log has grown; the floor stays.
+        assert_eq!(rounds.floor(9, 1900), 1793);
+        assert_eq!(rounds.floor(10, 1950), 1950);
     }
 
     #[tokio::test(start_paused = true)]
