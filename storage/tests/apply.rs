@@ -56,7 +56,7 @@ async fn apply_reports_events_per_entry_and_writes_nothing_to_disk() -> TestResu
             b"snapshot".to_vec()
         ]
     );
-    let (_log, mut sm, _rx) = open_dir_when_free(dir.path())?;
+    let (_log, mut sm, _rx) = open_dir(dir.path())?;
     assert_eq!(parts(&sm), StateParts::default());
     assert_eq!(sm.applied_state().await?.0, None);
     Ok(())

@@ -88,7 +88,7 @@ async fn installing_a_snapshot_replaces_old_records() -> TestResult {
         .await?;
     assert_eq!(parts(&sm), StateParts::default());
     drop((_log, sm));
-    let (_log, mut sm, _rx) = open_dir_when_free(dir.path())?;
+    let (_log, mut sm, _rx) = open_dir(dir.path())?;
     assert_eq!(parts(&sm), StateParts::default());
     assert_eq!(sm.applied_state().await?.0, Some(log_id(2, 1, 10)));
     Ok(())
@@ -127,7 +127,7 @@ async fn a_large_expiry_is_applied_off_the_runtime_and_snapshotted() -> TestResu
     assert!(after.locks.is_empty());
     sm.get_snapshot_builder().await.build_snapshot().await?;
     drop((_log, sm));
-    let (_log, sm, _rx) = open_dir_when_free(dir.path())?;
+    let (_log, sm, _rx) = open_dir(dir.path())?;
     assert_eq!(parts(&sm), after);
     Ok(())
 }

@@ -19,28 +19,29 @@ use uuid::Uuid;
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 
+/// Opens the stores in `dir`, waiting (up to 2 s) for sled's flusher
+/// thread to let go of the directory's lock if the last handle was only
+/// just dropped (a test that reopens at once raced it under load).
 pub fn open_dir(
     dir: &Path,
 ) -> Result<(LogStore, StateMachineStore, UnboundedReceiver<Applied>), Error> {
-    let (tx, rx) = unbounded_channel();
-    let (log, sm) = open(dir, tx)?;
-    Ok((log, sm, rx))
-}
-
-/// [`open_dir`], waiting for sled's flusher thread to let go of the
-/// directory's lock after the last handle was dropped.
-pub fn open_dir_when_free(
-    dir: &Path,
-) -> Result<(LogStore, StateMachineStore, UnboundedReceiver<Applied>), Error> {
     for _ in 0..100 {
-        match open_dir(dir) {
+        match open_once(dir) {
             Err(Error::Sled(sled::Error::Io(e))) if e.to_string().contains("lock") => {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
             other => return other,
         }
     }
-    open_dir(dir)
+    open_once(dir)
+}
+
+fn open_once(
+    dir: &Path,
+) -> Result<(LogStore, StateMachineStore, UnboundedReceiver<Applied>), Error> {
+    let (tx, rx) = unbounded_channel();
+    let (log, sm) = open(dir, tx)?;
+    Ok((log, sm, rx))
 }
 
 pub fn normal(index: u64, command: Command) -> Entry<TypeConfig> {

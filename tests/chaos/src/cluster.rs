@@ -75,12 +75,15 @@ impl Cluster {
     pub async fn new(binary: &Path, dir: &Path, n: u64) -> Result<Cluster, Error> {
         let mut net = Network::new();
         let mut specs = Vec::new();
+        // The nodes' ports are chosen by binding port 0, and released only
+        // once every port is chosen: a port released at once could be
+        // handed out again for the next node (seen in CI: two nodes given
+        // the same client port, and no leader). The proxies keep theirs.
+        let mut reserved = Vec::new();
         for id in 1..=n {
-            // Reserve the node's ports by binding and releasing them; the
-            // proxies keep theirs.
             let (l1, client_addr) = Network::bind().await?;
             let (l2, peer_addr) = Network::bind().await?;
-            drop((l1, l2));
+            reserved.extend([l1, l2]);
             let (cp, client_proxy) = Network::bind().await?;
             let (pp, peer_proxy) = Network::bind().await?;
             net.serve_client(cp, id, client_addr);
@@ -97,6 +100,7 @@ impl Cluster {
                 log: node_dir.join("node.log"),
             });
         }
+        drop(reserved);
         let initial_cluster = specs
             .iter()
             .map(|s| format!("{}={}/{}", s.id, s.peer_proxy, s.client_proxy))
