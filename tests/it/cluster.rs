@@ -135,6 +135,11 @@ impl TestCluster {
             .collect()
     }
 
+    /// Ids of running nodes other than `id`.
+    pub fn others(&self, id: u64) -> Vec<u64> {
+        self.running().into_iter().filter(|o| *o != id).collect()
+    }
+
     /// A client over every running node's endpoint.
     pub async fn client(&self) -> Client {
         let eps: Vec<String> = self

@@ -252,11 +252,7 @@ async fn a_wait_that_cannot_be_cancelled_is_not_reported_as_timed_out() {
     };
     let cluster = TestCluster::with_config(3, config).await;
     let leader = cluster.wait_for_leader().await;
-    let cut_off = cluster
-        .running()
-        .into_iter()
-        .find(|id| *id != leader)
-        .unwrap();
+    let cut_off = cluster.others(leader)[0];
     let holder = cluster.client_of(leader).await;
     let lease = holder.grant_lease(TTL).await.unwrap();
     holder
@@ -331,11 +327,7 @@ async fn a_restored_leader_does_not_read_behind_an_acknowledged_write() {
 
     let mut cluster = TestCluster::new(3).await;
     let leader = cluster.wait_for_leader().await;
-    let followers: Vec<u64> = cluster
-        .running()
-        .into_iter()
-        .filter(|id| *id != leader)
-        .collect();
+    let followers = cluster.others(leader);
     let client = cluster.client_of(leader).await;
     let lease = client.grant_lease(TTL).await.unwrap();
     client

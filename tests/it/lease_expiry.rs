@@ -19,11 +19,7 @@ async fn keep_alive_during_uncommitted_expiry_is_not_told_the_lease_is_gone() {
     };
     let mut cluster = TestCluster::with_config(3, base).await;
     let leader = cluster.wait_for_leader().await;
-    let followers: Vec<u64> = cluster
-        .running()
-        .into_iter()
-        .filter(|id| *id != leader)
-        .collect();
+    let followers = cluster.others(leader);
     // One endpoint, a short retry budget: the answer comes from this leader.
     let at_leader = raftlock::Client::builder([cluster.addrs[&leader].0.to_string()])
         .retry_for(Duration::from_secs(2))
