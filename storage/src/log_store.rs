@@ -39,12 +39,51 @@ pub struct LogStore {
 
 impl LogStore {
     /// Opens the log trees of `db`.
+    /// Opens the log trees of `db`, dropping a torn tail (see
+    /// [`LogStore::drop_torn_tail`]).
     pub(crate) fn open(db: &sled::Db) -> Result<Self, Error> {
-        Ok(Self {
+        let store = Self {
             db: db.clone(),
             log: db.open_tree(LOG_TREE)?,
             meta: db.open_tree(RAFT_META_TREE)?,
-        })
+        };
+        store.drop_torn_tail()?;
+        Ok(store)
+    }
+
+    /// Removes every entry after the first gap in the log, and makes that
+    /// durable.
+    ///
+    /// [`RaftLogStorage::append`] writes its entries one insert each, in
+    /// index order, and flushes once. A crash before that flush can keep
+    /// any prefix of those inserts (sled recovers its log up to the first
+    /// incomplete write), so a gap is not expected; should one appear all
+    /// the same, the entries after it belong to an append whose flush never
+    /// finished, so openraft was never told they were stored, and dropping
+    /// them is what a crash a moment earlier would have done. Entries at or
+    /// below the last purged index are a purge's leftovers and are skipped.
+    fn drop_torn_tail(&self) -> Result<(), Error> {
+        let purged = self.last_purged()?.map(|id| id.index);
+        let from = purged.map_or(Bound::Unbounded, |p| Bound::Excluded(index_key(p)));
+        let mut expected = purged.map(|p| p + 1);
+        let mut gap = None;
+        for key in self.log.range((from, Bound::Unbounded)).keys() {
+            let index = decode_index(&key?)?;
+            if expected.is_some_and(|e| e != index) {
+                gap = Some(index);
+                break;
+            }
+            expected = Some(index + 1);
+        }
+        if let Some(first_after_gap) = gap {
+            tracing::warn!(
+                first_after_gap,
+                "the Raft log has a gap after a crash; dropping the entries after it"
+            );
+            self.remove_range(index_key(first_after_gap)..)?;
+            self.db.flush()?;
+        }
+        Ok(())
     }
 
     /// Makes every write so far durable (the whole node database, not only
@@ -89,19 +128,26 @@ impl LogStore {
         Ok(())
     }
 
-    fn append_batch<I: IntoIterator<Item = Entry<TypeConfig>>>(
+    /// Inserts `entries` one by one, in index order; the caller flushes.
+    ///
+    /// Not a `sled::Batch`: sled's `apply_batch` seals and writes the
+    /// current IO buffer before and after its batch manifest, so a
+    /// one-entry append cost three IO-buffer writes (three `pwrite` +
+    /// `sync_file_range`, each handed to sled's IO thread pool) instead of
+    /// the one its flush needs. Atomicity is not needed: openraft hears of
+    /// the entries only after the flush, and a crash before it leaves a
+    /// prefix of them ([`LogStore::drop_torn_tail`] guards the rest).
+    fn insert_entries<I: IntoIterator<Item = Entry<TypeConfig>>>(
         &self,
         entries: I,
     ) -> Result<(), Error> {
-        let mut batch = sled::Batch::default();
         for entry in entries {
             let index = entry.log_id.index;
-            batch.insert(
-                &index_key(index),
+            self.log.insert(
+                index_key(index),
                 to_json(&format!("log entry {index}"), &entry)?,
-            );
+            )?;
         }
-        self.log.apply_batch(batch)?;
         Ok(())
     }
 }
@@ -119,11 +165,16 @@ fn key_bound(bound: Bound<&u64>) -> Bound<[u8; 8]> {
     }
 }
 
+/// The log index a `log` tree key stands for.
+fn decode_index(key: &[u8]) -> Result<u64, Error> {
+    <[u8; 8]>::try_from(key)
+        .map(u64::from_be_bytes)
+        .map_err(|_| Error::Corrupt(format!("log key of {} bytes", key.len())))
+}
+
 /// Decodes a stored entry and checks it sits under its own index.
 fn decode_entry(key: &[u8], value: &[u8]) -> Result<Entry<TypeConfig>, Error> {
-    let index = <[u8; 8]>::try_from(key)
-        .map(u64::from_be_bytes)
-        .map_err(|_| Error::Corrupt(format!("log key of {} bytes", key.len())))?;
+    let index = decode_index(key)?;
     let entry: Entry<TypeConfig> = from_json(&format!("log entry {index}"), value)?;
     if entry.log_id.index != index {
         return Err(Error::Corrupt(format!(
@@ -201,9 +252,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         Ok(committed.flatten())
     }
 
-    /// One sled batch and one flush for whatever entries openraft hands
-    /// over in one call. Only after the flush is openraft told the entries
-    /// are durable. (openraft 0.9's leader hands over one client write per
+    /// One insert per entry and one flush for whatever entries openraft
+    /// hands over in one call. Only after the flush is openraft told the
+    /// entries are durable. (openraft 0.9's leader hands over one client write per
     /// call and waits for this flush before replicating it, so concurrent
     /// writes do not yet share an fsync: see docs/performance.md.)
     async fn append<I>(
@@ -216,7 +267,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: OptionalSend,
     {
         let write_err = |e: Error| e.storage(ErrorSubject::Logs, ErrorVerb::Write);
-        self.append_batch(entries).map_err(write_err)?;
+        self.insert_entries(entries).map_err(write_err)?;
         match self.flush().await {
             Ok(()) => {
                 callback.log_io_completed(Ok(()));

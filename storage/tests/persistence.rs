@@ -190,3 +190,56 @@ async fn a_directory_with_per_record_state_from_an_earlier_build_is_refused() ->
         Ok(_) => Err("opened a directory with per-record state".into()),
     }
 }
+
+#[tokio::test]
+async fn a_gap_left_by_a_crash_drops_the_entries_after_it() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    {
+        let (mut log, _sm, _rx) = open_dir(dir.path())?;
+        log.blocking_append((1..=10).map(blank)).await?;
+        log.purge(log_id(1, 1, 2)).await?;
+    }
+    {
+        // A torn append: entry 5 lost, 6..=10 kept.
+        let db = sled::open(dir.path())?;
+        let tree = db.open_tree("log")?;
+        tree.remove(5u64.to_be_bytes())?;
+        db.flush()?;
+    }
+    let (mut log, _sm, _rx) = open_dir(dir.path())?;
+    let state = log.get_log_state().await?;
+    assert_eq!(state.last_purged_log_id, Some(log_id(1, 1, 2)));
+    assert_eq!(state.last_log_id, Some(log_id(1, 1, 4)));
+    let left = log.try_get_log_entries(..).await?;
+    assert_eq!(
+        left.iter().map(|e| e.log_id.index).collect::<Vec<_>>(),
+        vec![3, 4]
+    );
+    // Appending after the cut continues the log from there.
+    log.blocking_append((5..=6).map(blank)).await?;
+    assert_eq!(
+        log.get_log_state().await?.last_log_id,
+        Some(log_id(1, 1, 6))
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_gap_right_after_the_purge_point_empties_the_log() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    {
+        let (mut log, _sm, _rx) = open_dir(dir.path())?;
+        log.blocking_append((1..=6).map(blank)).await?;
+        log.purge(log_id(1, 1, 3)).await?;
+    }
+    {
+        let db = sled::open(dir.path())?;
+        db.open_tree("log")?.remove(4u64.to_be_bytes())?;
+        db.flush()?;
+    }
+    let (mut log, _sm, _rx) = open_dir(dir.path())?;
+    let state = log.get_log_state().await?;
+    assert_eq!(state.last_log_id, Some(log_id(1, 1, 3)));
+    assert!(log.try_get_log_entries(..).await?.is_empty());
+    Ok(())
+}
