@@ -143,7 +143,7 @@ async fn corrupt_bytes_are_errors_not_panics() -> TestResult {
         assert!(sm.get_current_snapshot().await?.is_none());
     }
     {
-        let db = sled::open(dir.path())?;
+        let db = open_sled(dir.path())?;
         db.open_tree("log")?
             .insert(2u64.to_be_bytes(), b"{broken".to_vec())?;
         db.flush()?;
@@ -154,7 +154,7 @@ async fn corrupt_bytes_are_errors_not_panics() -> TestResult {
         assert!(log.get_log_state().await.is_err());
     }
     {
-        let db = sled::open(dir.path())?;
+        let db = open_sled(dir.path())?;
         let snapshots = db.open_tree("snapshot")?;
         let meta = SnapshotMeta::<u64, NodeAddr> {
             last_log_id: Some(log_id(1, 1, 1)),
@@ -176,7 +176,7 @@ async fn corrupt_bytes_are_errors_not_panics() -> TestResult {
 async fn a_directory_with_per_record_state_from_an_earlier_build_is_refused() -> TestResult {
     let dir = tempfile::tempdir()?;
     {
-        let db = sled::open(dir.path())?;
+        let db = open_sled(dir.path())?;
         db.open_tree("sm")?
             .insert(b"m/last_applied", b"null".to_vec())?;
         db.flush()?;
@@ -199,13 +199,8 @@ async fn a_gap_left_by_a_crash_drops_the_entries_after_it() -> TestResult {
         log.blocking_append((1..=10).map(blank)).await?;
         log.purge(log_id(1, 1, 2)).await?;
     }
-    {
-        // A torn append: entry 5 lost, 6..=10 kept.
-        let db = sled::open(dir.path())?;
-        let tree = db.open_tree("log")?;
-        tree.remove(5u64.to_be_bytes())?;
-        db.flush()?;
-    }
+    // A torn append: entry 5 lost, 6..=10 kept.
+    lose_log_entry(dir.path(), 5)?;
     let (mut log, _sm, _rx) = open_dir(dir.path())?;
     let state = log.get_log_state().await?;
     assert_eq!(state.last_purged_log_id, Some(log_id(1, 1, 2)));
@@ -232,11 +227,7 @@ async fn a_gap_right_after_the_purge_point_empties_the_log() -> TestResult {
         log.blocking_append((1..=6).map(blank)).await?;
         log.purge(log_id(1, 1, 3)).await?;
     }
-    {
-        let db = sled::open(dir.path())?;
-        db.open_tree("log")?.remove(4u64.to_be_bytes())?;
-        db.flush()?;
-    }
+    lose_log_entry(dir.path(), 4)?;
     let (mut log, _sm, _rx) = open_dir(dir.path())?;
     let state = log.get_log_state().await?;
     assert_eq!(state.last_log_id, Some(log_id(1, 1, 3)));

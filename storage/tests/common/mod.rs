@@ -111,22 +111,35 @@ pub fn parts(sm: &StateMachineStore) -> StateParts {
     sm.state().read().map(|s| s.to_parts()).unwrap_or_default()
 }
 
+/// Opens the node's sled database directly (stores closed), waiting (up to
+/// 2 s) for sled's flusher thread to let go of the lock after the last
+/// handle was dropped.
+pub fn open_sled(dir: &Path) -> Result<sled::Db, sled::Error> {
+    for _ in 0..100 {
+        match sled::open(dir) {
+            Err(sled::Error::Io(e)) if e.to_string().contains("lock") => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+    sled::open(dir)
+}
+
 /// The names of the database's trees, read straight from sled (stores
 /// closed).
 pub fn tree_names(dir: &Path) -> Result<Vec<Vec<u8>>, sled::Error> {
-    // sled's flusher thread can hold the file lock a moment after the last
-    // handle is dropped.
-    let mut tries = 0;
-    let db = loop {
-        match sled::open(dir) {
-            Err(sled::Error::Io(e)) if e.to_string().contains("lock") && tries < 100 => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            other => break other?,
-        }
-    };
+    let db = open_sled(dir)?;
     Ok(db.tree_names().iter().map(|n| n.to_vec()).collect())
+}
+
+/// Removes log entry `index` straight from sled (stores closed), as a crash
+/// in the middle of an append could leave the log.
+pub fn lose_log_entry(dir: &Path, index: u64) -> Result<(), sled::Error> {
+    let db = open_sled(dir)?;
+    db.open_tree("log")?.remove(index.to_be_bytes())?;
+    db.flush()?;
+    Ok(())
 }
 
 /// What openraft does at start-up: re-apply the committed entries after the
