@@ -38,7 +38,6 @@ pub struct LogStore {
 }
 
 impl LogStore {
-    /// Opens the log trees of `db`.
     /// Opens the log trees of `db`, dropping a torn tail (see
     /// [`LogStore::drop_torn_tail`]).
     pub(crate) fn open(db: &sled::Db) -> Result<Self, Error> {
@@ -254,9 +253,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     /// One insert per entry and one flush for whatever entries openraft
     /// hands over in one call. Only after the flush is openraft told the
-    /// entries are durable. (openraft 0.9's leader hands over one client write per
-    /// call and waits for this flush before replicating it, so concurrent
-    /// writes do not yet share an fsync: see docs/performance.md.)
+    /// entries are durable. (openraft 0.9's leader waits for this flush
+    /// before replicating what it appended; concurrent client writes share
+    /// it only through the proposer's group commit: see
+    /// docs/performance.md.)
     async fn append<I>(
         &mut self,
         entries: I,

@@ -19,29 +19,40 @@ use uuid::Uuid;
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-/// Opens the stores in `dir`, waiting (up to 2 s) for sled's flusher
-/// thread to let go of the directory's lock if the last handle was only
-/// just dropped (a test that reopens at once raced it under load).
+/// Opens the stores in `dir`, waiting for sled's lock (see
+/// [`when_unlocked`]).
 pub fn open_dir(
     dir: &Path,
 ) -> Result<(LogStore, StateMachineStore, UnboundedReceiver<Applied>), Error> {
+    when_unlocked(
+        || {
+            let (tx, rx) = unbounded_channel();
+            let (log, sm) = open(dir, tx)?;
+            Ok((log, sm, rx))
+        },
+        |e| matches!(e, Error::Sled(e) if is_lock_error(e)),
+    )
+}
+
+/// Runs `open` until it fails other than with `locked`, for up to 2 s:
+/// sled's flusher thread holds the directory's lock a moment after the
+/// last handle is dropped (a test that reopened at once raced it under
+/// load).
+fn when_unlocked<T, E>(
+    open: impl Fn() -> Result<T, E>,
+    locked: impl Fn(&E) -> bool,
+) -> Result<T, E> {
     for _ in 0..100 {
-        match open_once(dir) {
-            Err(Error::Sled(sled::Error::Io(e))) if e.to_string().contains("lock") => {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
+        match open() {
+            Err(e) if locked(&e) => std::thread::sleep(std::time::Duration::from_millis(20)),
             other => return other,
         }
     }
-    open_once(dir)
+    open()
 }
 
-fn open_once(
-    dir: &Path,
-) -> Result<(LogStore, StateMachineStore, UnboundedReceiver<Applied>), Error> {
-    let (tx, rx) = unbounded_channel();
-    let (log, sm) = open(dir, tx)?;
-    Ok((log, sm, rx))
+fn is_lock_error(e: &sled::Error) -> bool {
+    matches!(e, sled::Error::Io(io) if io.to_string().contains("lock"))
 }
 
 pub fn normal(index: u64, command: Command) -> Entry<TypeConfig> {
@@ -111,19 +122,10 @@ pub fn parts(sm: &StateMachineStore) -> StateParts {
     sm.state().read().map(|s| s.to_parts()).unwrap_or_default()
 }
 
-/// Opens the node's sled database directly (stores closed), waiting (up to
-/// 2 s) for sled's flusher thread to let go of the lock after the last
-/// handle was dropped.
+/// Opens the node's sled database directly (stores closed), waiting for
+/// sled's lock (see [`when_unlocked`]).
 pub fn open_sled(dir: &Path) -> Result<sled::Db, sled::Error> {
-    for _ in 0..100 {
-        match sled::open(dir) {
-            Err(sled::Error::Io(e)) if e.to_string().contains("lock") => {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            other => return other,
-        }
-    }
-    sled::open(dir)
+    when_unlocked(|| sled::open(dir), is_lock_error)
 }
 
 /// The names of the database's trees, read straight from sled (stores
