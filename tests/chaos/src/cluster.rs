@@ -49,6 +49,11 @@ struct NodeProc {
 /// The node processes and their network.
 pub struct Cluster {
     binary: PathBuf,
+    /// Extra flags for every node's `serve`, after the harness's own (so
+    /// they may override them); see [`Cluster::set_node_args`].
+    node_args: Vec<String>,
+    /// Heartbeat and election timeout in ms (see [`Cluster::set_timing`]).
+    timing: (u64, u64),
     initial_cluster: String,
     nodes: BTreeMap<u64, NodeProc>,
     pub net: Network,
@@ -121,10 +126,51 @@ impl Cluster {
             .collect();
         Ok(Cluster {
             binary: binary.to_path_buf(),
+            node_args: Vec::new(),
+            timing: (HEARTBEAT_MS, ELECTION_TIMEOUT_MS),
             initial_cluster,
             nodes,
             net,
         })
+    }
+
+    /// Passes `args` to every node's `serve` from its next start on.
+    pub fn set_node_args(&mut self, args: Vec<String>) {
+        self.node_args = args;
+    }
+
+    /// Runs the nodes with this heartbeat and election timeout (ms) from
+    /// their next start on, instead of [`HEARTBEAT_MS`] and
+    /// [`ELECTION_TIMEOUT_MS`].
+    pub fn set_timing(&mut self, heartbeat_ms: u64, election_timeout_ms: u64) {
+        self.timing = (heartbeat_ms, election_timeout_ms);
+    }
+
+    /// Moves node `id`'s data dir to `dir` (before it first starts, e.g.
+    /// onto a filesystem that can lose power).
+    pub fn set_data_dir(&mut self, id: u64, dir: PathBuf) -> Result<(), Error> {
+        let node = self
+            .nodes
+            .get_mut(&id)
+            .ok_or_else(|| Error::Setup(format!("no node {id}")))?;
+        node.spec.data_dir = dir;
+        Ok(())
+    }
+
+    /// Node `id`'s fixed facts.
+    pub fn spec(&self, id: u64) -> Option<&NodeSpec> {
+        self.nodes.get(&id).map(|n| &n.spec)
+    }
+
+    /// Whether node `id` was started and has exited on its own since;
+    /// answers how it ended. The process is reaped and counts as down.
+    pub fn exited(&mut self, id: u64) -> Option<std::process::ExitStatus> {
+        let node = self.nodes.get_mut(&id)?;
+        let status = node.child.as_mut()?.try_wait().ok()??;
+        node.child = None;
+        node.paused = false;
+        self.net.set_pid(id, None);
+        Some(status)
     }
 
     /// Node ids.
@@ -165,9 +211,10 @@ impl Cluster {
             .args(["--advertise-client-addr", &s.client_proxy.to_string()])
             .args(["--advertise-peer-addr", &s.peer_proxy.to_string()])
             .args(["--initial-cluster", &self.initial_cluster])
-            .args(["--heartbeat-ms", &HEARTBEAT_MS.to_string()])
-            .args(["--election-timeout-ms", &ELECTION_TIMEOUT_MS.to_string()])
+            .args(["--heartbeat-ms", &self.timing.0.to_string()])
+            .args(["--election-timeout-ms", &self.timing.1.to_string()])
             .args(["--snapshot-after", "2000"])
+            .args(&self.node_args)
             .env("RAFTLOCK_LOG", "info,openraft=warn,sled=warn")
             .stdin(Stdio::null())
             .stdout(log)
@@ -202,6 +249,22 @@ impl Cluster {
             let _ = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
         }
         node.paused = false;
+        Ok(())
+    }
+
+    /// kill -9 the nodes `ids` at once (every signal is sent before any
+    /// is reaped, as a power cut would stop them), then reaps them.
+    pub async fn kill_many(&mut self, ids: &[u64]) -> Result<(), Error> {
+        for id in ids {
+            if let Some(child) = self.nodes.get_mut(id).and_then(|n| n.child.as_mut()) {
+                child
+                    .start_kill()
+                    .map_err(Error::io(format!("kill node {id}")))?;
+            }
+        }
+        for id in ids {
+            self.kill(*id).await?;
+        }
         Ok(())
     }
 

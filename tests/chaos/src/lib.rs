@@ -21,6 +21,8 @@
 //! - [`checker`]: linearizability search and the safety checks;
 //! - [`report`] and [`timeline`]: the one-screen summary and the PNG;
 //! - [`run`]: one whole run, from flags to verdict;
+//! - [`powerloss`]: the power-loss test (rounds of load, power cut,
+//!   restart and checks; `docs/powerloss.md`);
 //! - [`cli`]: the command line.
 
 pub mod checker;
@@ -30,6 +32,7 @@ pub mod clock;
 pub mod cluster;
 pub mod history;
 pub mod nemesis;
+pub mod powerloss;
 pub mod proc_net;
 pub mod proxy;
 pub mod register;

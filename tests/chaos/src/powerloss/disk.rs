@@ -1,0 +1,98 @@
+//! The disk a node keeps its data on during a power-loss run: a plain
+//! directory, where a cut is only the kill -9 (whatever the node wrote
+//! survives in the page cache), or a LazyFs mount, where a cut also drops
+//! every write and namespace change no fsync covered.
+
+use std::path::{Path, PathBuf};
+
+use crate::Error;
+
+/// Which disk to run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiskKind {
+    /// LazyFs: unsynced writes are lost at a cut (the real test).
+    Lazy,
+    /// A plain directory: kill -9 only (a control run).
+    Plain,
+}
+
+impl DiskKind {
+    /// The flag value (`lazy`, `plain`).
+    pub fn label(self) -> &'static str {
+        match self {
+            DiskKind::Lazy => "lazy",
+            DiskKind::Plain => "plain",
+        }
+    }
+}
+
+/// One node's disk.
+pub enum DataDisk {
+    Plain { root: PathBuf },
+}
+
+/// Why `kind` cannot be used on this machine.
+pub fn check_available(kind: DiskKind) -> Result<(), String> {
+    match kind {
+        DiskKind::Plain => Ok(()),
+        DiskKind::Lazy => Err("raftlock-lazyfs is not part of this build yet".into()),
+    }
+}
+
+impl DataDisk {
+    /// A disk of `kind` at `root`, which is created (empty) if missing.
+    pub fn create(kind: DiskKind, root: &Path) -> Result<DataDisk, Error> {
+        std::fs::create_dir_all(root).map_err(Error::io(format!("create {}", root.display())))?;
+        let disk = match kind {
+            DiskKind::Plain => DataDisk::Plain {
+                root: root.to_path_buf(),
+            },
+            DiskKind::Lazy => {
+                return Err(Error::Setup(
+                    "raftlock-lazyfs is not part of this build yet".into(),
+                ))
+            }
+        };
+        disk.provision()?;
+        Ok(disk)
+    }
+
+    /// Where the disk is.
+    pub fn root(&self) -> &Path {
+        match self {
+            DataDisk::Plain { root } => root,
+        }
+    }
+
+    /// The node's data dir on this disk.
+    pub fn data_dir(&self) -> PathBuf {
+        self.root().join("data")
+    }
+
+    /// Creates the data dir and makes that durable, as an operator
+    /// provisioning a node would (`mkdir` + `sync`): the test is about
+    /// what the node itself writes into it.
+    fn provision(&self) -> Result<(), Error> {
+        let dir = self.data_dir();
+        std::fs::create_dir(&dir).map_err(Error::io(format!("create {}", dir.display())))?;
+        let root = std::fs::File::open(self.root())
+            .map_err(Error::io(format!("open {}", self.root().display())))?;
+        root.sync_all()
+            .map_err(Error::io(format!("fsync {}", self.root().display())))
+    }
+
+    /// Drops what was not synced. Every process using the disk must be
+    /// dead first.
+    pub fn cut_power(&self) -> Result<(), Error> {
+        match self {
+            DataDisk::Plain { .. } => Ok(()),
+        }
+    }
+
+    /// What the disk did, for the round's line in the summary.
+    pub fn describe(&self) -> String {
+        match self {
+            DataDisk::Plain { .. } => "plain dir".into(),
+        }
+    }
+}
