@@ -39,6 +39,9 @@ mod summary;
 mod terms;
 mod verify;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;

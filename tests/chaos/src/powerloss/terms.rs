@@ -54,7 +54,7 @@ pub struct TermLog {
 
 impl TermLog {
     /// Enters one answer of `node` at `t`.
-    fn enter(&mut self, node: u64, term: u64, leader: u64, t: u64) {
+    pub(super) fn enter(&mut self, node: u64, term: u64, leader: u64, t: u64) {
         self.answers += 1;
         if let Some(&(was_term, was_leader, was_t)) = self.last.get(&node) {
             let back = term < was_term

@@ -67,14 +67,19 @@ pub async fn holders(client: &Client, name: &str) -> Answer<Vec<(String, u64)>> 
 }
 
 async fn check_lock(client: &Client, name: &str, entry: &LockEntry, cut: u32) -> Totals {
+    match holders(client, name).await {
+        Answer::Ok(now) => judge_lock(name, entry, &now, cut),
+        _ => Totals {
+            unanswered: 1,
+            ..Totals::default()
+        },
+    }
+}
+
+/// Judges `name`'s holders `now` (owner, fence) after cut `cut` against
+/// what the ledger knows.
+pub fn judge_lock(name: &str, entry: &LockEntry, now: &[(String, u64)], cut: u32) -> Totals {
     let mut t = Totals::default();
-    let now = match holders(client, name).await {
-        Answer::Ok(h) => h,
-        _ => {
-            t.unanswered += 1;
-            return t;
-        }
-    };
     t.add("names", 1);
     let fence_of = |owner: &str| now.iter().find(|(o, _)| o == owner).map(|(_, f)| *f);
     for (owner, hold) in &entry.owners {
@@ -108,7 +113,7 @@ async fn check_lock(client: &Client, name: &str, entry: &LockEntry, cut: u32) ->
             (Hold::Releasing { .. } | Hold::Asked, _) => {}
         }
     }
-    for (owner, f) in &now {
+    for (owner, f) in now {
         if !entry.owners.contains_key(owner) {
             t.violate(format!(
                 "after cut {cut}: {name}: held by {owner} (fence {f}), which never asked for it"
@@ -136,15 +141,28 @@ fn others_max(entry: &LockEntry, owner: &str) -> u64 {
 }
 
 async fn check_election(client: &Client, name: &str, entry: &ElectionEntry, cut: u32) -> Totals {
-    let mut t = Totals::default();
     let Answer::Ok(now) = read(|| client.leader(name)).await else {
-        t.unanswered += 1;
-        return t;
+        return Totals {
+            unanswered: 1,
+            ..Totals::default()
+        };
     };
-    t.add("elections", 1);
     let shown = now
         .has_leader
         .then(|| (now.owner.as_str(), now.fence, Digest::of(&now.value)));
+    judge_election(name, entry, shown, cut)
+}
+
+/// Judges `name`'s leader as read after cut `cut` — `shown` is (owner,
+/// fence, value) or `None` for no leader — against the ledger.
+pub fn judge_election(
+    name: &str,
+    entry: &ElectionEntry,
+    shown: Option<(&str, u64, Digest)>,
+    cut: u32,
+) -> Totals {
+    let mut t = Totals::default();
+    t.add("elections", 1);
     let leading: Vec<_> = entry
         .seats
         .iter()
