@@ -54,7 +54,7 @@
 //! The kernel caches nothing a cut could make stale: entry and attribute TTLs
 //! are zero and files are opened with direct IO (no page cache), so right
 //! after a cut the mountpoint shows exactly the durable state. A consequence:
-//! shared writable `mmap` of files on the mount is refused (`ENODEV`).
+//! shared `mmap` (`MAP_SHARED`) of files on the mount is refused (`ENODEV`).
 //!
 //! # Memory
 //!

@@ -154,3 +154,32 @@ fn session_config() -> Config {
     config.clone_fd = true;
     config
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fails to compile if `LazyFs` cannot be shared between threads (tests
+    /// keep it in an `Arc` next to a cluster, or in async tasks).
+    #[test]
+    fn lazy_fs_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<LazyFs>();
+    }
+
+    /// Fails if a non-empty directory could be mounted over (hiding files).
+    #[test]
+    fn mount_refuses_a_non_empty_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("x"), b"").expect("write");
+        match LazyFs::mount(dir.path()) {
+            Err(Error::MountpointNotEmpty(path)) => assert_eq!(path, dir.path()),
+            other => panic!("expected MountpointNotEmpty, got {other:?}"),
+        }
+        let missing = dir.path().join("missing");
+        assert!(matches!(
+            LazyFs::mount(&missing),
+            Err(Error::Mountpoint { .. })
+        ));
+    }
+}
