@@ -75,6 +75,8 @@
 //! - `inode`, `file_data` — one inode; one file's pages in both views.
 //! - `limits` — every size bound; `stats`, `error` — public types.
 
+#![warn(missing_docs)]
+
 mod availability;
 mod error;
 mod file_data;

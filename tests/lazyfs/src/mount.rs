@@ -111,6 +111,9 @@ impl Drop for LazyFs {
         let Some(session) = self.session.take() else {
             return;
         };
+        if session.guard.is_finished() {
+            return; // unmounted from outside: nothing left to do
+        }
         match nix::mount::umount(&self.mountpoint) {
             Ok(()) => {
                 if let Err(error) = session.join() {

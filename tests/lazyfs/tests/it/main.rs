@@ -5,6 +5,7 @@
 
 mod data;
 mod fixture;
+mod lifecycle;
 mod namespace;
 mod sled_db;
 mod tools;
