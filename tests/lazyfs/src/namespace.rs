@@ -233,7 +233,7 @@ mod tests {
     }
 
     #[test]
-    fn create_refuses_duplicates_and_long_names() {
+    fn create_refuses_taken_and_too_long_names() {
         let mut state = FsState::new(0o755, 0, 0);
         state
             .create_node(ROOT, OsStr::new("a"), NewNode::File, ME)
