@@ -242,7 +242,7 @@ fn powerloss_main(runtime: &tokio::runtime::Runtime, cfg: &PowerLossConfig) -> E
                 ExitCode::SUCCESS
             } else {
                 eprintln!(
-                    "replay with: raftlock-chaos powerloss --seed {} --rounds {} --load {}ms --disk {:?}",
+                    "replay with: raftlock-chaos powerloss --seed {} --rounds {} --load {}ms --disk {}",
                     cfg.seed,
                     cfg.rounds,
                     cfg.max_load.as_millis(),

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use raftlock_lazyfs::LazyFs;
+
 use crate::Error;
 
 /// Which disk to run on.
@@ -28,31 +30,34 @@ impl DiskKind {
 
 /// One node's disk.
 pub enum DataDisk {
+    /// A directory on the machine's own filesystem.
     Plain { root: PathBuf },
+    /// A LazyFs mount, served by this process; unmounted on drop.
+    Lazy(LazyFs),
 }
 
 /// Why `kind` cannot be used on this machine.
 pub fn check_available(kind: DiskKind) -> Result<(), String> {
     match kind {
         DiskKind::Plain => Ok(()),
-        DiskKind::Lazy => Err("raftlock-lazyfs is not part of this build yet".into()),
+        DiskKind::Lazy => raftlock_lazyfs::check_available().map_err(|e| e.to_string()),
     }
 }
 
 impl DataDisk {
-    /// A disk of `kind` at `root`, which is created (empty) if missing.
+    /// A disk of `kind` at `root`, which is created (empty) if missing, with
+    /// an empty data dir on it.
     pub fn create(kind: DiskKind, root: &Path) -> Result<DataDisk, Error> {
         std::fs::create_dir_all(root).map_err(Error::io(format!("create {}", root.display())))?;
-        let disk = match kind {
-            DiskKind::Plain => DataDisk::Plain {
-                root: root.to_path_buf(),
-            },
-            DiskKind::Lazy => {
-                return Err(Error::Setup(
-                    "raftlock-lazyfs is not part of this build yet".into(),
-                ))
-            }
-        };
+        let disk =
+            match kind {
+                DiskKind::Plain => DataDisk::Plain {
+                    root: root.to_path_buf(),
+                },
+                DiskKind::Lazy => DataDisk::Lazy(LazyFs::mount(root).map_err(|e| {
+                    Error::Setup(format!("mount LazyFs at {}: {e}", root.display()))
+                })?),
+            };
         disk.provision()?;
         Ok(disk)
     }
@@ -61,6 +66,7 @@ impl DataDisk {
     pub fn root(&self) -> &Path {
         match self {
             DataDisk::Plain { root } => root,
+            DataDisk::Lazy(fs) => fs.mountpoint(),
         }
     }
 
@@ -86,13 +92,23 @@ impl DataDisk {
     pub fn cut_power(&self) -> Result<(), Error> {
         match self {
             DataDisk::Plain { .. } => Ok(()),
+            DataDisk::Lazy(fs) => fs.cut_power().map_err(|e| {
+                Error::Setup(format!("cut the power of {}: {e}", self.root().display()))
+            }),
         }
     }
 
-    /// What the disk did, for the round's line in the summary.
+    /// What the disk did so far, for the round's line in the summary.
     pub fn describe(&self) -> String {
         match self {
             DataDisk::Plain { .. } => "plain dir".into(),
+            DataDisk::Lazy(fs) => {
+                let s = fs.stats();
+                format!(
+                    "{} B dropped ({} fsyncs, {} dir fsyncs, {} writes so far)",
+                    s.last_cut_dropped_bytes, s.fsync_calls, s.fsyncdir_calls, s.write_calls
+                )
+            }
         }
     }
 }

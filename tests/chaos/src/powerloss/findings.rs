@@ -14,6 +14,16 @@ pub struct Totals {
     pub unanswered: u64,
     /// Extra facts for the summary line (e.g. the fence high-water marks).
     pub notes: Vec<String>,
+    /// Names and leases found violated: later rounds leave them out, so a
+    /// loss is reported once, not again after every cut.
+    pub taint: Vec<Taint>,
+}
+
+/// Something a check found violated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Taint {
+    Name(String),
+    Lease(u64),
 }
 
 impl Totals {
@@ -33,11 +43,17 @@ impl Totals {
         self.violations.extend(other.violations);
         self.unanswered += other.unanswered;
         self.notes.extend(other.notes);
+        self.taint.extend(other.taint);
     }
 
     /// Records a violation.
     pub fn violate(&mut self, what: String) {
         self.violations.push(what);
+    }
+
+    /// Takes the taints out, for the ledger.
+    pub fn take_taint(&mut self) -> Vec<Taint> {
+        std::mem::take(&mut self.taint)
     }
 
     fn verdict(&self, check: &'static str) -> Verdict {
@@ -74,6 +90,32 @@ pub struct Findings {
 }
 
 impl Findings {
+    /// Violations so far of checks (a), (b), (c) and (e), in that order.
+    pub fn counts(&self) -> [usize; 5] {
+        [
+            &self.holds,
+            &self.leases,
+            &self.fences,
+            &self.elections,
+            &self.restarts,
+        ]
+        .map(|t| t.violations.len())
+    }
+
+    /// Takes every check's taints out, for the ledger.
+    pub fn take_taint(&mut self) -> Vec<Taint> {
+        let mut all = Vec::new();
+        for t in [
+            &mut self.holds,
+            &mut self.leases,
+            &mut self.fences,
+            &mut self.elections,
+        ] {
+            all.extend(t.take_taint());
+        }
+        all
+    }
+
     /// One verdict per check, in the order of the summary; `terms` is
     /// check (d)'s, made from the watcher's log.
     pub fn verdicts(&self, terms: Verdict) -> Vec<Verdict> {

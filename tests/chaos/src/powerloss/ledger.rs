@@ -7,11 +7,12 @@
 //! entry keeps saying "maybe". The checks compare the cluster after a
 //! restart with this book.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, MutexGuard};
 
 pub use super::answer::Answer;
+use super::findings::Taint;
 
 /// An election value as the ledger remembers it (values run to 64 KiB).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +110,9 @@ pub struct Book {
     pub locks: BTreeMap<String, LockEntry>,
     pub elections: BTreeMap<String, ElectionEntry>,
     pub tally: BTreeMap<&'static str, Tally>,
+    /// Names and leases a check found violated; no longer checked.
+    pub tainted: BTreeSet<String>,
+    pub lost_leases: BTreeSet<u64>,
 }
 
 impl Book {
@@ -160,6 +164,17 @@ impl Ledger {
         // A panic while holding this lock is a bug in the ledger itself;
         // the book it leaves is still the best record there is.
         self.book.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets aside what a check found violated.
+    pub fn taint(&self, taints: Vec<Taint>) {
+        let mut b = self.book();
+        for t in taints {
+            match t {
+                Taint::Name(name) => b.tainted.insert(name),
+                Taint::Lease(id) => b.lost_leases.insert(id),
+            };
+        }
     }
 
     /// Marks a power cut: later entries belong to the next epoch.

@@ -16,7 +16,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::answer::Answer;
 use super::calls::Calls;
-use super::findings::{Findings, Totals};
+use super::findings::{Findings, Taint, Totals};
 use super::selection::Selection;
 use super::verify::{holders, read, PARALLEL};
 
@@ -98,6 +98,7 @@ impl Probe<'_> {
     fn judge(&self, t: &mut Totals, name: &str, fence: u64, before: u64) -> u64 {
         t.add("grants after restart", 1);
         if fence <= before {
+            t.taint.push(Taint::Name(name.to_string()));
             t.violate(format!(
                 "after cut {}: {name}: granted fence {fence}, not above fence {before} acknowledged before",
                 self.cut

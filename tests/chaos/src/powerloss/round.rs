@@ -106,7 +106,7 @@ pub async fn run(ctx: RoundCtx<'_>, cut: u32, plan: &RoundPlan) -> Result<(Strin
         "two"
     };
     let mut line = format!(
-        "round {cut}: load {:.1}s, {} calls answered, {} cut short; power cut on {} ({who}; leader was {}); {}",
+        "round {cut}: load {:.1}s, {} calls answered, {} cut short; power cut on {} ({who}; leader was {})\n  disks: {}",
         plan.load.as_secs_f64(),
         answered_now - before.0,
         cut_short - before.1,
@@ -114,12 +114,13 @@ pub async fn run(ctx: RoundCtx<'_>, cut: u32, plan: &RoundPlan) -> Result<(Strin
         leader.map_or("unknown".into(), |l| format!("n{l}")),
         disks.join(", ")
     );
+    let found_before = ctx.found.counts();
     let Some((leader, took)) = restart(ctx.cluster, &plan.victims, cut, ctx.found).await? else {
-        line.push_str("; NO LEADER after restart");
+        line.push_str("\n  restart: NO LEADER");
         return Ok((line, false));
     };
     line.push_str(&format!(
-        "; leader n{leader} {:.1}s after restart; checked {} locks, {} elections, {} leases",
+        "\n  restart: leader n{leader} after {:.1}s; checked {} locks, {} elections, {} leases",
         took.as_secs_f64(),
         sel.locks.len(),
         sel.elections.len(),
@@ -134,6 +135,13 @@ pub async fn run(ctx: RoundCtx<'_>, cut: u32, plan: &RoundPlan) -> Result<(Strin
     verify::check(&calls.client, &sel, cut, ctx.found).await;
     eprintln!("raftlock-chaos powerloss: cut {cut}: probing fences");
     probe::run(&calls, &sel, cut, ctx.rng, ctx.found).await;
+    ctx.ledger.taint(ctx.found.take_taint());
+    let now = ctx.found.counts();
+    let new: Vec<usize> = (0..now.len()).map(|i| now[i] - found_before[i]).collect();
+    line.push_str(&format!(
+        "; violations: holds {}, leases {}, fences {}, leaders {}, restarts {}",
+        new[0], new[1], new[2], new[3], new[4]
+    ));
     Ok((line, true))
 }
 

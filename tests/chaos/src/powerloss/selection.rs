@@ -1,7 +1,8 @@
 //! Which ledger entries a round checks: everything touched since the
 //! previous cut, plus a seeded sample of older ones (so a later cut that
 //! takes back an old acknowledgement is still seen, without re-reading
-//! the whole history every round).
+//! the whole history every round). Names and leases a check already found
+//! violated are left out: each loss is reported once.
 
 use std::collections::BTreeMap;
 
@@ -36,30 +37,36 @@ impl Selection {
         let mut locks: BTreeMap<String, LockEntry> = book
             .locks
             .iter()
-            .filter(|(_, e)| e.epoch == now)
+            .filter(|(n, e)| e.epoch == now && !book.tainted.contains(*n))
             .map(|(n, e)| (n.clone(), e.clone()))
             .collect();
-        let older = book.locks.iter().filter(|(_, e)| e.epoch < now);
+        let older = book.locks.iter();
+        let older = older.filter(|(n, e)| e.epoch < now && !book.tainted.contains(*n));
         for (n, e) in older.choose_multiple(rng, OLDER_LOCKS) {
             locks.insert(n.clone(), e.clone());
         }
         let mut elections: BTreeMap<String, ElectionEntry> = book
             .elections
             .iter()
-            .filter(|(_, e)| e.epoch == now)
+            .filter(|(n, e)| e.epoch == now && !book.tainted.contains(*n))
             .map(|(n, e)| (n.clone(), e.clone()))
             .collect();
-        let older = book.elections.iter().filter(|(_, e)| e.epoch < now);
+        let older = book.elections.iter();
+        let older = older.filter(|(n, e)| e.epoch < now && !book.tainted.contains(*n));
         for (n, e) in older.choose_multiple(rng, OLDER_ELECTIONS) {
             elections.insert(n.clone(), e.clone());
         }
-        let mut leases: Vec<u64> = book
-            .leases
+        let live = book.leases.iter();
+        let live: Vec<(u64, u32)> = live
+            .filter(|(id, _)| !book.lost_leases.contains(*id))
+            .map(|(id, epoch)| (*id, *epoch))
+            .collect();
+        let mut leases: Vec<u64> = live
             .iter()
-            .filter(|(_, epoch)| **epoch == now)
+            .filter(|(_, epoch)| *epoch == now)
             .map(|(id, _)| *id)
             .collect();
-        let older = book.leases.iter().filter(|(_, epoch)| **epoch < now);
+        let older = live.iter().filter(|(_, epoch)| *epoch < now);
         leases.extend(older.map(|(id, _)| *id).choose_multiple(rng, OLDER_LEASES));
         Selection {
             locks,

@@ -43,10 +43,13 @@ pub fn render(f: &Facts<'_>) -> String {
     let total: u64 = f.book.tally.values().map(|t| t.begun).sum();
     let _ = writeln!(
         s,
-        "calls: {total} ({} locks, {} elections, {} leases in the ledger)",
+        "calls: {total} ({} locks, {} elections, {} leases in the ledger; {} names and {} leases \
+         set aside after a violation)",
         f.book.locks.len(),
         f.book.elections.len(),
-        f.book.leases.len()
+        f.book.leases.len(),
+        f.book.tainted.len(),
+        f.book.lost_leases.len()
     );
     for (kind, t) in &f.book.tally {
         let _ = writeln!(

@@ -61,8 +61,10 @@ impl TermLog {
                 || (term == was_term && leader != 0 && was_leader != 0 && leader < was_leader);
             if back {
                 self.regressions.push(format!(
-                    "n{node} went back from term {was_term} (leader n{was_leader}, at {}) to term {term} (leader n{leader}, at {})",
+                    "n{node} went back from term {was_term} ({}, at {}) to term {term} ({}, at {})",
+                    Leader(was_leader),
                     Stamp(was_t, self.t0),
+                    Leader(leader),
                     Stamp(t, self.t0)
                 ));
             }
@@ -80,6 +82,18 @@ impl TermLog {
                 .or_default()
                 .entry(leader)
                 .or_insert(Sighting { node, t });
+        }
+    }
+}
+
+/// A leader id as a status names it (0: none known).
+struct Leader(u64);
+
+impl std::fmt::Display for Leader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            0 => write!(f, "no leader"),
+            id => write!(f, "leader n{id}"),
         }
     }
 }

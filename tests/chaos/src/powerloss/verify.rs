@@ -10,7 +10,7 @@ use futures::StreamExt;
 use raftlock::Client;
 
 use super::answer::{settle, Answer};
-use super::findings::{Findings, Totals};
+use super::findings::{Findings, Taint, Totals};
 use super::ledger::{Digest, ElectionEntry, Hold, LockEntry, Seat};
 use super::selection::Selection;
 
@@ -79,6 +79,18 @@ async fn check_lock(client: &Client, name: &str, entry: &LockEntry, cut: u32) ->
 /// Judges `name`'s holders `now` (owner, fence) after cut `cut` against
 /// what the ledger knows.
 pub fn judge_lock(name: &str, entry: &LockEntry, now: &[(String, u64)], cut: u32) -> Totals {
+    tainting(name, judge_lock_owners(name, entry, now, cut))
+}
+
+/// A name with a violation is set aside (see [`Taint`]).
+fn tainting(name: &str, mut t: Totals) -> Totals {
+    if !t.violations.is_empty() {
+        t.taint.push(Taint::Name(name.to_string()));
+    }
+    t
+}
+
+fn judge_lock_owners(name: &str, entry: &LockEntry, now: &[(String, u64)], cut: u32) -> Totals {
     let mut t = Totals::default();
     t.add("names", 1);
     let fence_of = |owner: &str| now.iter().find(|(o, _)| o == owner).map(|(_, f)| *f);
@@ -161,6 +173,15 @@ pub fn judge_election(
     shown: Option<(&str, u64, Digest)>,
     cut: u32,
 ) -> Totals {
+    tainting(name, judge_seats(name, entry, shown, cut))
+}
+
+fn judge_seats(
+    name: &str,
+    entry: &ElectionEntry,
+    shown: Option<(&str, u64, Digest)>,
+    cut: u32,
+) -> Totals {
     let mut t = Totals::default();
     t.add("elections", 1);
     let leading: Vec<_> = entry
@@ -233,6 +254,7 @@ async fn check_lease(client: &Client, id: u64, cut: u32) -> Totals {
         Answer::Ok(_) => t.add("leases", 1),
         Answer::Fail(e) => {
             t.add("leases", 1);
+            t.taint.push(Taint::Lease(id));
             t.violate(format!(
                 "after cut {cut}: acknowledged lease {id} is gone ({e})"
             ));
