@@ -73,8 +73,9 @@ struct PowerLossArgs {
     /// The node binary. Default: this binary, which runs the same node code.
     #[arg(long)]
     binary: Option<PathBuf>,
-    /// A flag for every node's `serve` (repeatable), e.g.
-    /// `--node-arg=--snapshot-after --node-arg=500`.
+    /// A flag for every node's `serve` (repeatable), after the harness's
+    /// own (which it may not repeat: id, addresses, data dir, cluster,
+    /// heartbeat, election timeout, snapshot-after).
     #[arg(long = "node-arg", allow_hyphen_values = true)]
     node_args: Vec<String>,
     /// Rounds of load, power cut, restart and checks.

@@ -85,7 +85,8 @@ pub struct Findings {
     pub fences: Totals,
     /// (c) acknowledged leaders and values survive.
     pub elections: Totals,
-    /// (e) every node restarts and the cluster elects a leader.
+    /// (e) every node restarts, the cluster elects a leader and serves,
+    /// no node panics.
     pub restarts: Totals,
 }
 
@@ -125,7 +126,7 @@ impl Findings {
             self.fences.verdict("fences never go back"),
             self.elections.verdict("acknowledged leaders survive"),
             terms,
-            self.restarts.verdict("every node restarts"),
+            self.restarts.verdict("nodes restart and serve"),
         ]
     }
 }

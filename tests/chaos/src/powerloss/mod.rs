@@ -12,7 +12,8 @@
 //!   acknowledged for that name before the cut;
 //! - (c) acknowledged election leaders and values survive unless resigned;
 //! - (d) no Raft term has two leaders (every node polled all along);
-//! - (e) every node restarts, and the cluster elects a leader.
+//! - (e) every node restarts, the cluster elects a leader and serves, and
+//!   no node panics.
 //!
 //! # Layout
 //!
@@ -32,6 +33,7 @@ pub mod disk;
 mod findings;
 mod ledger;
 mod load;
+mod node_logs;
 mod probe;
 mod round;
 mod selection;
@@ -77,7 +79,8 @@ pub struct PowerLossConfig {
     pub disk: DiskKind,
     /// The nodes' heartbeat and election timeout in ms.
     pub timing: (u64, u64),
-    /// Node logs and data, and summary.txt.
+    /// Node logs and data, summary.txt and violations.txt (all of them;
+    /// the summary lists the first few per check).
     pub out: PathBuf,
 }
 
@@ -125,8 +128,9 @@ pub async fn run(cfg: &PowerLossConfig) -> Result<PowerLossOutcome, Error> {
             .collect();
         let watch = TermWatch::start(&nodes, t0).await?;
         let rounds = async {
-            cluster.wait_for_leader(Duration::from_secs(60)).await?;
+            first_leader(&mut cluster).await?;
             let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed_5a3e);
+            let mut logs = node_logs::NodeLogs::default();
             for (i, plan) in plans.iter().enumerate() {
                 let ctx = RoundCtx {
                     cluster: &mut cluster,
@@ -135,6 +139,7 @@ pub async fn run(cfg: &PowerLossConfig) -> Result<PowerLossOutcome, Error> {
                     found: &mut found,
                     rng: &mut rng,
                     seed: cfg.seed,
+                    logs: &mut logs,
                 };
                 let (line, recovered) = round::run(ctx, i as u32 + 1, plan).await?;
                 eprintln!("raftlock-chaos powerloss: {line}");
@@ -165,9 +170,47 @@ pub async fn run(cfg: &PowerLossConfig) -> Result<PowerLossOutcome, Error> {
     });
     std::fs::write(cfg.out.join("summary.txt"), &summary)
         .map_err(Error::io("write summary.txt"))?;
+    let all: String = verdicts
+        .iter()
+        .flat_map(|v| {
+            v.violations
+                .iter()
+                .map(move |x| format!("{}: {}\n", v.check, x.what))
+        })
+        .collect();
+    std::fs::write(cfg.out.join("violations.txt"), all)
+        .map_err(Error::io("write violations.txt"))?;
     let violations = verdicts.iter().map(|v| v.violations.len()).sum();
     Ok(PowerLossOutcome {
         summary,
         violations,
     })
+}
+
+/// Waits for the first leader; fails at once when a node exits (e.g. it
+/// refused a `--node-arg`), with the tail of its log.
+async fn first_leader(cluster: &mut Cluster) -> Result<u64, Error> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut why = String::new();
+        for id in cluster.ids() {
+            if let Some(status) = cluster.exited(id) {
+                let tail = cluster.spec(id).map(|s| node_logs::tail(&s.log));
+                let tail = tail.unwrap_or_default();
+                why.push_str(&format!("\nn{id} exited ({status}); its log ends:\n{tail}"));
+            }
+        }
+        if !why.is_empty() {
+            return Err(Error::Setup(format!("a node did not start:{why}")));
+        }
+        if let Some(id) = cluster.leader().await {
+            return Ok(id);
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(Error::Setup(
+                "no leader within 60s; see the node logs".into(),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

@@ -12,21 +12,21 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::time::Instant;
 
+use super::answer::Answer;
 use super::calls::Calls;
 use super::disk::DataDisk;
 use super::findings::Findings;
 use super::ledger::{Book, Ledger};
 use super::load::Load;
+use super::node_logs::NodeLogs;
 use super::selection::Selection;
-use super::{probe, verify};
+use super::{node_logs, probe, verify};
 use crate::cluster::Cluster;
 use crate::Error;
 
 /// How long a restarted node may take to answer, and the cluster to
 /// elect a leader.
 const RESTART_WITHIN: Duration = Duration::from_secs(60);
-/// Lines of a failed node's log shown in the summary.
-const LOG_TAIL: usize = 12;
 
 /// What one round does.
 #[derive(Debug, Clone)]
@@ -71,6 +71,7 @@ pub struct RoundCtx<'a> {
     /// For samples (not the plan: its draws depend on timing).
     pub rng: &'a mut ChaCha8Rng,
     pub seed: u64,
+    pub logs: &'a mut NodeLogs,
 }
 
 /// Runs round number `cut` (1-based; the cut it ends with has the same
@@ -132,14 +133,31 @@ pub async fn run(ctx: RoundCtx<'_>, cut: u32, plan: &RoundPlan) -> Result<(Strin
         ..calls
     };
     eprintln!("raftlock-chaos powerloss: cut {cut}: restarted; checking");
-    verify::check(&calls.client, &sel, cut, ctx.found).await;
-    eprintln!("raftlock-chaos powerloss: cut {cut}: probing fences");
-    probe::run(&calls, &sel, cut, ctx.rng, ctx.found).await;
+    if let Some(lease) = serves(&calls, cut, ctx.found).await {
+        verify::check(&calls.client, &sel, cut, ctx.found).await;
+        eprintln!("raftlock-chaos powerloss: cut {cut}: probing fences");
+        let lowest = probe::run(&calls, lease, &sel, cut, ctx.rng, ctx.found).await;
+        line.push_str(&format!(
+            "\n  fences: highest acknowledged before the cut {}, lowest granted after {}",
+            sel.max_fence,
+            lowest.map_or("(none)".into(), |f| f.to_string())
+        ));
+    } else {
+        // Not serving: every read would only time out. Counted unanswered.
+        ctx.found.holds.unanswered += sel.locks.len() as u64;
+        ctx.found.elections.unanswered += sel.elections.len() as u64;
+        ctx.found.leases.unanswered += sel.leases.len() as u64;
+    }
+    for (id, panic) in ctx.logs.new_panics(ctx.cluster) {
+        ctx.found
+            .restarts
+            .violate(format!("by cut {cut}: n{id} panicked: {panic}"));
+    }
     ctx.ledger.taint(ctx.found.take_taint());
     let now = ctx.found.counts();
     let new: Vec<usize> = (0..now.len()).map(|i| now[i] - found_before[i]).collect();
     line.push_str(&format!(
-        "; violations: holds {}, leases {}, fences {}, leaders {}, restarts {}",
+        "\n  violations: holds {}, leases {}, fences {}, leaders {}, restarts {}",
         new[0], new[1], new[2], new[3], new[4]
     ));
     Ok((line, true))
@@ -159,6 +177,23 @@ fn names(ids: &[u64]) -> String {
         .join(" ")
 }
 
+/// Check (e), second half: the restarted cluster serves a write (a lease
+/// grant, tried a few times). Answers the lease, for the probes.
+async fn serves(calls: &Calls, cut: u32, found: &mut Findings) -> Option<u64> {
+    let mut last = String::new();
+    for _ in 0..3 {
+        match calls.grant_lease().await {
+            Answer::Ok(id) => return Some(id),
+            Answer::Fail(e) | Answer::Unknown(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    found.restarts.violate(format!(
+        "after cut {cut}: the cluster elected a leader but did not serve a write: {last}"
+    ));
+    None
+}
+
 /// Check (e): restarts `victims`; each must come up and answer, and the
 /// cluster must elect a leader. Answers the leader and how long it took.
 async fn restart(
@@ -176,7 +211,7 @@ async fn restart(
         if let Err(why) = wait_answering(cluster, *id, t + RESTART_WITHIN).await {
             let tail = cluster
                 .spec(*id)
-                .map(|s| log_tail(&s.log))
+                .map(|s| node_logs::tail(&s.log))
                 .unwrap_or_default();
             found.restarts.violate(format!(
                 "after cut {cut}: n{id} {why}; its log ends:\n{tail}"
@@ -219,21 +254,5 @@ async fn wait_answering(cluster: &mut Cluster, id: u64, until: Instant) -> Resul
             return Err(format!("did not answer within {RESTART_WITHIN:?}"));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-/// The last lines of a node's log.
-fn log_tail(path: &std::path::Path) -> String {
-    match std::fs::read_to_string(path) {
-        Ok(text) => {
-            let lines: Vec<&str> = text.lines().collect();
-            let from = lines.len().saturating_sub(LOG_TAIL);
-            lines[from..]
-                .iter()
-                .map(|l| format!("    {l}"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        }
-        Err(e) => format!("    (cannot read {}: {e})", path.display()),
     }
 }
