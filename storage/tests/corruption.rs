@@ -101,6 +101,7 @@ enum Outcome {
 async fn check(dir: &Path) -> Result<Outcome, String> {
     let (tx, _rx) = unbounded_channel();
     let options = OpenOptions::new(1, Bootstrap::SingleNode);
+    // Copies are fresh dirs: no other handle can hold sled's lock here.
     let (mut log, _sm) = match open(dir, &options, tx) {
         Err(Error::DataDir { problem, .. }) => {
             eprintln!("refused: {problem}");

@@ -16,7 +16,17 @@ use tokio::sync::mpsc::unbounded_channel;
 mod common;
 use common::*;
 
+/// Opens `dir` as `options` say. Retries while sled's directory lock is
+/// still held by a handle dropped a moment ago (sled's flusher thread lets
+/// go of it late; see `common::open_dir`).
 fn open_as(dir: &Path, options: &OpenOptions) -> Result<(), Error> {
+    for _ in 0..100 {
+        let (tx, _rx) = unbounded_channel();
+        match open(dir, options, tx) {
+            Err(Error::Sled(_)) => std::thread::sleep(Duration::from_millis(20)),
+            other => return other.map(drop),
+        }
+    }
     let (tx, _rx) = unbounded_channel();
     open(dir, options, tx).map(drop)
 }
