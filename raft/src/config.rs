@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use raftlock_storage::{NodeAddr, NodeId};
+use raftlock_storage::{Bootstrap, NodeAddr, NodeId, OpenOptions, SyncMode};
 
 /// One member of the initial cluster: `ID=PEER_ADDR/CLIENT_ADDR`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,6 +77,11 @@ pub struct Config {
     /// How long a write waits for a leader before giving up.
     #[serde(with = "millis")]
     pub leader_wait: Duration,
+    /// UNSAFE, for tests only: acknowledge writes once sled has flushed
+    /// them (`sync_file_range`), without `fsync`/`fdatasync`. A power loss
+    /// can then lose acknowledged grants and votes. Restores the behaviour
+    /// of builds before durable syncs, for the power-loss demonstration.
+    pub unsafe_no_fsync: bool,
 }
 
 impl Default for Config {
@@ -95,6 +100,7 @@ impl Default for Config {
             snapshot_after_entries: 10_000,
             keep_entries_after_snapshot: 1_000,
             leader_wait: Duration::from_secs(5),
+            unsafe_no_fsync: false,
         }
     }
 }
@@ -172,6 +178,38 @@ impl Config {
                 .advertise_client_addr
                 .clone()
                 .unwrap_or_else(|| self.client_addr.clone()),
+        }
+    }
+
+    /// How this node is told to form its cluster, as its data dir records
+    /// it: `--join`, `--initial-cluster` (members sorted by id), or neither.
+    pub fn bootstrap(&self) -> Bootstrap {
+        if self.join {
+            return Bootstrap::Join;
+        }
+        if self.initial_cluster.is_empty() {
+            return Bootstrap::SingleNode;
+        }
+        let mut members = self.initial_cluster.clone();
+        members.sort_by_key(|m| m.id);
+        let members = members
+            .iter()
+            .map(|m| format!("{}={}/{}", m.id, m.addr.peer_addr, m.addr.client_addr))
+            .collect::<Vec<_>>()
+            .join(",");
+        Bootstrap::Cluster { members }
+    }
+
+    /// What the storage is told when it opens the data dir.
+    pub fn open_options(&self) -> OpenOptions {
+        OpenOptions {
+            node_id: self.id,
+            bootstrap: self.bootstrap(),
+            sync: if self.unsafe_no_fsync {
+                SyncMode::UnsafeSledFlushOnly
+            } else {
+                SyncMode::Fsync
+            },
         }
     }
 

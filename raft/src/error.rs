@@ -34,6 +34,11 @@ pub enum Error {
     /// The node is shutting down.
     #[error("node is shutting down")]
     ShuttingDown,
+    /// The data dir cannot be used (damaged, lost state, another node's or
+    /// cluster's): the node does not start. The message names the file,
+    /// the problem and what to do.
+    #[error("{0}")]
+    Storage(String),
     /// Local storage or an internal invariant failed.
     #[error("internal error: {0}")]
     Internal(String),

@@ -74,6 +74,9 @@ pub struct NodeStatus {
 /// aborts its tasks, like a crash.
 pub struct RaftNode {
     inner: Arc<NodeInner>,
+    /// The log store, to sync and record a clean shutdown's floor once Raft
+    /// has stopped.
+    log: raftlock_storage::LogStore,
     peer_addr: std::net::SocketAddr,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
@@ -101,8 +104,27 @@ impl RaftNode {
         })?;
 
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let (log_store, sm_store) = raftlock_storage::open(&config.data_dir, events_tx)
-            .map_err(|e| Error::Internal(format!("cannot open storage: {e}")))?;
+        if config.unsafe_no_fsync {
+            tracing::warn!(
+                "UNSAFE: --unsafe-no-fsync is set: writes are acknowledged without fsync, \
+                 and a power loss can lose acknowledged locks. For tests only."
+            );
+        }
+        let data_dir = config.data_dir.clone();
+        let options = config.open_options();
+        let (log_store, sm_store) = tokio::task::spawn_blocking(move || {
+            raftlock_storage::open(&data_dir, &options, events_tx)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("storage open did not finish: {e}")))?
+        .map_err(|e| match e {
+            raftlock_storage::Error::DataDir { .. } => Error::Storage(e.to_string()),
+            other => Error::Storage(format!(
+                "cannot open data dir {}: {other}",
+                config.data_dir.display()
+            )),
+        })?;
+        let closing_log = log_store.clone();
         let state = sm_store.state();
 
         let net = PeerNetwork::new(config.id, filter);
@@ -157,6 +179,7 @@ impl RaftNode {
 
         let node = RaftNode {
             inner,
+            log: closing_log,
             peer_addr,
             stop,
             tasks,
@@ -217,8 +240,19 @@ impl RaftNode {
     pub async fn shutdown(&mut self) {
         self.inner.mark_stopping();
         let _ = self.stop.send(true);
-        if let Err(e) = self.inner.raft.shutdown().await {
-            tracing::warn!("raft shutdown: {e}");
+        let raft_stopped = match self.inner.raft.shutdown().await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("raft shutdown: {e}");
+                false
+            }
+        };
+        if raft_stopped {
+            // Only once Raft wrote its last entry: the floor records the
+            // log's exact end as of a clean stop.
+            if let Err(e) = self.log.close().await {
+                tracing::error!("cannot record a clean shutdown in the data dir: {e}");
+            }
         }
         for task in self.tasks.drain(..) {
             // The router ends when the state machine's sender is dropped with

@@ -52,6 +52,10 @@ pub struct ServeArgs {
     /// Snapshot after this many entries. Default 10000.
     #[arg(long, env = "RAFTLOCK_SNAPSHOT_AFTER")]
     snapshot_after: Option<u64>,
+    /// UNSAFE, for tests only: acknowledge writes without fsync (sled's
+    /// sync_file_range only). A power loss can lose acknowledged locks.
+    #[arg(long, env = "RAFTLOCK_UNSAFE_NO_FSYNC", hide_short_help = true)]
+    unsafe_no_fsync: bool,
 }
 
 impl ServeArgs {
@@ -88,6 +92,7 @@ impl ServeArgs {
             c.initial_cluster = self.initial_cluster.clone();
         }
         c.join |= self.join;
+        c.unsafe_no_fsync |= self.unsafe_no_fsync;
         if let Some(v) = self.heartbeat_ms {
             c.heartbeat = std::time::Duration::from_millis(v);
         }
@@ -108,6 +113,12 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
     // an orderly shutdown instead of killing the process.
     let mut interrupts = Interrupts::watch()?;
     let config = args.to_config()?;
+    if config.unsafe_no_fsync {
+        eprintln!(
+            "WARNING: --unsafe-no-fsync: acknowledged writes are not synced to disk; \
+             a power loss can lose granted locks. Never use this outside tests."
+        );
+    }
     let node = Node::start(config).await.map_err(|e| e.to_string())?;
     eprintln!(
         "raftlock node {} serving clients on {} (peers on {})",

@@ -163,7 +163,7 @@ pub enum Command {
         /// `Some` when the server cancels for a call that gave up: only a
         /// hold or wait that call still owns is ended (see [`Claim`]).
         /// `None` (a client's own Cancel or Resign) ends it regardless.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(default)]
         call: Option<Claim>,
     },
     /// Operator override: end every hold on `name` (waiters then get it).

@@ -5,6 +5,9 @@ use openraft::{ErrorSubject, ErrorVerb, StorageError, StorageIOError};
 
 use crate::types::NodeId;
 
+/// Any error, boxed: the decoders and encoders behind [`Error::Decode`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Everything that can go wrong while keeping raftlock's state on disk.
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
@@ -15,11 +18,11 @@ pub enum Error {
     /// A stored record (or a received snapshot) did not decode.
     #[error("corrupt {what}: {source}")]
     Decode {
-        /// Which record: `"log entry 17"`, `"lock record"`, `"snapshot"`, ...
+        /// Which record: `"log entry 17"`, `"vote"`, `"snapshot"`, ...
         what: String,
-        /// What serde_json found wrong with it.
+        /// What the decoder found wrong with it.
         #[source]
-        source: serde_json::Error,
+        source: BoxError,
     },
     /// A record could not be encoded. Not expected with raftlock's types;
     /// kept as an error rather than a panic all the same.
@@ -27,9 +30,57 @@ pub enum Error {
     Encode {
         /// Which record.
         what: String,
-        /// What serde_json refused.
+        /// What the encoder refused.
         #[source]
-        source: serde_json::Error,
+        source: BoxError,
+    },
+    /// A stored record's checksum does not match its bytes: the disk (or
+    /// something else) changed it after it was written.
+    #[error(
+        "corrupt {what}: checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
+    )]
+    Checksum {
+        /// Which record.
+        what: String,
+        /// The CRC32C stored with the record.
+        stored: u32,
+        /// The CRC32C of the bytes found.
+        computed: u32,
+    },
+    /// A stored record is in a format this build does not read.
+    #[error(
+        "{what} is in record format {found}, this build reads format {}: \
+         the data dir was written by another raftlock version",
+        crate::codec::FORMAT
+    )]
+    Format {
+        /// Which record.
+        what: String,
+        /// Its first byte.
+        found: u8,
+    },
+    /// A file operation in the data dir failed.
+    #[error("cannot {doing} {}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// What was being done: `"fsync"`, `"open"`, ...
+        doing: &'static str,
+        /// `source.kind()`, for matching.
+        kind: std::io::ErrorKind,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The data dir cannot be trusted; the node must not start on it.
+    #[error("refusing to start on data dir {}: {problem}. {action}", path.display())]
+    DataDir {
+        /// The file or directory at fault.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        problem: String,
+        /// What the operator can do.
+        action: String,
     },
     /// A record decoded but contradicts where it was found (a log entry under
     /// the wrong index, an unknown key prefix, a truncated key).
@@ -55,18 +106,28 @@ impl Error {
         StorageIOError::new(subject, verb, self).into()
     }
 
-    pub(crate) fn decode(what: impl Into<String>, source: serde_json::Error) -> Self {
+    pub(crate) fn decode(
+        what: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
         Error::Decode {
             what: what.into(),
-            source,
+            source: Box::new(source),
         }
     }
 
-    pub(crate) fn encode(what: impl Into<String>, source: serde_json::Error) -> Self {
+    pub(crate) fn encode(
+        what: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
         Error::Encode {
             what: what.into(),
-            source,
+            source: Box::new(source),
         }
+    }
+
+    pub(crate) fn corrupt(what: &str, reason: impl std::fmt::Display) -> Self {
+        Error::Corrupt(format!("{what}: {reason}"))
     }
 }
 

@@ -11,7 +11,12 @@
 //! - [`limits`]: the bounds on client input, shared by the server's edge
 //!   validation and the state machine's own checks.
 //! - [`state`]: the lock state machine itself. Pure logic: no IO, no clock.
-//! - [`node_db`]: the node's one sled database, its trees, and [`open`].
+//! - [`node_db`]: the node's one sled database, its trees, and [`open`],
+//!   which refuses a data dir that lost or damaged acknowledged state.
+//! - [`codec`]: how records are framed on disk (format byte, CRC32C).
+//! - [`disk_sync`]: sled's flush plus the `fsync`/`fdatasync` that make it
+//!   durable.
+//! - [`identity`]: the data dir's identity file and state floor.
 //! - [`log_store`]: the sled Raft log and vote store.
 //! - [`sm_store`]: the state machine, durable through snapshots and the log.
 //! - [`snapshot`]: snapshot bytes, the stored current snapshot, the builder.
@@ -19,9 +24,12 @@
 //!
 //! Nothing here knows about gRPC; the `raft` crate wires these into openraft.
 
+pub mod codec;
 pub mod command;
+pub mod disk_sync;
 pub mod error;
 pub mod event;
+pub mod identity;
 pub mod limits;
 pub mod log_store;
 pub mod node_db;
@@ -34,10 +42,12 @@ pub use command::{
     slot, slot_index, Claim, ClientSeq, Command, CommandError, Fence, LeaseId, Mode, Proposal,
     Request, Response, MAX_REQUESTS_PER_ENTRY,
 };
+pub use disk_sync::SyncMode;
 pub use error::Error;
 pub use event::{Applied, EndReason, Event};
+pub use identity::{Bootstrap, Identity, IDENTITY_FILE};
 pub use log_store::LogStore;
-pub use node_db::open;
+pub use node_db::{open, OpenOptions};
 pub use sm_store::{AppliedState, SharedState, StateMachineStore};
 pub use snapshot::SnapshotBuilder;
 pub use types::{NodeAddr, NodeId, TypeConfig};

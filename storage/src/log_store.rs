@@ -1,13 +1,16 @@
 //! The Raft log and vote store in sled, for openraft's storage-v2 API.
 //!
 //! Keys in the `log` tree are big-endian `u64` indexes (so sled's byte order
-//! is log order); values are the JSON [`Entry`]. Vote, committed and last
-//! purged log ids live in the `raft_meta` tree. Everything openraft must be
-//! able to trust after a crash is flushed before openraft hears it was done.
+//! is log order); values are the [`Entry`], framed with a checksum by
+//! [`crate::codec`]. Vote, committed and last purged log ids live in the
+//! `raft_meta` tree. Everything openraft must be able to trust after a power
+//! loss is synced ([`DiskSync`]) before openraft hears it was done.
 
 use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{
@@ -17,7 +20,10 @@ use openraft::{
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::error::{from_json, to_json, Error};
+use crate::codec::{decode, encode};
+use crate::disk_sync::DiskSync;
+use crate::error::Error;
+use crate::identity::FloorKeeper;
 use crate::node_db::{LOG_TREE, RAFT_META_TREE};
 use crate::types::{NodeId, TypeConfig};
 
@@ -29,8 +35,13 @@ const LAST_PURGED_KEY: &[u8] = b"last_purged";
 /// trees, which is how openraft's log reader is made.
 #[derive(Debug, Clone)]
 pub struct LogStore {
-    /// The whole database, for flushes (sled flushes every tree at once).
-    db: sled::Db,
+    /// Syncs the whole database (sled flushes every tree at once).
+    sync: Arc<DiskSync>,
+    /// Raises the identity file's floor as votes and commits are synced
+    /// (`None` only in stores opened without a data dir identity).
+    floor: Option<Arc<FloorKeeper>>,
+    /// The committed index openraft last saved.
+    committed: Arc<AtomicU64>,
     /// Index → entry.
     log: sled::Tree,
     /// Vote, committed and last purged log ids.
@@ -38,78 +49,125 @@ pub struct LogStore {
 }
 
 impl LogStore {
-    /// Opens the log trees of `db`, dropping a torn tail (see
-    /// [`LogStore::drop_torn_tail`]).
-    pub(crate) fn open(db: &sled::Db) -> Result<Self, Error> {
+    /// Opens the log trees of `db` and checks every entry (see
+    /// [`LogStore::verify`]).
+    pub(crate) fn open(db: &sled::Db, sync: Arc<DiskSync>) -> Result<Self, Error> {
         let store = Self {
-            db: db.clone(),
+            sync,
+            floor: None,
+            committed: Arc::default(),
             log: db.open_tree(LOG_TREE)?,
             meta: db.open_tree(RAFT_META_TREE)?,
         };
-        store.drop_torn_tail()?;
+        store.verify()?;
+        let committed = store.read_committed_id()?.map_or(0, |c| c.index);
+        store.committed.store(committed, Ordering::SeqCst);
         Ok(store)
     }
 
-    /// Removes every entry after the first gap in the log, and makes that
-    /// durable.
+    /// Raises `floor` from now on as votes and commits are synced.
+    pub(crate) fn with_floor(mut self, floor: Arc<FloorKeeper>) -> Self {
+        self.floor = Some(floor);
+        self
+    }
+
+    /// Reads every entry once, checking its checksum, that it decodes and
+    /// sits under its own index, and that the indexes after the purge point
+    /// follow each other without a gap.
     ///
-    /// [`RaftLogStorage::append`] writes its entries one insert each, in
-    /// index order, and flushes once. A crash before that flush can keep
-    /// any prefix of those inserts (sled recovers its log up to the first
-    /// incomplete write), so a gap is not expected; should one appear all
-    /// the same, the entries after it belong to an append whose flush never
-    /// finished, so openraft was never told they were stored, and dropping
-    /// them is what a crash a moment earlier would have done. Entries at or
-    /// below the last purged index are a purge's leftovers and are skipped.
-    fn drop_torn_tail(&self) -> Result<(), Error> {
+    /// A gap, or an entry that fails its checksum, cannot come from a crash
+    /// or a power loss: entries are inserted in index order and synced
+    /// before openraft hears of them, and sled recovers its log up to the
+    /// first incomplete write, so a crash leaves a prefix. Either is damage,
+    /// and the entries involved may have been acknowledged, so the store is
+    /// refused rather than repaired.
+    fn verify(&self) -> Result<(), Error> {
         let purged = self.last_purged()?.map(|id| id.index);
         let from = purged.map_or(Bound::Unbounded, |p| Bound::Excluded(index_key(p)));
         let mut expected = purged.map(|p| p + 1);
-        let mut gap = None;
-        for key in self.log.range((from, Bound::Unbounded)).keys() {
-            let index = decode_index(&key?)?;
-            if expected.is_some_and(|e| e != index) {
-                gap = Some(index);
-                break;
+        for item in self.log.range((from, Bound::Unbounded)) {
+            let (key, value) = item?;
+            let index = decode_entry(&key, &value)?.log_id.index;
+            if let Some(e) = expected.filter(|e| *e != index) {
+                return Err(Error::Corrupt(format!(
+                    "the Raft log jumps from index {} to {index}: entries are missing",
+                    e.saturating_sub(1)
+                )));
             }
             expected = Some(index + 1);
-        }
-        if let Some(first_after_gap) = gap {
-            tracing::warn!(
-                first_after_gap,
-                "the Raft log has a gap after a crash; dropping the entries after it"
-            );
-            self.remove_range(index_key(first_after_gap)..)?;
-            self.db.flush()?;
         }
         Ok(())
     }
 
     /// Makes every write so far durable (the whole node database, not only
-    /// the log). Call it on shutdown.
+    /// the log).
     pub async fn flush(&self) -> Result<(), Error> {
-        crate::node_db::flush(&self.db).await?;
-        Ok(())
+        self.sync.sync_async().await
+    }
+
+    /// Makes every write durable and records the exact floor of a clean
+    /// shutdown in the identity file. Call it once Raft has stopped.
+    pub async fn close(&self) -> Result<(), Error> {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || {
+            store.sync.sync()?;
+            let last = store.last_entry_id()?.map_or(0, |id| id.index);
+            match &store.floor {
+                Some(floor) => floor.close(last),
+                None => Ok(()),
+            }
+        })
+        .await
+        .map_err(|e| Error::Worker(e.to_string()))?
+    }
+
+    /// Syncs, then raises the floor's committed index to what is now both
+    /// committed and durable here (`durable_last` = the log's last index).
+    async fn sync_and_raise_floor(&self, durable_last: u64) -> Result<(), Error> {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || {
+            store.sync.sync()?;
+            if let Some(floor) = &store.floor {
+                let committed = store.committed.load(Ordering::SeqCst);
+                floor.committed_synced(committed.min(durable_last))?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| Error::Worker(e.to_string()))?
     }
 
     fn read_meta<T: DeserializeOwned>(&self, key: &[u8], what: &str) -> Result<Option<T>, Error> {
         match self.meta.get(key)? {
-            Some(bytes) => Ok(Some(from_json(what, &bytes)?)),
+            Some(bytes) => Ok(Some(decode(what, &bytes)?)),
             None => Ok(None),
         }
     }
 
     fn write_meta<T: Serialize>(&self, key: &[u8], what: &str, value: &T) -> Result<(), Error> {
-        self.meta.insert(key, to_json(what, value)?)?;
+        self.meta.insert(key, encode(what, value)?)?;
         Ok(())
     }
 
-    fn last_purged(&self) -> Result<Option<LogId<NodeId>>, Error> {
+    /// The last purged log id: entries up to it are covered by a snapshot.
+    pub(crate) fn last_purged(&self) -> Result<Option<LogId<NodeId>>, Error> {
         self.read_meta(LAST_PURGED_KEY, "last purged log id")
     }
 
+    /// The saved vote.
+    pub(crate) fn vote(&self) -> Result<Option<Vote<NodeId>>, Error> {
+        self.read_meta(VOTE_KEY, "vote")
+    }
+
+    /// The committed log id openraft last saved.
+    pub(crate) fn read_committed_id(&self) -> Result<Option<LogId<NodeId>>, Error> {
+        let committed: Option<Option<LogId<NodeId>>> =
+            self.read_meta(COMMITTED_KEY, "committed log id")?;
+        Ok(committed.flatten())
+    }
+
     /// The log id of the newest entry still in the tree.
-    fn last_entry_id(&self) -> Result<Option<LogId<NodeId>>, Error> {
+    pub(crate) fn last_entry_id(&self) -> Result<Option<LogId<NodeId>>, Error> {
         match self.log.last()? {
             Some((key, value)) => Ok(Some(decode_entry(&key, &value)?.log_id)),
             None => Ok(None),
@@ -135,20 +193,25 @@ impl LogStore {
     /// `sync_file_range`, each handed to sled's IO thread pool) instead of
     /// the one its flush needs. Atomicity is not needed: openraft hears of
     /// the entries only after the flush, and a crash before it leaves a
-    /// prefix of them ([`LogStore::drop_torn_tail`] guards the rest).
+    /// prefix of them ([`LogStore::verify`] refuses anything else).
     fn insert_entries<I: IntoIterator<Item = Entry<TypeConfig>>>(
         &self,
         entries: I,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<u64>, Error> {
+        let mut last = None;
         for entry in entries {
+            last = Some(entry.log_id.index);
             let index = entry.log_id.index;
-            self.log.insert(
-                index_key(index),
-                to_json(&format!("log entry {index}"), &entry)?,
-            )?;
+            self.log
+                .insert(index_key(index), encode(&entry_name(index), &entry)?)?;
         }
-        Ok(())
+        Ok(last)
     }
+}
+
+/// How errors name the entry at `index`.
+fn entry_name(index: u64) -> String {
+    format!("log entry {index}")
 }
 
 /// The sled key of log index `index`.
@@ -174,7 +237,7 @@ fn decode_index(key: &[u8]) -> Result<u64, Error> {
 /// Decodes a stored entry and checks it sits under its own index.
 fn decode_entry(key: &[u8], value: &[u8]) -> Result<Entry<TypeConfig>, Error> {
     let index = decode_index(key)?;
-    let entry: Entry<TypeConfig> = from_json(&format!("log entry {index}"), value)?;
+    let entry: Entry<TypeConfig> = decode(&entry_name(index), value)?;
     if entry.log_id.index != index {
         return Err(Error::Corrupt(format!(
             "log entry {} stored under index {index}",
@@ -226,29 +289,44 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError<NodeId>> {
         let write_err = |e: Error| e.storage(ErrorSubject::Vote, ErrorVerb::Write);
         self.write_meta(VOTE_KEY, "vote", vote).map_err(write_err)?;
-        self.flush().await.map_err(write_err)
+        let store = self.clone();
+        let term = vote.leader_id().term;
+        tokio::task::spawn_blocking(move || {
+            store.sync.sync()?;
+            match &store.floor {
+                Some(floor) => floor.vote_synced(term),
+                None => Ok(()),
+            }
+        })
+        .await
+        .map_err(|e| Error::Worker(e.to_string()))
+        .and_then(|r| r)
+        .map_err(write_err)
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError<NodeId>> {
-        self.read_meta(VOTE_KEY, "vote")
+        self.vote()
             .map_err(|e| e.storage(ErrorSubject::Vote, ErrorVerb::Read))
     }
 
-    /// Not flushed on its own: a committed id lost in a crash is only a hint
-    /// lost (openraft re-learns it), and the next log flush persists it.
+    /// Not synced on its own: a committed id lost in a crash is only a hint
+    /// lost (openraft re-learns it), and the next log sync persists it. The
+    /// identity file's floor, which open checks the log against, only ever
+    /// records a committed index whose entry was synced here.
     async fn save_committed(
         &mut self,
         committed: Option<LogId<NodeId>>,
     ) -> Result<(), StorageError<NodeId>> {
+        if let Some(c) = committed {
+            self.committed.fetch_max(c.index, Ordering::SeqCst);
+        }
         self.write_meta(COMMITTED_KEY, "committed log id", &committed)
             .map_err(|e| e.storage(ErrorSubject::Store, ErrorVerb::Write))
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
-        let committed: Option<Option<LogId<NodeId>>> = self
-            .read_meta(COMMITTED_KEY, "committed log id")
-            .map_err(|e| e.storage(ErrorSubject::Store, ErrorVerb::Read))?;
-        Ok(committed.flatten())
+        self.read_committed_id()
+            .map_err(|e| e.storage(ErrorSubject::Store, ErrorVerb::Read))
     }
 
     /// One insert per entry and one flush for whatever entries openraft
@@ -267,8 +345,12 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: OptionalSend,
     {
         let write_err = |e: Error| e.storage(ErrorSubject::Logs, ErrorVerb::Write);
-        self.insert_entries(entries).map_err(write_err)?;
-        match self.flush().await {
+        let last = self.insert_entries(entries).map_err(write_err)?;
+        let synced = match last {
+            Some(last) => self.sync_and_raise_floor(last).await,
+            None => self.flush().await,
+        };
+        match synced {
             Ok(()) => {
                 callback.log_io_completed(Ok(()));
                 Ok(())

@@ -2,23 +2,32 @@
 //! opens its two stores from it.
 //!
 //! Trees:
-//! - `log`: the Raft log, big-endian `u64` index → JSON [`openraft::Entry`];
+//! - `log`: the Raft log, big-endian `u64` index → [`openraft::Entry`]
+//!   (postcard, framed with a checksum: [`crate::codec`]);
 //! - `raft_meta`: vote, committed log id, last purged log id;
 //! - `snapshot`: the current snapshot (meta + bytes) and the snapshot
 //!   counter. The snapshot is the state machine's only on-disk form: the
 //!   state after it is rebuilt from the log (see [`crate::sm_store`]).
 //!
+//! Beside sled's files, `raftlock.identity` ([`crate::identity`]) names the
+//! node and records the least state the dir holds; [`open`] checks the
+//! trees against it. Every write is made durable by [`DiskSync`].
+//!
 //! Earlier builds also kept an `sm` tree with one record per lease, lock and
 //! client session; [`open`] refuses a directory that still has one.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::disk_sync::{DiskSync, SyncMode};
 use crate::error::Error;
 use crate::event::Applied;
+use crate::identity::{Bootstrap, Floor, FloorKeeper, Identity, IDENTITY_FILE};
 use crate::log_store::LogStore;
 use crate::sm_store::StateMachineStore;
+use crate::types::NodeId;
 
 /// Name of the Raft log tree.
 pub(crate) const LOG_TREE: &str = "log";
@@ -35,28 +44,51 @@ pub(crate) const SNAPSHOT_TREE: &str = "snapshot";
 /// entries, so a small cache costs little.
 pub const CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Makes every write to `db` so far durable, on tokio's blocking pool.
-///
-/// Not sled's `flush_async`: that runs the flush on sled's own thread pool,
-/// whose queue wakes *every* idle worker (seven by default) for each job.
-/// With one flush per Raft append that herd was about a third of a node's
-/// CPU under a single client (`bench/profile.sh W1 raftlock`, the `sled-io-*`
-/// threads) and forty futex calls per write. The blocking pool wakes one
-/// thread.
-pub(crate) async fn flush(db: &sled::Db) -> Result<(), Error> {
-    let db = db.clone();
-    tokio::task::spawn_blocking(move || db.flush())
-        .await
-        .map_err(|e| Error::Worker(e.to_string()))??;
-    Ok(())
+/// What the node tells its storage about itself when it opens its data dir.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// The node id it runs as (`--id`).
+    pub node_id: NodeId,
+    /// How it was told to form its cluster.
+    pub bootstrap: Bootstrap,
+    /// How writes are made durable.
+    pub sync: SyncMode,
 }
 
-/// Opens (or creates) the node's sled database in `dir` and loads both
-/// stores from it.
+impl OpenOptions {
+    /// Options for node `node_id` of a cluster formed as `bootstrap`, with
+    /// real syncs.
+    pub fn new(node_id: NodeId, bootstrap: Bootstrap) -> Self {
+        Self {
+            node_id,
+            bootstrap,
+            sync: SyncMode::Fsync,
+        }
+    }
+}
+
+/// What to do about a data dir that cannot be trusted.
+const REJOIN: &str = "If the other members are healthy, move this directory aside, \
+    remove the node from the cluster (`raftlock cluster remove ID`), start it again \
+    on an empty data dir with a new id and --join, and add it back \
+    (`raftlock cluster add-learner`, then `raftlock cluster promote`). \
+    If no member has intact data, restore the cluster from a backup";
+
+/// Opens (or creates) the node's sled database in `dir`, checks that it
+/// holds at least the state the node acknowledged, and loads both stores.
+///
+/// Refuses (with [`Error::DataDir`], naming the file, the problem and what
+/// to do) a dir whose records fail their checksums or do not decode, whose
+/// log has a gap or ends below its committed index, whose purged log is not
+/// covered by a snapshot, that lost state its identity file says it held,
+/// that holds state but no identity file, or that belongs to another node
+/// id or another cluster formation than `options` say. A new dir gets its
+/// identity file; a dir is never silently started as a new empty node once
+/// it held one.
 ///
 /// Synchronous: sled opens its files and replays its log with blocking IO,
-/// and the current snapshot is decoded into memory here. Call it
-/// before starting Raft (or inside `tokio::task::spawn_blocking`).
+/// and every log entry and the current snapshot are read and checked here.
+/// Call it before starting Raft (or inside `tokio::task::spawn_blocking`).
 ///
 /// `events` receives one [`Applied`] per applied entry that changed the lock
 /// state, and one per installed snapshot; a closed receiver is ignored.
@@ -65,13 +97,203 @@ pub(crate) async fn flush(db: &sled::Db) -> Result<(), Error> {
 /// clone of the returned stores must be dropped before opening it again.
 pub fn open(
     dir: &Path,
+    options: &OpenOptions,
     events: UnboundedSender<Applied>,
 ) -> Result<(LogStore, StateMachineStore), Error> {
+    let refuse = |path: PathBuf, problem: String| Error::DataDir {
+        path,
+        problem,
+        action: REJOIN.to_string(),
+    };
+    let identity_path = dir.join(IDENTITY_FILE);
+    let recorded = Identity::read(dir).map_err(|e| refuse(identity_path.clone(), e.to_string()))?;
+    let db_path = dir.join("db");
     let db = sled::Config::new()
         .path(dir)
         .cache_capacity(CACHE_BYTES)
-        .open()?;
-    let log = LogStore::open(&db)?;
-    let sm = StateMachineStore::open(&db, events)?;
+        .open()
+        .map_err(|e| {
+            if is_locked(&e) {
+                // Another process has the dir open: not damage.
+                Error::Sled(e)
+            } else {
+                refuse(db_path.clone(), format!("sled cannot open its files: {e}"))
+            }
+        })?;
+    let sync = Arc::new(DiskSync::new(db.clone(), dir, options.sync)?);
+    let log =
+        LogStore::open(&db, sync.clone()).map_err(|e| refuse(db_path.clone(), e.to_string()))?;
+    let sm = StateMachineStore::open(&db, sync.clone(), events)
+        .map_err(|e| refuse(db_path.clone(), e.to_string()))?;
+    let held = Held::read(&log, &sm).map_err(|e| refuse(db_path.clone(), e.to_string()))?;
+    held.check_consistent()
+        .map_err(|p| refuse(db_path.clone(), p))?;
+    let mut identity = match recorded {
+        Some(identity) => {
+            check_identity(&identity, options).map_err(|p| refuse(identity_path.clone(), p))?;
+            held.check_floor(&identity.floor)
+                .map_err(|p| refuse(db_path.clone(), p))?;
+            identity
+        }
+        None if held.has_state() => {
+            return Err(refuse(
+                identity_path,
+                format!(
+                    "the dir holds Raft state (last log index {}) but no {IDENTITY_FILE}: \
+                     it was written by an earlier raftlock build or the file was removed",
+                    held.last_log
+                ),
+            ))
+        }
+        None => Identity::new(options.node_id, options.bootstrap.clone()),
+    };
+    sync.sync_all_files(dir)?;
+    // Running from here: a floor from a clean shutdown no longer describes
+    // the dir once the node writes again.
+    identity.floor.clean_shutdown = false;
+    identity.floor.last_log_at_shutdown = 0;
+    identity.floor.vote_term = identity.floor.vote_term.max(held.vote_term);
+    identity.write(dir)?;
+    let log = log.with_floor(Arc::new(FloorKeeper::new(dir, identity)));
     Ok((log, sm))
+}
+
+/// Whether sled failed to open because another process holds the dir's
+/// lock (sled reports it only as an IO error with this text).
+fn is_locked(e: &sled::Error) -> bool {
+    matches!(e, sled::Error::Io(io) if io.to_string().contains("could not acquire lock"))
+}
+
+/// The Raft state found in an opened dir.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    vote_term: u64,
+    has_vote: bool,
+    /// The last entry's index (0 for none).
+    last_log: u64,
+    has_entries: bool,
+    purged: Option<u64>,
+    /// The current snapshot's last index (`Some(0)` for a snapshot of the
+    /// empty state).
+    snapshot: Option<u64>,
+    /// The committed index sled has (0 for none).
+    committed: u64,
+}
+
+impl Held {
+    fn read(log: &LogStore, sm: &StateMachineStore) -> Result<Self, Error> {
+        let vote = log.vote()?;
+        let last = log.last_entry_id()?;
+        Ok(Self {
+            vote_term: vote.map_or(0, |v| v.leader_id().term),
+            has_vote: vote.is_some(),
+            last_log: last.map_or(0, |l| l.index),
+            has_entries: last.is_some(),
+            purged: log.last_purged()?.map(|p| p.index),
+            snapshot: sm.snapshot_last_log_id()?.map(|l| l.map_or(0, |l| l.index)),
+            committed: log.read_committed_id()?.map_or(0, |c| c.index),
+        })
+    }
+
+    fn has_state(&self) -> bool {
+        self.has_vote || self.has_entries || self.purged.is_some() || self.snapshot.is_some()
+    }
+
+    /// The highest index whose effects the dir holds (in its log or its
+    /// snapshot).
+    fn covered(&self) -> u64 {
+        self.last_log
+            .max(self.purged.unwrap_or(0))
+            .max(self.snapshot.unwrap_or(0))
+    }
+
+    /// The log and snapshot agree with each other and with the committed
+    /// index sled recorded.
+    fn check_consistent(&self) -> Result<(), String> {
+        if let Some(purged) = self.purged {
+            match self.snapshot {
+                None => {
+                    return Err(format!(
+                        "the log was purged up to index {purged} but there is no snapshot"
+                    ))
+                }
+                Some(s) if s < purged => {
+                    return Err(format!(
+                        "the log was purged up to index {purged} but the snapshot \
+                         only covers up to {s}"
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        if self.covered() < self.committed {
+            return Err(format!(
+                "the log ends at index {} below the committed index {}",
+                self.covered(),
+                self.committed
+            ));
+        }
+        Ok(())
+    }
+
+    /// The dir still holds what its identity file says it held.
+    fn check_floor(&self, floor: &Floor) -> Result<(), String> {
+        if self.vote_term < floor.vote_term {
+            return Err(format!(
+                "the saved vote is for term {} but this node voted in term {} \
+                 (recorded in {IDENTITY_FILE}): the vote was lost",
+                self.vote_term, floor.vote_term
+            ));
+        }
+        if self.covered() < floor.committed {
+            return Err(format!(
+                "the log and snapshot end at index {} but index {} was committed \
+                 and stored here (recorded in {IDENTITY_FILE}): entries were lost",
+                self.covered(),
+                floor.committed
+            ));
+        }
+        if floor.clean_shutdown && self.last_log < floor.last_log_at_shutdown {
+            return Err(format!(
+                "the log ends at index {} but it ended at {} when the node last \
+                 stopped cleanly (recorded in {IDENTITY_FILE}): entries were lost",
+                self.last_log, floor.last_log_at_shutdown
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The dir belongs to the node and cluster `options` describe.
+fn check_identity(identity: &Identity, options: &OpenOptions) -> Result<(), String> {
+    if identity.node_id != options.node_id {
+        return Err(format!(
+            "the dir belongs to node {}, but this node was started as node {} \
+             (check --id and --data-dir)",
+            identity.node_id, options.node_id
+        ));
+    }
+    let contradicts = match (&options.bootstrap, &identity.bootstrap) {
+        // No --initial-cluster and no --join: no claim about the cluster.
+        (Bootstrap::SingleNode, _) => false,
+        (given, recorded) => given != recorded,
+    };
+    if contradicts {
+        return Err(format!(
+            "the dir was created for {}, but this node was started with {} \
+             (an existing dir keeps its cluster: start with the flags it was created with, \
+             or without --initial-cluster / --join)",
+            describe(&identity.bootstrap),
+            describe(&options.bootstrap)
+        ));
+    }
+    Ok(())
+}
+
+fn describe(bootstrap: &Bootstrap) -> String {
+    match bootstrap {
+        Bootstrap::SingleNode => "a one-node cluster".into(),
+        Bootstrap::Cluster { members } => format!("--initial-cluster {members}"),
+        Bootstrap::Join => "--join".into(),
+    }
 }

@@ -21,6 +21,7 @@ use openraft::{
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::command::{slot, Command, CommandError, Response, MAX_REQUESTS_PER_ENTRY};
+use crate::disk_sync::DiskSync;
 use crate::error::Error;
 use crate::event::Applied;
 use crate::node_db::LEGACY_SM_TREE;
@@ -65,8 +66,8 @@ const BLOCKING_APPLY_WORK: usize = 1_000;
 /// database. Clones share everything.
 #[derive(Clone)]
 pub struct StateMachineStore {
-    /// The whole database, for flushes.
-    db: sled::Db,
+    /// Syncs the whole database.
+    sync: Arc<DiskSync>,
     /// The current snapshot.
     snapshots: SnapshotStore,
     /// What the serving layer reads.
@@ -81,10 +82,14 @@ impl StateMachineStore {
     /// Loads the state machine from `db`: the current snapshot's state and
     /// position, or an empty state before any snapshot. openraft then
     /// re-applies the committed entries after that position.
-    pub(crate) fn open(db: &sled::Db, events: UnboundedSender<Applied>) -> Result<Self, Error> {
+    pub(crate) fn open(
+        db: &sled::Db,
+        sync: Arc<DiskSync>,
+        events: UnboundedSender<Applied>,
+    ) -> Result<Self, Error> {
         refuse_legacy_records(db)?;
         let store = Self {
-            db: db.clone(),
+            sync,
             snapshots: SnapshotStore::open(db)?,
             state: Arc::default(),
             meta: Arc::default(),
@@ -110,8 +115,12 @@ impl StateMachineStore {
     /// Makes every write so far (log, vote, snapshot) durable. Call it on
     /// shutdown.
     pub async fn flush(&self) -> Result<(), Error> {
-        crate::node_db::flush(&self.db).await?;
-        Ok(())
+        self.sync.sync_async().await
+    }
+
+    /// The log id the current snapshot covers up to, if there is one.
+    pub(crate) fn snapshot_last_log_id(&self) -> Result<Option<Option<LogId<NodeId>>>, Error> {
+        Ok(self.snapshots.current()?.map(|(meta, _)| meta.last_log_id))
     }
 
     /// Applies `entries` to the in-memory state. Returns one response per
@@ -249,7 +258,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
         SnapshotBuilder {
-            db: self.db.clone(),
+            sync: self.sync.clone(),
             state: self.state.clone(),
             meta: self.meta.clone(),
             snapshots: self.snapshots.clone(),

@@ -11,6 +11,8 @@ use openraft::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::codec::{decode, encode, seal, unseal};
+use crate::disk_sync::DiskSync;
 use crate::error::{from_json, to_json, Error};
 use crate::node_db::SNAPSHOT_TREE;
 use crate::sm_store::{read_state, AppliedMeta, SharedMeta, SharedState};
@@ -67,7 +69,7 @@ impl SnapshotStore {
     pub(crate) fn open(db: &sled::Db) -> Result<Self, Error> {
         let tree = db.open_tree(SNAPSHOT_TREE)?;
         let counter = match tree.get(COUNTER_KEY)? {
-            Some(bytes) => from_json("snapshot counter", &bytes)?,
+            Some(bytes) => decode("snapshot counter", &bytes)?,
             None => 0,
         };
         Ok(Self {
@@ -92,11 +94,11 @@ impl SnapshotStore {
         data: &[u8],
     ) -> Result<(), Error> {
         let mut batch = sled::Batch::default();
-        batch.insert(META_KEY, to_json("snapshot meta", meta)?);
-        batch.insert(DATA_KEY, data);
+        batch.insert(META_KEY, encode("snapshot meta", meta)?);
+        batch.insert(DATA_KEY, seal(data));
         batch.insert(
             COUNTER_KEY,
-            to_json("snapshot counter", &self.counter.load(Ordering::SeqCst))?,
+            encode("snapshot counter", &self.counter.load(Ordering::SeqCst))?,
         );
         self.tree.apply_batch(batch)?;
         Ok(())
@@ -104,17 +106,22 @@ impl SnapshotStore {
 
     /// The current snapshot, if one was built or installed.
     pub(crate) fn current(&self) -> Result<Option<StoredSnapshot>, Error> {
-        let (Some(meta), Some(data)) = (self.tree.get(META_KEY)?, self.tree.get(DATA_KEY)?) else {
-            return Ok(None);
+        let (meta, data) = match (self.tree.get(META_KEY)?, self.tree.get(DATA_KEY)?) {
+            (Some(meta), Some(data)) => (meta, data),
+            (None, None) => return Ok(None),
+            (Some(_), None) => return Err(Error::corrupt("snapshot", "its meta has no data")),
+            (None, Some(_)) => return Err(Error::corrupt("snapshot", "its data has no meta")),
         };
-        Ok(Some((from_json("snapshot meta", &meta)?, data.to_vec())))
+        let meta: SnapshotMeta<NodeId, NodeAddr> = decode("snapshot meta", &meta)?;
+        let data = unseal(&format!("snapshot {}", meta.snapshot_id), &data)?.to_vec();
+        Ok(Some((meta, data)))
     }
 }
 
 /// Builds snapshots of the state machine, possibly while it keeps applying.
 #[derive(Clone)]
 pub struct SnapshotBuilder {
-    pub(crate) db: sled::Db,
+    pub(crate) sync: Arc<DiskSync>,
     pub(crate) state: SharedState,
     pub(crate) meta: SharedMeta,
     pub(crate) snapshots: SnapshotStore,
@@ -165,7 +172,7 @@ impl SnapshotBuilder {
             .unwrap_or_else(|e| Err(Error::Worker(e.to_string())))?;
         // The snapshot is the state's only copy on disk: it must be durable
         // before openraft may purge the logs it covers.
-        crate::node_db::flush(&self.db).await?;
+        self.sync.sync_async().await?;
         Ok(Snapshot {
             meta,
             snapshot: Box::new(Cursor::new(data)),

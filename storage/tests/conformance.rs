@@ -2,7 +2,9 @@
 
 use openraft::testing::{StoreBuilder, Suite};
 use openraft::{StorageError, StorageIOError};
-use raftlock_storage::{open, LogStore, NodeId, StateMachineStore, TypeConfig};
+use raftlock_storage::{
+    open, Bootstrap, LogStore, NodeId, OpenOptions, StateMachineStore, TypeConfig,
+};
 use tempfile::TempDir;
 
 /// Opens the stores in a fresh temporary directory each build; the
@@ -15,7 +17,12 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for SledBuil
         // Nobody listens to applied events here; sends to a closed channel
         // are ignored by the store.
         let (events, _) = tokio::sync::mpsc::unbounded_channel();
-        let (log, sm) = open(dir.path(), events).map_err(|e| StorageIOError::write(&e))?;
+        let (log, sm) = open(
+            dir.path(),
+            &OpenOptions::new(1, Bootstrap::SingleNode),
+            events,
+        )
+        .map_err(|e| StorageIOError::write(&e))?;
         Ok((dir, log, sm))
     }
 }

@@ -355,7 +355,10 @@ async fn a_restored_leader_does_not_read_behind_an_acknowledged_write() {
         let until = tokio::time::Instant::now() + Duration::from_secs(10);
         let (mut log, _sm) = loop {
             let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-            match raftlock_storage::open(&dir, tx) {
+            // `SingleNode` makes no claim about the cluster's formation.
+            let options =
+                raftlock_storage::OpenOptions::new(leader, raftlock_storage::Bootstrap::SingleNode);
+            match raftlock_storage::open(&dir, &options, tx) {
                 Ok(stores) => break stores,
                 Err(e) if tokio::time::Instant::now() < until => {
                     tracing::debug!("data dir still in use: {e}");

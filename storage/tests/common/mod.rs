@@ -11,8 +11,8 @@ use openraft::testing::log_id;
 use openraft::{Entry, EntryPayload, Membership, RaftLogReader};
 use raftlock_storage::state::StateParts;
 use raftlock_storage::{
-    open, Applied, ClientSeq, Command, Error, LogStore, Mode, NodeAddr, Proposal, Request,
-    StateMachineStore, TypeConfig,
+    open, Applied, Bootstrap, ClientSeq, Command, Error, LogStore, Mode, NodeAddr, OpenOptions,
+    Proposal, Request, StateMachineStore, TypeConfig,
 };
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use uuid::Uuid;
@@ -27,7 +27,7 @@ pub fn open_dir(
     when_unlocked(
         || {
             let (tx, rx) = unbounded_channel();
-            let (log, sm) = open(dir, tx)?;
+            let (log, sm) = open(dir, &OpenOptions::new(1, Bootstrap::SingleNode), tx)?;
             Ok((log, sm, rx))
         },
         |e| matches!(e, Error::Sled(e) if is_lock_error(e)),
