@@ -100,6 +100,11 @@ struct PowerLossArgs {
     /// The nodes' election timeout in ms.
     #[arg(long, default_value_t = 1000)]
     election_timeout_ms: u64,
+    /// Entries between the nodes' snapshots: small, so that every round
+    /// builds snapshots (and purges the log) while the power may go, and a
+    /// snapshot holding several 64 KiB values takes sled's blob path.
+    #[arg(long, default_value_t = 300)]
+    snapshot_after: u64,
     /// Where node logs, data and summary.txt go.
     #[arg(long, default_value = "powerloss-out")]
     out: PathBuf,
@@ -166,6 +171,7 @@ pub fn main() -> ExitCode {
                 max_load: a.load,
                 disk: a.disk,
                 timing: (a.heartbeat_ms, a.election_timeout_ms),
+                snapshot_after: a.snapshot_after,
                 out: a.out,
             };
             powerloss_main(&runtime, &cfg)
@@ -242,8 +248,13 @@ fn powerloss_main(runtime: &tokio::runtime::Runtime, cfg: &PowerLossConfig) -> E
             if outcome.violations == 0 {
                 ExitCode::SUCCESS
             } else {
+                let node_args: String = cfg
+                    .node_args
+                    .iter()
+                    .map(|a| format!(" --node-arg={a}"))
+                    .collect();
                 eprintln!(
-                    "replay with: raftlock-chaos powerloss --seed {} --rounds {} --load {}ms --disk {}",
+                    "replay with: raftlock-chaos powerloss --seed {} --rounds {} --load {}ms --disk {}{node_args}",
                     cfg.seed,
                     cfg.rounds,
                     cfg.max_load.as_millis(),

@@ -54,6 +54,8 @@ pub struct Cluster {
     node_args: Vec<String>,
     /// Heartbeat and election timeout in ms (see [`Cluster::set_timing`]).
     timing: (u64, u64),
+    /// Entries between snapshots.
+    snapshot_after: u64,
     initial_cluster: String,
     nodes: BTreeMap<u64, NodeProc>,
     pub net: Network,
@@ -128,6 +130,7 @@ impl Cluster {
             binary: binary.to_path_buf(),
             node_args: Vec::new(),
             timing: (HEARTBEAT_MS, ELECTION_TIMEOUT_MS),
+            snapshot_after: 2000,
             initial_cluster,
             nodes,
             net,
@@ -144,6 +147,12 @@ impl Cluster {
     /// [`ELECTION_TIMEOUT_MS`].
     pub fn set_timing(&mut self, heartbeat_ms: u64, election_timeout_ms: u64) {
         self.timing = (heartbeat_ms, election_timeout_ms);
+    }
+
+    /// Makes the nodes snapshot every `entries` entries (default 2000)
+    /// from their next start on.
+    pub fn set_snapshot_after(&mut self, entries: u64) {
+        self.snapshot_after = entries;
     }
 
     /// Moves node `id`'s data dir to `dir` (before it first starts, e.g.
@@ -213,7 +222,7 @@ impl Cluster {
             .args(["--initial-cluster", &self.initial_cluster])
             .args(["--heartbeat-ms", &self.timing.0.to_string()])
             .args(["--election-timeout-ms", &self.timing.1.to_string()])
-            .args(["--snapshot-after", "2000"])
+            .args(["--snapshot-after", &self.snapshot_after.to_string()])
             .args(&self.node_args)
             .env("RAFTLOCK_LOG", "info,openraft=warn,sled=warn")
             .stdin(Stdio::null())

@@ -79,6 +79,8 @@ pub struct PowerLossConfig {
     pub disk: DiskKind,
     /// The nodes' heartbeat and election timeout in ms.
     pub timing: (u64, u64),
+    /// Entries between the nodes' snapshots.
+    pub snapshot_after: u64,
     /// Node logs and data, summary.txt and violations.txt (all of them;
     /// the summary lists the first few per check).
     pub out: PathBuf,
@@ -103,6 +105,7 @@ pub async fn run(cfg: &PowerLossConfig) -> Result<PowerLossOutcome, Error> {
     let mut cluster = Cluster::new(&cfg.binary, &nodes_dir, NODES).await?;
     cluster.set_node_args(cfg.node_args.clone());
     cluster.set_timing(cfg.timing.0, cfg.timing.1);
+    cluster.set_snapshot_after(cfg.snapshot_after);
     let mut disks = BTreeMap::new();
     for id in cluster.ids() {
         let disk = DataDisk::create(cfg.disk, &nodes_dir.join(format!("n{id}")).join("disk"))?;

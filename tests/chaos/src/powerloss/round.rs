@@ -117,7 +117,8 @@ pub async fn run(ctx: RoundCtx<'_>, cut: u32, plan: &RoundPlan) -> Result<(Strin
     );
     let found_before = ctx.found.counts();
     let Some((leader, took)) = restart(ctx.cluster, &plan.victims, cut, ctx.found).await? else {
-        line.push_str("\n  restart: NO LEADER");
+        line.push_str("\n  restart: NO LEADER; the run ends here");
+        unanswered(ctx.found, &sel);
         return Ok((line, false));
     };
     line.push_str(&format!(
@@ -143,10 +144,8 @@ pub async fn run(ctx: RoundCtx<'_>, cut: u32, plan: &RoundPlan) -> Result<(Strin
             lowest.map_or("(none)".into(), |f| f.to_string())
         ));
     } else {
-        // Not serving: every read would only time out. Counted unanswered.
-        ctx.found.holds.unanswered += sel.locks.len() as u64;
-        ctx.found.elections.unanswered += sel.elections.len() as u64;
-        ctx.found.leases.unanswered += sel.leases.len() as u64;
+        // Not serving: every read would only time out.
+        unanswered(ctx.found, &sel);
     }
     for (id, panic) in ctx.logs.new_panics(ctx.cluster) {
         ctx.found
@@ -161,6 +160,13 @@ pub async fn run(ctx: RoundCtx<'_>, cut: u32, plan: &RoundPlan) -> Result<(Strin
         new[0], new[1], new[2], new[3], new[4]
     ));
     Ok((line, true))
+}
+
+/// Counts every read of `sel` as unanswered: the cluster cannot serve.
+fn unanswered(found: &mut Findings, sel: &Selection) {
+    found.holds.unanswered += sel.locks.len() as u64;
+    found.elections.unanswered += sel.elections.len() as u64;
+    found.leases.unanswered += sel.leases.len() as u64;
 }
 
 /// Calls answered so far, and calls that never were.
@@ -217,6 +223,18 @@ async fn restart(
                 "after cut {cut}: n{id} {why}; its log ends:\n{tail}"
             ));
         }
+    }
+    let up = cluster
+        .ids()
+        .into_iter()
+        .filter(|id| cluster.is_up(*id))
+        .count();
+    if up * 2 <= cluster.ids().len() {
+        found.restarts.violate(format!(
+            "after cut {cut}: the cluster cannot recover: {up} of {} nodes run",
+            cluster.ids().len()
+        ));
+        return Ok(None);
     }
     match cluster.wait_for_leader(RESTART_WITHIN).await {
         Ok(leader) => Ok(Some((leader, t.elapsed()))),
