@@ -30,10 +30,10 @@ const HOT_NAMES: u32 = 5;
 /// Shared election names per epoch.
 const HOT_ELECTIONS: u32 = 3;
 /// After its first value (always 64 KiB), one election value in this many
-/// is 64 KiB. Such an entry is ~130 KB of JSON in the Raft log and in
-/// every AppendEntries carrying it; many of them make a debug build on a
-/// busy machine miss openraft's append deadline (one heartbeat) again and
-/// again (see `docs/powerloss.md`, "Large values").
+/// is 64 KiB. Each such entry travels in every AppendEntries that carries
+/// it; many of them can make a debug build on a busy machine miss
+/// openraft's append deadline (one heartbeat) again and again (see
+/// `docs/powerloss.md`, "Large values").
 const LARGE_EVERY: u32 = 40;
 
 /// The running load.
@@ -200,10 +200,12 @@ impl Task {
     /// [`LARGE_EVERY`] the largest allowed (64 KiB: sled's large-value
     /// path), the rest short; random bytes up front so no two are alike.
     ///
-    /// The bulk is bytes 0..=9, two characters each in the JSON the log
-    /// and the peer messages carry: that keeps a 64 KiB value's entry just
-    /// above sled's blob threshold (a quarter of a 512 KiB segment) at
-    /// the least cost.
+    /// The bulk is bytes 0..=9: two characters each where a build encodes
+    /// entries as JSON (before the storage fix), so an entry stays just
+    /// above sled's blob threshold (a quarter of a 512 KiB segment) at the
+    /// least cost. With postcard an entry is ~64 KiB, below it; the
+    /// snapshots (every `--snapshot-after` entries) that hold several
+    /// such values are above it.
     fn value(&mut self, owner: &str) -> Vec<u8> {
         self.values += 1;
         let len = if self.values == 1 || self.rng.gen_ratio(1, LARGE_EVERY) {
