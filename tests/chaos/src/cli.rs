@@ -105,6 +105,11 @@ struct PowerLossArgs {
     /// snapshot holding several 64 KiB values takes sled's blob path.
     #[arg(long, default_value_t = 300)]
     snapshot_after: u64,
+    /// Each election task's first value in a round is 64 KiB; after it, one
+    /// value in N is too (0: none). Many large values wedge a debug build's
+    /// replication after restarts (docs/powerloss.md, "Large values").
+    #[arg(long, default_value_t = 0)]
+    large_every: u32,
     /// Where node logs, data and summary.txt go.
     #[arg(long, default_value = "powerloss-out")]
     out: PathBuf,
@@ -172,6 +177,7 @@ pub fn main() -> ExitCode {
                 disk: a.disk,
                 timing: (a.heartbeat_ms, a.election_timeout_ms),
                 snapshot_after: a.snapshot_after,
+                large_every: a.large_every,
                 out: a.out,
             };
             powerloss_main(&runtime, &cfg)
@@ -254,11 +260,12 @@ fn powerloss_main(runtime: &tokio::runtime::Runtime, cfg: &PowerLossConfig) -> E
                     .map(|a| format!(" --node-arg={a}"))
                     .collect();
                 eprintln!(
-                    "replay with: raftlock-chaos powerloss --seed {} --rounds {} --load {}ms --disk {}{node_args}",
+                    "replay with: raftlock-chaos powerloss --seed {} --rounds {} --load {}ms --disk {} --large-every {}{node_args}",
                     cfg.seed,
                     cfg.rounds,
                     cfg.max_load.as_millis(),
-                    cfg.disk.label()
+                    cfg.disk.label(),
+                    cfg.large_every
                 );
                 ExitCode::from(3)
             }

@@ -80,6 +80,17 @@ impl Cluster {
     /// Lays out `n` nodes under `dir` (ports chosen now, proxies serving),
     /// without starting them.
     pub async fn new(binary: &Path, dir: &Path, n: u64) -> Result<Cluster, Error> {
+        Self::layout(binary, dir, n, true).await
+    }
+
+    /// Like [`Cluster::new`], but without proxies: nodes and clients talk
+    /// to the nodes' own ports (`client_proxy`/`peer_proxy` name them), so
+    /// no link can be cut. For tests that fault disks, not networks.
+    pub async fn new_direct(binary: &Path, dir: &Path, n: u64) -> Result<Cluster, Error> {
+        Self::layout(binary, dir, n, false).await
+    }
+
+    async fn layout(binary: &Path, dir: &Path, n: u64, proxied: bool) -> Result<Cluster, Error> {
         let mut net = Network::new();
         let mut specs = Vec::new();
         // The nodes' ports are chosen by binding port 0, and released only
@@ -91,10 +102,15 @@ impl Cluster {
             let (l1, client_addr) = Network::bind().await?;
             let (l2, peer_addr) = Network::bind().await?;
             reserved.extend([l1, l2]);
-            let (cp, client_proxy) = Network::bind().await?;
-            let (pp, peer_proxy) = Network::bind().await?;
-            net.serve_client(cp, id, client_addr);
-            net.serve_peer(pp, id, peer_addr);
+            let (client_proxy, peer_proxy) = if proxied {
+                let (cp, client_proxy) = Network::bind().await?;
+                let (pp, peer_proxy) = Network::bind().await?;
+                net.serve_client(cp, id, client_addr);
+                net.serve_peer(pp, id, peer_addr);
+                (client_proxy, peer_proxy)
+            } else {
+                (client_addr, peer_addr)
+            };
             let node_dir = dir.join(format!("n{id}"));
             std::fs::create_dir_all(&node_dir).map_err(Error::io("create node dir"))?;
             specs.push(NodeSpec {

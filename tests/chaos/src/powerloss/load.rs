@@ -29,12 +29,6 @@ pub const TASKS_PER_KIND: u64 = 3;
 const HOT_NAMES: u32 = 5;
 /// Shared election names per epoch.
 const HOT_ELECTIONS: u32 = 3;
-/// After its first value (always 64 KiB), one election value in this many
-/// is 64 KiB. Each such entry travels in every AppendEntries that carries
-/// it; many of them can make a debug build on a busy machine miss
-/// openraft's append deadline (one heartbeat) again and again (see
-/// `docs/powerloss.md`, "Large values").
-const LARGE_EVERY: u32 = 40;
 
 /// The running load.
 pub struct Load {
@@ -42,34 +36,23 @@ pub struct Load {
 }
 
 impl Load {
-    /// Starts the tasks of `epoch`, seeded from `seed`.
-    pub fn start(calls: &Calls, epoch: u32, seed: u64) -> Load {
+    /// Starts the tasks of `epoch`, seeded from `seed`. Each elect task's
+    /// first value is 64 KiB, and then one in `large_every` (0: no more).
+    pub fn start(calls: &Calls, epoch: u32, seed: u64, large_every: u32) -> Load {
         let mut tasks = JoinSet::new();
         for i in 0..TASKS_PER_KIND {
-            let rng = |kind: u64| {
-                ChaCha8Rng::seed_from_u64(seed ^ (u64::from(epoch) << 32) ^ (kind << 16) ^ i)
-            };
-            let task = Task {
+            let task = |kind: u64, tag: &str| Task {
                 calls: calls.clone(),
                 epoch,
-                tag: format!("s{i}"),
-                rng: rng(1),
+                tag: format!("{tag}{i}"),
+                rng: ChaCha8Rng::seed_from_u64(seed ^ (u64::from(epoch) << 32) ^ (kind << 16) ^ i),
                 n: 0,
                 values: 0,
+                large_every,
             };
-            tasks.spawn(task.solo());
-            let task = Task {
-                tag: format!("h{i}"),
-                rng: rng(2),
-                ..Task::like(calls, epoch)
-            };
-            tasks.spawn(task.hot());
-            let task = Task {
-                tag: format!("e{i}"),
-                rng: rng(3),
-                ..Task::like(calls, epoch)
-            };
-            tasks.spawn(task.elect());
+            tasks.spawn(task(1, "s").solo());
+            tasks.spawn(task(2, "h").hot());
+            tasks.spawn(task(3, "e").elect());
         }
         Load { tasks }
     }
@@ -92,20 +75,12 @@ struct Task {
     n: u64,
     /// Election values made so far.
     values: u64,
+    /// One election value in this many (after the first) is 64 KiB; 0:
+    /// only the first.
+    large_every: u32,
 }
 
 impl Task {
-    fn like(calls: &Calls, epoch: u32) -> Task {
-        Task {
-            calls: calls.clone(),
-            epoch,
-            tag: String::new(),
-            rng: ChaCha8Rng::seed_from_u64(0),
-            n: 0,
-            values: 0,
-        }
-    }
-
     fn owner(&mut self) -> String {
         self.n += 1;
         format!("{}-{}-{}", self.epoch, self.tag, self.n)
@@ -196,9 +171,9 @@ impl Task {
         }
     }
 
-    /// An election value: the task's first and then one in
-    /// [`LARGE_EVERY`] the largest allowed (64 KiB: sled's large-value
-    /// path), the rest short; random bytes up front so no two are alike.
+    /// An election value: the task's first and then one in `large_every`
+    /// the largest allowed (64 KiB: sled's large-value path), the rest
+    /// short; random bytes up front so no two are alike.
     ///
     /// The bulk is bytes 0..=9: two characters each where a build encodes
     /// entries as JSON (before the storage fix), so an entry stays just
@@ -208,7 +183,8 @@ impl Task {
     /// such values are above it.
     fn value(&mut self, owner: &str) -> Vec<u8> {
         self.values += 1;
-        let len = if self.values == 1 || self.rng.gen_ratio(1, LARGE_EVERY) {
+        let more = self.large_every > 0 && self.rng.gen_ratio(1, self.large_every);
+        let len = if self.values == 1 || more {
             MAX_VALUE_LEN
         } else {
             self.rng.gen_range(16..256)

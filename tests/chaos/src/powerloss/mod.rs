@@ -18,7 +18,8 @@
 //! # Layout
 //!
 //! - this file: [`PowerLossConfig`] and [`run`], the whole run;
-//! - `round`: one round and its plan, and check (e);
+//! - `round`: one round and its plan; `restart`: check (e), with
+//!   `node_logs` (log tails, panics);
 //! - `disk`: [`DataDisk`](disk::DataDisk), plain dir or LazyFs mount;
 //! - `load`: the tasks the cut interrupts; `calls`: every call they and the
 //!   probes make, entered in `ledger`, which records what was acknowledged;
@@ -35,6 +36,7 @@ mod ledger;
 mod load;
 mod node_logs;
 mod probe;
+mod restart;
 mod round;
 mod selection;
 mod summary;
@@ -81,6 +83,9 @@ pub struct PowerLossConfig {
     pub timing: (u64, u64),
     /// Entries between the nodes' snapshots.
     pub snapshot_after: u64,
+    /// Each elect task's first value in a round is 64 KiB, and then one in
+    /// this many (0: no more).
+    pub large_every: u32,
     /// Node logs and data, summary.txt and violations.txt (all of them;
     /// the summary lists the first few per check).
     pub out: PathBuf,
@@ -102,7 +107,9 @@ pub async fn run(cfg: &PowerLossConfig) -> Result<PowerLossOutcome, Error> {
         std::fs::remove_dir_all(&nodes_dir).map_err(Error::io("clear old node dirs"))?;
     }
     let t0 = now_ns();
-    let mut cluster = Cluster::new(&cfg.binary, &nodes_dir, NODES).await?;
+    // No proxies: nothing here cuts links, and a debug build's proxy carried
+    // only ~4 MB/s of peer traffic (see docs/powerloss.md, "Large values").
+    let mut cluster = Cluster::new_direct(&cfg.binary, &nodes_dir, NODES).await?;
     cluster.set_node_args(cfg.node_args.clone());
     cluster.set_timing(cfg.timing.0, cfg.timing.1);
     cluster.set_snapshot_after(cfg.snapshot_after);
@@ -142,6 +149,7 @@ pub async fn run(cfg: &PowerLossConfig) -> Result<PowerLossOutcome, Error> {
                     found: &mut found,
                     rng: &mut rng,
                     seed: cfg.seed,
+                    large_every: cfg.large_every,
                     logs: &mut logs,
                 };
                 let (line, recovered) = round::run(ctx, i as u32 + 1, plan).await?;

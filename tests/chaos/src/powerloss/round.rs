@@ -10,9 +10,7 @@ use raftlock::Client;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use tokio::time::Instant;
 
-use super::answer::Answer;
 use super::calls::Calls;
 use super::disk::DataDisk;
 use super::findings::Findings;
@@ -20,13 +18,9 @@ use super::ledger::{Book, Ledger};
 use super::load::Load;
 use super::node_logs::NodeLogs;
 use super::selection::Selection;
-use super::{node_logs, probe, verify};
+use super::{probe, restart, verify};
 use crate::cluster::Cluster;
 use crate::Error;
-
-/// How long a restarted node may take to answer, and the cluster to
-/// elect a leader.
-const RESTART_WITHIN: Duration = Duration::from_secs(60);
 
 /// What one round does.
 #[derive(Debug, Clone)]
@@ -71,21 +65,71 @@ pub struct RoundCtx<'a> {
     /// For samples (not the plan: its draws depend on timing).
     pub rng: &'a mut ChaCha8Rng,
     pub seed: u64,
+    /// See [`PowerLossConfig::large_every`](super::PowerLossConfig).
+    pub large_every: u32,
     pub logs: &'a mut NodeLogs,
 }
 
 /// Runs round number `cut` (1-based; the cut it ends with has the same
-/// number). Answers its line for the summary, and whether the cluster
+/// number). Answers its lines for the summary, and whether the cluster
 /// came back (if not, the run cannot go on).
-pub async fn run(ctx: RoundCtx<'_>, cut: u32, plan: &RoundPlan) -> Result<(String, bool), Error> {
+pub async fn run(
+    mut ctx: RoundCtx<'_>,
+    cut: u32,
+    plan: &RoundPlan,
+) -> Result<(String, bool), Error> {
+    let found_before = ctx.found.counts();
+    let (sel, mut line) = load_and_cut(&mut ctx, cut, plan).await?;
+    let restarted = restart::restart(ctx.cluster, &plan.victims, cut, ctx.found).await?;
+    match restarted {
+        Some((leader, took)) => {
+            line.push_str(&format!(
+                "\n  restart: leader n{leader} after {:.1}s; checked {} locks, {} elections, {} leases",
+                took.as_secs_f64(),
+                sel.locks.len(),
+                sel.elections.len(),
+                sel.leases.len()
+            ));
+            let views = restart::views(ctx.cluster).await;
+            line.push_str(&format!("\n  after: {views}"));
+            check(&mut ctx, &sel, cut, &mut line).await?;
+        }
+        None => {
+            line.push_str("\n  restart: NO LEADER; the run ends here");
+            unanswered(ctx.found, &sel);
+        }
+    }
+    for (id, panic) in ctx.logs.new_panics(ctx.cluster) {
+        ctx.found
+            .restarts
+            .violate(format!("by cut {cut}: n{id} panicked: {panic}"));
+    }
+    ctx.ledger.taint(ctx.found.take_taint());
+    let now = ctx.found.counts();
+    let new: Vec<usize> = (0..now.len()).map(|i| now[i] - found_before[i]).collect();
+    line.push_str(&format!(
+        "\n  violations: holds {}, leases {}, fences {}, leaders {}, restarts {}",
+        new[0], new[1], new[2], new[3], new[4]
+    ));
+    Ok((line, restarted.is_some()))
+}
+
+/// The load until the planned moment, the kills, the power cut. Answers
+/// the selection to check and the round's first lines.
+async fn load_and_cut(
+    ctx: &mut RoundCtx<'_>,
+    cut: u32,
+    plan: &RoundPlan,
+) -> Result<(Selection, String), Error> {
     let calls = Calls {
         client: Client::connect(ctx.cluster.client_endpoints()).await?,
         ledger: ctx.ledger.clone(),
     };
     let before = answered(&ctx.ledger.book());
-    let load = Load::start(&calls, cut - 1, ctx.seed);
+    let load = Load::start(&calls, cut - 1, ctx.seed, ctx.large_every);
     tokio::time::sleep(plan.load).await;
     let leader = ctx.cluster.leader().await;
+    let views = restart::views(ctx.cluster).await;
     ctx.cluster.kill_many(&plan.victims).await?;
     load.stop().await;
     let sel = {
@@ -106,8 +150,8 @@ pub async fn run(ctx: RoundCtx<'_>, cut: u32, plan: &RoundPlan) -> Result<(Strin
     } else {
         "two"
     };
-    let mut line = format!(
-        "round {cut}: load {:.1}s, {} calls answered, {} cut short; power cut on {} ({who}; leader was {})\n  disks: {}",
+    let line = format!(
+        "round {cut}: load {:.1}s, {} calls answered, {} cut short; power cut on {} ({who}; leader was {})\n  before: {views}\n  disks: {}",
         plan.load.as_secs_f64(),
         answered_now - before.0,
         cut_short - before.1,
@@ -115,51 +159,41 @@ pub async fn run(ctx: RoundCtx<'_>, cut: u32, plan: &RoundPlan) -> Result<(Strin
         leader.map_or("unknown".into(), |l| format!("n{l}")),
         disks.join(", ")
     );
-    let found_before = ctx.found.counts();
-    let Some((leader, took)) = restart(ctx.cluster, &plan.victims, cut, ctx.found).await? else {
-        line.push_str("\n  restart: NO LEADER; the run ends here");
-        unanswered(ctx.found, &sel);
-        return Ok((line, false));
-    };
-    line.push_str(&format!(
-        "\n  restart: leader n{leader} after {:.1}s; checked {} locks, {} elections, {} leases",
-        took.as_secs_f64(),
-        sel.locks.len(),
-        sel.elections.len(),
-        sel.leases.len()
-    ));
+    Ok((sel, line))
+}
+
+/// After a restart: check (e)'s read, checks (a) and (c), (e)'s write,
+/// the probes of (b).
+async fn check(
+    ctx: &mut RoundCtx<'_>,
+    sel: &Selection,
+    cut: u32,
+    line: &mut String,
+) -> Result<(), Error> {
     // A fresh client: the load's may still point at a node that died.
     let calls = Calls {
         client: Client::connect(ctx.cluster.client_endpoints()).await?,
-        ..calls
+        ledger: ctx.ledger.clone(),
     };
     eprintln!("raftlock-chaos powerloss: cut {cut}: restarted; checking");
-    if let Some(lease) = serves(&calls, cut, ctx.found).await {
-        verify::check(&calls.client, &sel, cut, ctx.found).await;
+    // Reads first: a lease granted now could reuse the id of a lost one
+    // (lease ids are log positions) and hide its loss.
+    if !restart::serves_reads(&calls, cut, ctx.found).await {
+        // Not serving: every read would only time out.
+        unanswered(ctx.found, sel);
+        return Ok(());
+    }
+    verify::check(&calls.client, sel, cut, ctx.found).await;
+    if let Some(lease) = restart::serves_writes(&calls, cut, ctx.found).await {
         eprintln!("raftlock-chaos powerloss: cut {cut}: probing fences");
-        let lowest = probe::run(&calls, lease, &sel, cut, ctx.rng, ctx.found).await;
+        let lowest = probe::run(&calls, lease, sel, cut, ctx.rng, ctx.found).await;
         line.push_str(&format!(
             "\n  fences: highest acknowledged before the cut {}, lowest granted after {}",
             sel.max_fence,
             lowest.map_or("(none)".into(), |f| f.to_string())
         ));
-    } else {
-        // Not serving: every read would only time out.
-        unanswered(ctx.found, &sel);
     }
-    for (id, panic) in ctx.logs.new_panics(ctx.cluster) {
-        ctx.found
-            .restarts
-            .violate(format!("by cut {cut}: n{id} panicked: {panic}"));
-    }
-    ctx.ledger.taint(ctx.found.take_taint());
-    let now = ctx.found.counts();
-    let new: Vec<usize> = (0..now.len()).map(|i| now[i] - found_before[i]).collect();
-    line.push_str(&format!(
-        "\n  violations: holds {}, leases {}, fences {}, leaders {}, restarts {}",
-        new[0], new[1], new[2], new[3], new[4]
-    ));
-    Ok((line, true))
+    Ok(())
 }
 
 /// Counts every read of `sel` as unanswered: the cluster cannot serve.
@@ -181,96 +215,4 @@ fn names(ids: &[u64]) -> String {
         .map(|id| format!("n{id}"))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// Check (e), second half: the restarted cluster serves a write (a lease
-/// grant, tried a few times). Answers the lease, for the probes.
-async fn serves(calls: &Calls, cut: u32, found: &mut Findings) -> Option<u64> {
-    let mut last = String::new();
-    for _ in 0..3 {
-        match calls.grant_lease().await {
-            Answer::Ok(id) => return Some(id),
-            Answer::Fail(e) | Answer::Unknown(e) => last = e,
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-    found.restarts.violate(format!(
-        "after cut {cut}: the cluster elected a leader but did not serve a write: {last}"
-    ));
-    None
-}
-
-/// Check (e): restarts `victims`; each must come up and answer, and the
-/// cluster must elect a leader. Answers the leader and how long it took.
-async fn restart(
-    cluster: &mut Cluster,
-    victims: &[u64],
-    cut: u32,
-    found: &mut Findings,
-) -> Result<Option<(u64, Duration)>, Error> {
-    let t = Instant::now();
-    for id in victims {
-        cluster.start(*id)?;
-    }
-    found.restarts.add("restarts", victims.len() as u64);
-    for id in victims {
-        if let Err(why) = wait_answering(cluster, *id, t + RESTART_WITHIN).await {
-            let tail = cluster
-                .spec(*id)
-                .map(|s| node_logs::tail(&s.log))
-                .unwrap_or_default();
-            found.restarts.violate(format!(
-                "after cut {cut}: n{id} {why}; its log ends:\n{tail}"
-            ));
-        }
-    }
-    let up = cluster
-        .ids()
-        .into_iter()
-        .filter(|id| cluster.is_up(*id))
-        .count();
-    if up * 2 <= cluster.ids().len() {
-        found.restarts.violate(format!(
-            "after cut {cut}: the cluster cannot recover: {up} of {} nodes run",
-            cluster.ids().len()
-        ));
-        return Ok(None);
-    }
-    match cluster.wait_for_leader(RESTART_WITHIN).await {
-        Ok(leader) => Ok(Some((leader, t.elapsed()))),
-        Err(e) => {
-            found
-                .restarts
-                .violate(format!("after cut {cut}: the cluster did not recover: {e}"));
-            Ok(None)
-        }
-    }
-}
-
-/// Waits until node `id` answers a status call on its own port.
-async fn wait_answering(cluster: &mut Cluster, id: u64, until: Instant) -> Result<(), String> {
-    let addr = cluster
-        .spec(id)
-        .map(|s| s.client_addr.to_string())
-        .ok_or("is not a node")?;
-    let options = raftlock::client::ClientOptions {
-        retry_for: Duration::from_millis(100),
-        ..Default::default()
-    };
-    let client = Client::connect_with([addr], options)
-        .await
-        .map_err(|e| e.to_string())?;
-    loop {
-        if let Some(status) = cluster.exited(id) {
-            return Err(format!("did not restart: it exited ({status})"));
-        }
-        let answer = tokio::time::timeout(Duration::from_millis(500), client.status()).await;
-        if let Ok(Ok(_)) = answer {
-            return Ok(());
-        }
-        if Instant::now() > until {
-            return Err(format!("did not answer within {RESTART_WITHIN:?}"));
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
