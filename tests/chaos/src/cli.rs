@@ -260,11 +260,15 @@ fn powerloss_main(runtime: &tokio::runtime::Runtime, cfg: &PowerLossConfig) -> E
                     .map(|a| format!(" --node-arg={a}"))
                     .collect();
                 eprintln!(
-                    "replay with: raftlock-chaos powerloss --seed {} --rounds {} --load {}ms --disk {} --large-every {}{node_args}",
+                    "replay with: raftlock-chaos powerloss --seed {} --rounds {} --load {}ms --disk {} \
+                     --heartbeat-ms {} --election-timeout-ms {} --snapshot-after {} --large-every {}{node_args}",
                     cfg.seed,
                     cfg.rounds,
                     cfg.max_load.as_millis(),
                     cfg.disk.label(),
+                    cfg.timing.0,
+                    cfg.timing.1,
+                    cfg.snapshot_after,
                     cfg.large_every
                 );
                 ExitCode::from(3)

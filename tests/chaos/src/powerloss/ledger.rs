@@ -123,7 +123,7 @@ impl Book {
         locks.chain(elections).max().unwrap_or(0)
     }
 
-    fn count<T>(&mut self, kind: &'static str, answer: &Answer<T>) {
+    pub(super) fn count<T>(&mut self, kind: &'static str, answer: &Answer<T>) {
         let t = self.tally.entry(kind).or_default();
         match answer {
             Answer::Ok(_) => t.ok += 1,
@@ -132,7 +132,7 @@ impl Book {
         }
     }
 
-    fn begin(&mut self, kind: &'static str) {
+    pub(super) fn begin(&mut self, kind: &'static str) {
         self.tally.entry(kind).or_default().begun += 1;
     }
 
@@ -143,7 +143,7 @@ impl Book {
         e
     }
 
-    fn election(&mut self, name: &str) -> &mut ElectionEntry {
+    pub(super) fn election(&mut self, name: &str) -> &mut ElectionEntry {
         let epoch = self.epoch;
         let e = self.elections.entry(name.to_string()).or_default();
         e.epoch = epoch;
@@ -243,74 +243,6 @@ impl Ledger {
             if let Hold::Releasing { fence } = *h {
                 *h = Hold::Released { fence };
             }
-        }
-    }
-
-    pub fn campaign_begin(&self, name: &str, owner: &str, value: Digest) {
-        let mut b = self.book();
-        b.begin("campaign");
-        let seat = Seat::Campaigning {
-            values: vec![value],
-        };
-        b.election(name).seats.insert(owner.to_string(), seat);
-    }
-
-    pub fn campaign_done(&self, name: &str, owner: &str, answer: &Answer<u64>) {
-        let mut b = self.book();
-        b.count("campaign", answer);
-        let e = b.election(name);
-        match answer {
-            Answer::Ok(fence) => {
-                if let Some(Seat::Campaigning { values }) = e.seats.remove(owner) {
-                    let seat = Seat::Leading {
-                        fence: *fence,
-                        values,
-                    };
-                    e.seats.insert(owner.to_string(), seat);
-                }
-                e.max_fence = e.max_fence.max(*fence);
-            }
-            Answer::Fail(_) => {
-                e.seats.remove(owner);
-            }
-            Answer::Unknown(_) => {}
-        }
-    }
-
-    pub fn proclaim_begin(&self, name: &str, owner: &str, value: Digest) {
-        let mut b = self.book();
-        b.begin("proclaim");
-        if let Some(Seat::Leading { values, .. }) = b.election(name).seats.get_mut(owner) {
-            values.push(value);
-        }
-    }
-
-    pub fn proclaim_done(&self, name: &str, owner: &str, value: Digest, answer: &Answer<()>) {
-        let mut b = self.book();
-        b.count("proclaim", answer);
-        if let (Answer::Ok(()), Some(Seat::Leading { values, .. })) =
-            (answer, b.election(name).seats.get_mut(owner))
-        {
-            *values = vec![value];
-        }
-    }
-
-    pub fn resign_begin(&self, name: &str, owner: &str) {
-        let mut b = self.book();
-        b.begin("resign");
-        let seats = &mut b.election(name).seats;
-        if let Some(Seat::Leading { fence, values }) = seats.remove(owner) {
-            seats.insert(owner.to_string(), Seat::Resigning { fence, values });
-        }
-    }
-
-    pub fn resign_done(&self, name: &str, owner: &str, answer: &Answer<()>) {
-        let mut b = self.book();
-        b.count("resign", answer);
-        let seats = &mut b.election(name).seats;
-        if let (Answer::Ok(()), Some(Seat::Resigning { fence, .. })) = (answer, seats.get(owner)) {
-            let fence = *fence;
-            seats.insert(owner.to_string(), Seat::Resigned { fence });
         }
     }
 }

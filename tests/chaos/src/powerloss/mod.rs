@@ -22,7 +22,8 @@
 //!   `node_logs` (log tails, panics);
 //! - `disk`: [`DataDisk`](disk::DataDisk), plain dir or LazyFs mount;
 //! - `load`: the tasks the cut interrupts; `calls`: every call they and the
-//!   probes make, entered in `ledger`, which records what was acknowledged;
+//!   probes make, entered in `ledger` (elections: `seats`), which records
+//!   what was acknowledged;
 //!   `answer`: how a call ended;
 //! - `selection`: which entries a round checks; `verify`: checks (a) and
 //!   (c); `probe`: check (b); `terms`: check (d);
@@ -38,6 +39,7 @@ mod node_logs;
 mod probe;
 mod restart;
 mod round;
+mod seats;
 mod selection;
 mod summary;
 mod terms;

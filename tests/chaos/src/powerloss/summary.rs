@@ -34,9 +34,19 @@ pub fn render(f: &Facts<'_>) -> String {
         f.cfg.disk.label(),
         f.wall.as_secs_f64()
     );
-    if !f.cfg.node_args.is_empty() {
-        let _ = writeln!(s, "node args: {}", f.cfg.node_args.join(" "));
-    }
+    let _ = writeln!(
+        s,
+        "nodes: heartbeat {} ms, election timeout {} ms, snapshot after {}; large-every {}; node args: {}",
+        f.cfg.timing.0,
+        f.cfg.timing.1,
+        f.cfg.snapshot_after,
+        f.cfg.large_every,
+        if f.cfg.node_args.is_empty() {
+            "none".to_string()
+        } else {
+            f.cfg.node_args.join(" ")
+        }
+    );
     for line in f.rounds {
         let _ = writeln!(s, "{line}");
     }
