@@ -59,7 +59,7 @@ awk -v db="$work/data/db>" -v port=":$port->" '
         len = 0
         if (match($0, /, [0-9]+, [0-9]+( <unfinished|\))/)) { split(substr($0, RSTART + 2, RLENGTH), f, ", "); len = f[1] }
         # A write of the committed record alone (29 bytes with sled framing).
-        if (index($0, "\\tcommitted") && len + 0 <= 40) { hints++ } else { seq++ }
+        if (index($0, "\\tcommitted") && len + 0 <= 40) { hints++ } else { seq++; last_write = $0 }
     }
     (index($0, " fdatasync(") || index($0, " fsync(")) && index($0, db) {
         started($1)
@@ -70,7 +70,7 @@ awk -v db="$work/data/db>" -v port=":$port->" '
     }
     (index($0, "writev(") || index($0, "write(") || index($0, "sendmsg(") || index($0, "sendto(")) && index($0, port) && index($0, "\\210") {
         replies++
-        if (seq > synced) { bad++; print "reply before sync: " $0 }
+        if (seq > synced) { bad++; print "reply before sync: " $0; print "  newest unsynced write: " last_write }
     }
     END {
         printf "data-file writes %d (%d of them the committed hint alone), syncs of the data file %d, client replies %d, replies while a write was unsynced %d\n", writes, hints, syncs, replies, bad

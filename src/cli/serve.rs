@@ -113,12 +113,6 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
     // an orderly shutdown instead of killing the process.
     let mut interrupts = Interrupts::watch()?;
     let config = args.to_config()?;
-    if config.unsafe_no_fsync {
-        eprintln!(
-            "WARNING: --unsafe-no-fsync: acknowledged writes are not synced to disk; \
-             a power loss can lose granted locks. Never use this outside tests."
-        );
-    }
     let node = Node::start(config).await.map_err(|e| e.to_string())?;
     eprintln!(
         "raftlock node {} serving clients on {} (peers on {})",

@@ -193,7 +193,8 @@ fn fsync_path(path: &Path) -> Result<(), Error> {
         .map_err(|e| io_error(path, "fsync", e))
 }
 
-fn io_error(path: &Path, doing: &'static str, source: std::io::Error) -> Error {
+/// An [`Error::Io`] for `doing` something to `path`.
+pub(crate) fn io_error(path: &Path, doing: &'static str, source: std::io::Error) -> Error {
     Error::Io {
         path: path.to_path_buf(),
         doing,

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::codec::FORMAT;
-use crate::disk_sync::write_file_durably;
+use crate::disk_sync::{io_error, write_file_durably};
 use crate::error::Error;
 use crate::types::NodeId;
 
@@ -93,14 +93,7 @@ impl Identity {
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                return Err(Error::Io {
-                    path,
-                    doing: "read",
-                    kind: e.kind(),
-                    source: e,
-                })
-            }
+            Err(e) => return Err(io_error(&path, "read", e)),
         };
         let what = IDENTITY_FILE;
         let (body, crc_line) = text

@@ -37,8 +37,9 @@ const LAST_PURGED_KEY: &[u8] = b"last_purged";
 pub struct LogStore {
     /// Syncs the whole database (sled flushes every tree at once).
     sync: Arc<DiskSync>,
-    /// Raises the identity file's floor as votes and commits are synced
-    /// (`None` only in stores opened without a data dir identity).
+    /// Raises the identity file's floor as votes and commits are synced.
+    /// `None` only inside [`crate::node_db::open`], which attaches it once
+    /// the dir passed its checks, before handing the store out.
     floor: Option<Arc<FloorKeeper>>,
     /// The committed index openraft last saved.
     committed: Arc<AtomicU64>,
@@ -108,30 +109,26 @@ impl LogStore {
     /// Makes every write durable and records the exact floor of a clean
     /// shutdown in the identity file. Call it once Raft has stopped.
     pub async fn close(&self) -> Result<(), Error> {
-        let store = self.clone();
-        tokio::task::spawn_blocking(move || {
-            store.sync.sync()?;
+        self.sync_then(|store, floor| {
             let last = store.last_entry_id()?.map_or(0, |id| id.index);
-            match &store.floor {
-                Some(floor) => floor.close(last),
-                None => Ok(()),
-            }
+            floor.close(last)
         })
         .await
-        .map_err(|e| Error::Worker(e.to_string()))?
     }
 
-    /// Syncs, then raises the floor's committed index to what is now both
-    /// committed and durable here (`durable_last` = the log's last index).
-    async fn sync_and_raise_floor(&self, durable_last: u64) -> Result<(), Error> {
+    /// On the blocking pool: syncs, then hands the identity file's floor
+    /// keeper to `raise` (which a store without one skips).
+    async fn sync_then<F>(&self, raise: F) -> Result<(), Error>
+    where
+        F: FnOnce(&LogStore, &FloorKeeper) -> Result<(), Error> + Send + 'static,
+    {
         let store = self.clone();
         tokio::task::spawn_blocking(move || {
             store.sync.sync()?;
-            if let Some(floor) = &store.floor {
-                let committed = store.committed.load(Ordering::SeqCst);
-                floor.committed_synced(committed.min(durable_last))?;
+            match &store.floor {
+                Some(floor) => raise(&store, floor),
+                None => Ok(()),
             }
-            Ok(())
         })
         .await
         .map_err(|e| Error::Worker(e.to_string()))?
@@ -289,19 +286,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError<NodeId>> {
         let write_err = |e: Error| e.storage(ErrorSubject::Vote, ErrorVerb::Write);
         self.write_meta(VOTE_KEY, "vote", vote).map_err(write_err)?;
-        let store = self.clone();
         let term = vote.leader_id().term;
-        tokio::task::spawn_blocking(move || {
-            store.sync.sync()?;
-            match &store.floor {
-                Some(floor) => floor.vote_synced(term),
-                None => Ok(()),
-            }
-        })
-        .await
-        .map_err(|e| Error::Worker(e.to_string()))
-        .and_then(|r| r)
-        .map_err(write_err)
+        self.sync_then(move |_, floor| floor.vote_synced(term))
+            .await
+            .map_err(write_err)
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError<NodeId>> {
@@ -346,8 +334,16 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let write_err = |e: Error| e.storage(ErrorSubject::Logs, ErrorVerb::Write);
         let last = self.insert_entries(entries).map_err(write_err)?;
+        // Entries up to `last` are durable once the sync returns: what is
+        // also committed may raise the floor.
         let synced = match last {
-            Some(last) => self.sync_and_raise_floor(last).await,
+            Some(last) => {
+                self.sync_then(move |store, floor| {
+                    let committed = store.committed.load(Ordering::SeqCst);
+                    floor.committed_synced(committed.min(last))
+                })
+                .await
+            }
             None => self.flush().await,
         };
         match synced {

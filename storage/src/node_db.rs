@@ -141,7 +141,7 @@ pub fn open(
                 format!(
                     "the dir holds Raft state (last log index {}) but no {IDENTITY_FILE}: \
                      it was written by an earlier raftlock build or the file was removed",
-                    held.last_log
+                    held.last_log.unwrap_or(0)
                 ),
             ))
         }
@@ -152,7 +152,7 @@ pub fn open(
     // the dir once the node writes again.
     identity.floor.clean_shutdown = false;
     identity.floor.last_log_at_shutdown = 0;
-    identity.floor.vote_term = identity.floor.vote_term.max(held.vote_term);
+    identity.floor.vote_term = identity.floor.vote_term.max(held.vote_term.unwrap_or(0));
     identity.write(dir)?;
     let log = log.with_floor(Arc::new(FloorKeeper::new(dir, identity)));
     Ok((log, sm))
@@ -167,42 +167,43 @@ fn is_locked(e: &sled::Error) -> bool {
 /// The Raft state found in an opened dir.
 #[derive(Debug, Clone, Copy)]
 struct Held {
-    vote_term: u64,
-    has_vote: bool,
-    /// The last entry's index (0 for none).
-    last_log: u64,
-    has_entries: bool,
+    /// The saved vote's term.
+    vote_term: Option<u64>,
+    /// The last entry's index.
+    last_log: Option<u64>,
+    /// The last purged index.
     purged: Option<u64>,
-    /// The current snapshot's last index (`Some(0)` for a snapshot of the
-    /// empty state).
+    /// The last index the loaded snapshot covers.
     snapshot: Option<u64>,
     /// The committed index sled has (0 for none).
     committed: u64,
 }
 
 impl Held {
+    /// Reads what `log` holds, and where `sm`, just opened, stands: at its
+    /// snapshot, which it has already read and checked.
     fn read(log: &LogStore, sm: &StateMachineStore) -> Result<Self, Error> {
-        let vote = log.vote()?;
-        let last = log.last_entry_id()?;
         Ok(Self {
-            vote_term: vote.map_or(0, |v| v.leader_id().term),
-            has_vote: vote.is_some(),
-            last_log: last.map_or(0, |l| l.index),
-            has_entries: last.is_some(),
+            vote_term: log.vote()?.map(|v| v.leader_id().term),
+            last_log: log.last_entry_id()?.map(|l| l.index),
             purged: log.last_purged()?.map(|p| p.index),
-            snapshot: sm.snapshot_last_log_id()?.map(|l| l.map_or(0, |l| l.index)),
+            snapshot: sm.applied()?.0.map(|l| l.index),
             committed: log.read_committed_id()?.map_or(0, |c| c.index),
         })
     }
 
     fn has_state(&self) -> bool {
-        self.has_vote || self.has_entries || self.purged.is_some() || self.snapshot.is_some()
+        self.vote_term.is_some()
+            || self.last_log.is_some()
+            || self.purged.is_some()
+            || self.snapshot.is_some()
     }
 
     /// The highest index whose effects the dir holds (in its log or its
     /// snapshot).
     fn covered(&self) -> u64 {
         self.last_log
+            .unwrap_or(0)
             .max(self.purged.unwrap_or(0))
             .max(self.snapshot.unwrap_or(0))
     }
@@ -238,11 +239,12 @@ impl Held {
 
     /// The dir still holds what its identity file says it held.
     fn check_floor(&self, floor: &Floor) -> Result<(), String> {
-        if self.vote_term < floor.vote_term {
+        let (vote_term, last_log) = (self.vote_term.unwrap_or(0), self.last_log.unwrap_or(0));
+        if vote_term < floor.vote_term {
             return Err(format!(
                 "the saved vote is for term {} but this node voted in term {} \
                  (recorded in {IDENTITY_FILE}): the vote was lost",
-                self.vote_term, floor.vote_term
+                vote_term, floor.vote_term
             ));
         }
         if self.covered() < floor.committed {
@@ -253,11 +255,11 @@ impl Held {
                 floor.committed
             ));
         }
-        if floor.clean_shutdown && self.last_log < floor.last_log_at_shutdown {
+        if floor.clean_shutdown && last_log < floor.last_log_at_shutdown {
             return Err(format!(
                 "the log ends at index {} but it ended at {} when the node last \
                  stopped cleanly (recorded in {IDENTITY_FILE}): entries were lost",
-                self.last_log, floor.last_log_at_shutdown
+                last_log, floor.last_log_at_shutdown
             ));
         }
         Ok(())

@@ -118,11 +118,6 @@ impl StateMachineStore {
         self.sync.sync_async().await
     }
 
-    /// The log id the current snapshot covers up to, if there is one.
-    pub(crate) fn snapshot_last_log_id(&self) -> Result<Option<Option<LogId<NodeId>>>, Error> {
-        Ok(self.snapshots.current()?.map(|(meta, _)| meta.last_log_id))
-    }
-
     /// Applies `entries` to the in-memory state. Returns one response per
     /// entry and an [`Applied::Entry`] per entry with events.
     ///

@@ -1,9 +1,11 @@
 //! Damage to a stopped node's data dir: every file is flipped, truncated and
 //! zeroed at several places, and each damaged copy must either open with
 //! every acknowledged entry and the vote intact, or be refused with
-//! [`Error::DataDir`]. Opening with less state than was acknowledged — what
-//! sled alone does when it stops its recovery at a damaged record — fails
-//! the test.
+//! [`Error::DataDir`]. Opening with less state than was acknowledged, or
+//! failing with any other error, fails the test. (In this matrix sled's own
+//! checks refuse every damaged `db` that is refused; the identity file's
+//! floor, which catches a silently shortened log, is attacked in
+//! `recovery.rs`.)
 
 use std::path::{Path, PathBuf};
 

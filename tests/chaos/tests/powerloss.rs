@@ -13,7 +13,8 @@
 //! `POWERLOSS_ROUNDS` changes the rounds, `POWERLOSS_OUT=DIR` keeps the
 //! files.
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::Command;
 
 use raftlock_chaos::powerloss::disk::{check_available, DiskKind};
@@ -26,19 +27,9 @@ fn acknowledged_state_survives_power_cuts() {
     }
     let exe = env!("CARGO_BIN_EXE_raftlock-chaos");
     let rounds = std::env::var("POWERLOSS_ROUNDS").unwrap_or_else(|_| "2".into());
-    let seed = std::env::var("POWERLOSS_SEED").unwrap_or_else(|_| {
-        // A fresh seed each run widens coverage; it is printed for replay.
-        (std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(1)
-            % 100_000)
-            .to_string()
-    });
+    let seed = common::seed("POWERLOSS_SEED");
     let temp = tempfile::tempdir().expect("temp dir");
-    let out: PathBuf = std::env::var("POWERLOSS_OUT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| temp.path().join("powerloss"));
+    let out = common::out_dir("POWERLOSS_OUT", temp.path(), "powerloss");
     let result = Command::new(exe)
         .arg("powerloss")
         .args(["--rounds", &rounds, "--seed", &seed, "--load", "5s"])

@@ -8,26 +8,17 @@
 //! missing. Set `CHAOS_SMOKE_SECS` to change the length, `CHAOS_SEED` to
 //! replay a seed; the run's files are kept in `CHAOS_SMOKE_OUT` if set.
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::Command;
 
 #[test]
 fn two_minutes_of_faults_break_nothing() {
     let exe = env!("CARGO_BIN_EXE_raftlock-chaos");
     let secs = std::env::var("CHAOS_SMOKE_SECS").unwrap_or_else(|_| "110".into());
-    let seed = std::env::var("CHAOS_SEED").unwrap_or_else(|_| {
-        // A fresh seed each run widens coverage; it is printed for replay.
-        (std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(1)
-            % 100_000)
-            .to_string()
-    });
+    let seed = common::seed("CHAOS_SEED");
     let temp = tempfile::tempdir().expect("temp dir");
-    let out: PathBuf = std::env::var("CHAOS_SMOKE_OUT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| temp.path().join("chaos"));
+    let out = common::out_dir("CHAOS_SMOKE_OUT", temp.path(), "chaos");
     let result = Command::new(exe)
         .args(["--nodes", "3", "--clients", "4"])
         .args(["--duration", &format!("{secs}s")])
