@@ -44,6 +44,10 @@ pub enum Error {
     /// A node could not start.
     #[error("cannot start node: {0}")]
     Startup(String),
+    /// A certificate, key or CA file cannot be read, written or used; the
+    /// message names the file.
+    #[error("TLS: {0}")]
+    Tls(String),
     /// A bug or a broken disk on the server side.
     #[error("internal error: {0}")]
     Internal(String),

@@ -30,6 +30,8 @@
 //! - [`client`]: the Rust client (sessions, lock guards, semaphores,
 //!   elections, task locks, fencing), with [`blocking`] for non-async code;
 //!   [`error`]: its error type and the one mapping back from gRPC statuses.
+//! - [`certs`]: a cluster's CA, node and client certificates (`raftlock
+//!   certs`).
 //! - [`cli`]: the `raftlock` command line (the binary only parses and calls).
 //! - [`duration`]: durations as the command line writes them (`500ms`,
 //!   `10s`, `2m`), also used by the chaos tool.
@@ -39,6 +41,7 @@
 //! timer) and `raftlock_storage` (the pure lock state machine and its sled
 //! persistence). Dependencies point down only.
 
+pub mod certs;
 pub mod cli;
 pub mod client;
 pub mod duration;

@@ -7,13 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use raftlock_raft::node::{NodeInner, NodeStatus};
+use raftlock_raft::tls::node_dns_name;
 use raftlock_raft::{Config, InitialMember, LinkFilter, RaftNode};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::ServerTlsConfig;
 
-use crate::client::Client;
+use crate::client::{Client, ClientOptions, ClientTls};
 use crate::error::Error;
 use crate::pb;
 use crate::service::{ClusterService, ElectionService, LeaseService, LockService};
@@ -82,6 +84,26 @@ impl NodeBuilder {
         self.peer_listener = Some(listener);
         self
     }
+    /// Serve both listeners over TLS: this node's certificate and key and
+    /// the cluster CA (PEM files, as `raftlock certs` writes them). Peers
+    /// must then present a certificate from the CA that names a node.
+    pub fn tls(
+        mut self,
+        cert: impl Into<PathBuf>,
+        key: impl Into<PathBuf>,
+        ca: impl Into<PathBuf>,
+    ) -> Self {
+        self.config.tls_cert = Some(cert.into());
+        self.config.tls_key = Some(key.into());
+        self.config.tls_ca = Some(ca.into());
+        self
+    }
+    /// Require a client certificate from the cluster CA on the client
+    /// listener too (needs [`tls`](Self::tls)).
+    pub fn client_cert_auth(mut self, required: bool) -> Self {
+        self.config.client_cert_auth = required;
+        self
+    }
     /// Share a link filter (tests cut links with it).
     pub fn link_filter(mut self, filter: LinkFilter) -> Self {
         self.filter = filter;
@@ -110,13 +132,23 @@ impl NodeBuilder {
         let raft = RaftNode::start(config, self.peer_listener, self.filter)
             .await
             .map_err(|e| Error::Startup(e.to_string()))?;
+        let client_tls = raft
+            .tls()
+            .map(|tls| tls.client_server_config(raft.inner().config.client_cert_auth));
         let (stop, stop_rx) = watch::channel(false);
         let server = tokio::spawn(serve_clients(
             raft.inner().clone(),
             client_listener,
+            client_tls,
             stop_rx,
         ));
-        tracing::info!(id = raft.inner().id, %client_addr, peer_addr = %raft.peer_addr(), "node started");
+        tracing::info!(
+            id = raft.inner().id,
+            %client_addr,
+            peer_addr = %raft.peer_addr(),
+            tls = raft.tls().is_some(),
+            "node started"
+        );
         Ok(Node {
             raft,
             client_addr,
@@ -149,9 +181,15 @@ impl Node {
     pub fn peer_addr(&self) -> SocketAddr {
         self.raft.peer_addr()
     }
+    /// Whether both listeners serve TLS.
+    pub fn tls_enabled(&self) -> bool {
+        self.raft.tls().is_some()
+    }
     /// A [`Client`] of this node, as an embedding application uses it: any
     /// node accepts any call and forwards to the Raft leader, so talking to
-    /// the local one is enough.
+    /// the local one is enough. With TLS it trusts the cluster CA, checks
+    /// that it reached this node (`node-ID.raftlock`) and presents the
+    /// node's own certificate.
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), raftlock::Error> {
@@ -171,7 +209,16 @@ impl Node {
                 SocketAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
             });
         }
-        Client::connect([addr.to_string()]).await
+        let tls = self.raft.tls().map(|tls| ClientTls {
+            ca_pem: Some(tls.ca_pem().to_vec()),
+            identity: Some((tls.cert_pem().to_vec(), tls.key_pem().to_vec())),
+            server_name: Some(node_dns_name(self.id())),
+        });
+        let options = ClientOptions {
+            tls,
+            ..ClientOptions::default()
+        };
+        Client::connect_with([addr.to_string()], options).await
     }
     /// This node's view of the cluster.
     pub fn status(&self) -> NodeStatus {
@@ -236,9 +283,21 @@ impl Drop for Node {
 async fn serve_clients(
     node: Arc<NodeInner>,
     listener: TcpListener,
+    tls: Option<ServerTlsConfig>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let result = tonic::transport::Server::builder()
+    let mut server = tonic::transport::Server::builder();
+    if let Some(tls) = tls {
+        server = match server.tls_config(tls) {
+            Ok(s) => s,
+            Err(e) => {
+                // The same files passed `NodeTls::load`; unreachable in practice.
+                tracing::error!("client listener TLS settings: {e}");
+                return;
+            }
+        };
+    }
+    let result = server
         .tcp_nodelay(true)
         // Every queued Acquire or Campaign is an open stream; a client with
         // many waiting tasks shares one connection.

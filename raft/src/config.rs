@@ -82,6 +82,20 @@ pub struct Config {
     /// can then lose acknowledged grants and votes. Restores the behaviour
     /// of builds before durable syncs, for the power-loss demonstration.
     pub unsafe_no_fsync: bool,
+    /// This node's certificate (PEM), for both listeners and for dialling
+    /// peers. It must be signed by `tls_ca` and name this node
+    /// (`node-ID.raftlock`, as `raftlock certs create-node` writes it).
+    /// `tls_cert`, `tls_key` and `tls_ca` are set together or not at all;
+    /// without them both listeners speak plain text.
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of `tls_cert`.
+    pub tls_key: Option<PathBuf>,
+    /// The cluster CA (PEM). Peers must present a certificate it signed
+    /// (mutual TLS); a peer's server certificate must chain to it.
+    pub tls_ca: Option<PathBuf>,
+    /// Whether the client listener also requires a client certificate
+    /// signed by `tls_ca`. Needs the TLS settings.
+    pub client_cert_auth: bool,
 }
 
 impl Default for Config {
@@ -101,6 +115,10 @@ impl Default for Config {
             keep_entries_after_snapshot: 1_000,
             leader_wait: Duration::from_secs(5),
             unsafe_no_fsync: false,
+            tls_cert: None,
+            tls_key: None,
+            tls_ca: None,
+            client_cert_auth: false,
         }
     }
 }
@@ -126,6 +144,10 @@ pub enum ConfigError {
     },
     #[error("--join and --initial-cluster exclude each other")]
     JoinWithCluster,
+    #[error("TLS needs all three of tls_cert, tls_key and tls_ca (--tls-cert, --tls-key, --tls-ca); {missing} is missing")]
+    PartialTls { missing: &'static str },
+    #[error("client_cert_auth (--client-cert-auth) needs TLS: set tls_cert, tls_key and tls_ca")]
+    ClientCertAuthWithoutTls,
 }
 
 impl Config {
@@ -164,7 +186,33 @@ impl Config {
         if !self.initial_cluster.is_empty() && !seen.contains(&self.id) {
             return Err(ConfigError::SelfNotInCluster(self.id));
         }
+        self.validate_tls()
+    }
+
+    /// TLS is all three files or none; client certificates need TLS.
+    fn validate_tls(&self) -> Result<(), ConfigError> {
+        let files = [
+            ("tls_cert", &self.tls_cert),
+            ("tls_key", &self.tls_key),
+            ("tls_ca", &self.tls_ca),
+        ];
+        let set = files.iter().filter(|(_, f)| f.is_some()).count();
+        if set == 0 && self.client_cert_auth {
+            return Err(ConfigError::ClientCertAuthWithoutTls);
+        }
+        if set != 0 && set != files.len() {
+            let missing = files
+                .iter()
+                .find(|(_, f)| f.is_none())
+                .map_or("a file", |(name, _)| *name);
+            return Err(ConfigError::PartialTls { missing });
+        }
         Ok(())
+    }
+
+    /// Whether the listeners serve TLS (all three files are set).
+    pub fn tls_enabled(&self) -> bool {
+        self.tls_cert.is_some() && self.tls_key.is_some() && self.tls_ca.is_some()
     }
 
     /// The address record other members store for this node.
@@ -294,5 +342,45 @@ mod tests {
         };
         assert!(matches!(c.validate(), Err(ConfigError::Timing { .. })));
         assert!(Config::default().raft_config().is_ok());
+    }
+
+    #[test]
+    fn tls_is_all_three_files_or_none() {
+        let full = Config {
+            tls_cert: Some("n.crt".into()),
+            tls_key: Some("n.key".into()),
+            tls_ca: Some("ca.crt".into()),
+            client_cert_auth: true,
+            ..Config::default()
+        };
+        assert_eq!(full.validate(), Ok(()));
+        assert!(full.tls_enabled());
+        let no_key = Config {
+            tls_key: None,
+            ..full.clone()
+        };
+        assert_eq!(
+            no_key.validate(),
+            Err(ConfigError::PartialTls { missing: "tls_key" })
+        );
+        let only_ca = Config {
+            tls_ca: Some("ca.crt".into()),
+            ..Config::default()
+        };
+        assert_eq!(
+            only_ca.validate(),
+            Err(ConfigError::PartialTls {
+                missing: "tls_cert"
+            })
+        );
+        let auth_only = Config {
+            client_cert_auth: true,
+            ..Config::default()
+        };
+        assert_eq!(
+            auth_only.validate(),
+            Err(ConfigError::ClientCertAuthWithoutTls)
+        );
+        assert!(!Config::default().tls_enabled());
     }
 }

@@ -39,6 +39,10 @@ pub enum Error {
     /// the problem and what to do.
     #[error("{0}")]
     Storage(String),
+    /// A TLS certificate, key or CA file cannot be used: the node does not
+    /// start. The message names the setting, the file and the problem.
+    #[error("{0}")]
+    Tls(String),
     /// Local storage or an internal invariant failed.
     #[error("internal error: {0}")]
     Internal(String),

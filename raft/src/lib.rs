@@ -10,6 +10,9 @@
 //! - [`network`]: the openraft network over the peer gRPC service, with a
 //!   [`LinkFilter`] tests use to cut links.
 //! - [`peer_service`]: the server side of the peer API.
+//! - [`tls`]: [`NodeTls`], the certificate files read at start, the
+//!   rustls settings of both listeners and of peer channels, and the names
+//!   (`node-N.raftlock`, `raftlock:client:NAME`) certificates carry.
 //! - [`forward`]: what a follower hands to the leader and what comes back.
 //! - [`leader_calls`]: calls only the leader serves, and forwarding them.
 //! - [`proposer`]: group commit, many client writes per Raft entry.
@@ -29,6 +32,7 @@ pub mod node;
 pub mod peer_service;
 pub mod proposer;
 pub mod read_index;
+pub mod tls;
 pub mod waiters;
 
 /// Generated peer API.
@@ -41,3 +45,4 @@ pub use error::Error;
 pub use network::LinkFilter;
 pub use node::{NodeStatus, RaftNode};
 pub use raftlock_storage as storage;
+pub use tls::NodeTls;

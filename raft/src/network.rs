@@ -24,6 +24,7 @@ use raftlock_storage::{NodeAddr, NodeId, TypeConfig};
 use crate::forward::{ForwardResult, Forwarded};
 use crate::pb::peer_client::PeerClient;
 use crate::pb::Blob;
+use crate::tls::NodeTls;
 
 /// Links a test has cut. Shared by every node of an in-process test cluster;
 /// a blocked link fails as if the peer were unreachable.
@@ -82,33 +83,47 @@ impl LinkFilter {
 pub struct PeerNetwork {
     /// This node's id, for the link filter.
     id: NodeId,
-    /// Lazily connected channels by peer address.
-    channels: Arc<Mutex<HashMap<String, Channel>>>,
+    /// Lazily connected channels by target node and peer address: with TLS
+    /// a channel checks that the server is that node.
+    channels: Arc<Mutex<HashMap<(NodeId, String), Channel>>>,
     filter: LinkFilter,
+    /// This node's certificate and the cluster CA; `None`: plain text.
+    tls: Option<NodeTls>,
 }
 
 impl PeerNetwork {
-    pub fn new(id: NodeId, filter: LinkFilter) -> Self {
+    pub fn new(id: NodeId, filter: LinkFilter, tls: Option<NodeTls>) -> Self {
         PeerNetwork {
             id,
             channels: Arc::default(),
             filter,
+            tls,
         }
     }
 
-    fn channel(&self, addr: &str) -> Result<Channel, String> {
+    /// The channel to node `target` at `addr`. With TLS it presents this
+    /// node's certificate and accepts only a server certificate from the
+    /// cluster CA naming `node-TARGET.raftlock`.
+    fn channel(&self, target: NodeId, addr: &str) -> Result<Channel, String> {
         let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = channels.get(addr) {
+        let key = (target, addr.to_string());
+        if let Some(c) = channels.get(&key) {
             return Ok(c.clone());
         }
-        let endpoint = Endpoint::from_shared(format!("http://{addr}"))
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
             .map_err(|e| format!("bad peer address {addr}: {e}"))?
             .connect_timeout(Duration::from_millis(500))
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(5))
             .keep_alive_timeout(Duration::from_secs(5));
+        if let Some(tls) = &self.tls {
+            endpoint = endpoint
+                .tls_config(tls.peer_client_config(target))
+                .map_err(|e| format!("TLS settings for node {target} at {addr}: {e}"))?;
+        }
         let channel = endpoint.connect_lazy();
-        channels.insert(addr.to_string(), channel.clone());
+        channels.insert(key, channel.clone());
         Ok(channel)
     }
 
@@ -123,7 +138,7 @@ impl PeerNetwork {
         if self.filter.is_blocked(self.id, target) {
             return Err(format!("link to node {target} is cut"));
         }
-        let channel = self.channel(addr)?;
+        let channel = self.channel(target, addr)?;
         let mut req = tonic::Request::new(encode(call).map_err(|e| e.to_string())?);
         req.set_timeout(timeout);
         let reply = PeerClient::new(channel)
@@ -180,7 +195,7 @@ impl PeerConnection {
             );
             return Err(RPCError::Unreachable(Unreachable::new(&e)));
         }
-        let channel = self.net.channel(&self.addr).map_err(|e| {
+        let channel = self.net.channel(self.target, &self.addr).map_err(|e| {
             let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
             RPCError::Unreachable(Unreachable::new(&e))
         })?;

@@ -12,6 +12,8 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tokio_stream::wrappers::TcpListenerStream;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::ServerTlsConfig;
 
 use raftlock_storage::{Command, LeaseId, NodeAddr, NodeId, Request, SharedState, TypeConfig};
 
@@ -23,6 +25,7 @@ use crate::pb::peer_server::PeerServer;
 use crate::peer_service::PeerService;
 use crate::proposer::Proposer;
 use crate::read_index::ReadIndexRounds;
+use crate::tls::{peer_node_id, NodeTls};
 use crate::waiters::{route_events, Waiters};
 
 /// State shared by the node's tasks and services.
@@ -78,6 +81,8 @@ pub struct RaftNode {
     /// has stopped.
     log: raftlock_storage::LogStore,
     peer_addr: std::net::SocketAddr,
+    /// The certificate files, read at start; `None`: plain text.
+    tls: Option<NodeTls>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -96,6 +101,9 @@ impl RaftNode {
             .validate()
             .map_err(|e| Error::InvalidArgument(e.to_string()))?;
         let raft_config = config.raft_config().map_err(Error::InvalidArgument)?;
+        // Before the data dir is touched: a bad certificate is a start
+        // error, not a node that cannot reach its peers.
+        let tls = NodeTls::load(&config)?;
         std::fs::create_dir_all(&config.data_dir).map_err(|e| {
             Error::Internal(format!(
                 "cannot create data dir {}: {e}",
@@ -127,7 +135,7 @@ impl RaftNode {
         let closing_log = log_store.clone();
         let state = sm_store.state();
 
-        let net = PeerNetwork::new(config.id, filter);
+        let net = PeerNetwork::new(config.id, filter, tls.clone());
         let raft = Raft::new(
             config.id,
             Arc::new(raft_config),
@@ -148,6 +156,7 @@ impl RaftNode {
             .local_addr()
             .map_err(|e| Error::Internal(e.to_string()))?;
 
+        let peer_tls = tls.as_ref().map(NodeTls::peer_server_config);
         let (changed, _) = broadcast::channel(1024);
         let (stop, stop_rx) = watch::channel(false);
         let (proposer, proposing) = Proposer::start(raft.clone(), stop_rx.clone());
@@ -174,13 +183,14 @@ impl RaftNode {
             )),
             tokio::spawn(track_leadership(inner.clone(), stop_rx.clone())),
             tokio::spawn(expire_leases(inner.clone(), stop_rx.clone())),
-            tokio::spawn(serve_peers(inner.clone(), listener, stop_rx)),
+            tokio::spawn(serve_peers(inner.clone(), listener, peer_tls, stop_rx)),
         ];
 
         let node = RaftNode {
             inner,
             log: closing_log,
             peer_addr,
+            tls,
             stop,
             tasks,
         };
@@ -232,6 +242,11 @@ impl RaftNode {
     /// The bound peer address.
     pub fn peer_addr(&self) -> std::net::SocketAddr {
         self.peer_addr
+    }
+
+    /// The certificate files this node serves with; `None`: plain text.
+    pub fn tls(&self) -> Option<&NodeTls> {
+        self.tls.as_ref()
     }
 
     /// Stops in order: the lease timer and leadership tracking, Raft, the
@@ -430,12 +445,40 @@ async fn expire(node: Arc<NodeInner>, due: Vec<LeaseId>) {
     }
 }
 
-/// Serves the peer API until `stop`.
-async fn serve_peers(node: Arc<NodeInner>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+/// Serves the peer API until `stop`. With `tls`, every connection must
+/// present a certificate signed by the cluster CA, and every call one that
+/// names a node (a client certificate from the same CA is refused).
+async fn serve_peers(
+    node: Arc<NodeInner>,
+    listener: TcpListener,
+    tls: Option<ServerTlsConfig>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let tls_on = tls.is_some();
     let service = PeerServer::new(PeerService { node })
         .max_decoding_message_size(usize::MAX)
         .max_encoding_message_size(usize::MAX);
-    let result = tonic::transport::Server::builder()
+    let service = InterceptedService::new(service, move |req: tonic::Request<()>| {
+        if tls_on && peer_node_id(&req).is_none() {
+            return Err(tonic::Status::unauthenticated(
+                "the peer API needs a node certificate (DNS name node-N.raftlock) \
+                 from the cluster CA",
+            ));
+        }
+        Ok(req)
+    });
+    let mut server = tonic::transport::Server::builder();
+    if let Some(tls) = tls {
+        server = match server.tls_config(tls) {
+            Ok(s) => s,
+            Err(e) => {
+                // Checked by `NodeTls::load` already; unreachable in practice.
+                tracing::error!("peer listener TLS settings: {e}");
+                return;
+            }
+        };
+    }
+    let result = server
         .tcp_nodelay(true)
         // openraft drops a leadership check's slower RPC once a quorum has
         // answered, which resets its stream; h2's default budget of 20 such

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{Endpoints, Output};
-use crate::client::Client;
+use crate::client::{Client, ClientOptions};
 use crate::pb;
 
 /// `raftlock cluster ...`
@@ -88,7 +88,7 @@ async fn status(client: &Client) -> Result<ClusterView, String> {
         .map_err(|e| super::failure::explain(&e, client.endpoints()))?;
     let mut nodes = Vec::new();
     for m in &first.members {
-        let own = node_status(&m.client_addr).await;
+        let own = node_status(client, &m.client_addr).await;
         nodes.push(NodeRow {
             id: m.id,
             client_addr: m.client_addr.clone(),
@@ -110,8 +110,13 @@ async fn status(client: &Client) -> Result<ClusterView, String> {
     })
 }
 
-async fn node_status(addr: &str) -> Option<pb::StatusResponse> {
-    let client = Client::connect_with_retry([addr.to_string()], Duration::from_millis(500))
+/// One node's own figures, asked with `client`'s settings (TLS included).
+async fn node_status(client: &Client, addr: &str) -> Option<pb::StatusResponse> {
+    let options = ClientOptions {
+        retry_for: Duration::from_millis(500),
+        ..client.options().clone()
+    };
+    let client = Client::connect_with([addr.to_string()], options)
         .await
         .ok()?;
     tokio::time::timeout(Duration::from_secs(2), client.status())

@@ -8,9 +8,16 @@ pub fn explain(error: &Error, endpoints: &[String]) -> String {
     match error {
         Error::Unavailable(m) => format!(
             "cannot reach a raftlock leader via {} ({m}); start a node with `raftlock serve` \
-             or point --endpoints / RAFTLOCK_ENDPOINTS at a running cluster",
+             or point --endpoints / RAFTLOCK_ENDPOINTS at a running cluster{}",
+            endpoints.join(","),
+            tls_hint(m)
+        ),
+        Error::Internal(m) if m.contains("h2 protocol error") => format!(
+            "the node at {} did not answer in plain gRPC ({m}); if it serves TLS, pass the \
+             cluster CA with --cacert (RAFTLOCK_CACERT)",
             endpoints.join(",")
         ),
+        Error::Tls(m) => format!("{m}; check --cacert, --cert and --key"),
         Error::InvalidArgument(m) => format!("invalid argument: {m}; fix it and run again"),
         Error::LeaseExpired(m) => format!(
             "lease expired or revoked ({m}); grant a new one with `raftlock lease grant TTL`"
@@ -24,5 +31,21 @@ pub fn explain(error: &Error, endpoints: &[String]) -> String {
         }
         Error::LockLost(m) => format!("lock lost: {m}; acquire it again before acting"),
         other => format!("{other}; see the server's log (RAFTLOCK_LOG=debug for more)"),
+    }
+}
+
+/// What to check when a connection failed in the TLS handshake (or may
+/// have: a refused client certificate only shows as a cancelled call).
+fn tls_hint(message: &str) -> &'static str {
+    if message.contains("certificate") {
+        "; the TLS handshake failed: --cacert (RAFTLOCK_CACERT) must be the cluster's CA \
+         and the endpoint an address its node certificate names"
+    } else if message.contains("InvalidContentType") {
+        "; the node does not speak TLS: drop --cacert or use a TLS cluster's endpoints"
+    } else if message.contains("canceled") {
+        "; a TLS node that requires client certificates ends the connection like this: \
+         pass --cert and --key (RAFTLOCK_CERT, RAFTLOCK_KEY)"
+    } else {
+        ""
     }
 }

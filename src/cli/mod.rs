@@ -1,7 +1,7 @@
 //! The `raftlock` command line. Every command is library code so tests can
 //! run it; `main.rs` only calls [`main`].
 //!
-//! One file per command group: `serve`, `cluster`, `lease_cmd`,
+//! One file per command group: `serve`, `certs`, `cluster`, `lease_cmd`,
 //! `locks_cmd`, `lock_cmd` (run a command under a lock), `elect_cmd`.
 //! Shared pieces: [`crate::duration`] (`500ms`, `10s`, `2m`), `failure` (how errors
 //! are worded), `signals`, `child_process` (the supervised command) and
@@ -18,6 +18,7 @@ macro_rules! out {
     };
 }
 
+mod certs;
 mod child_process;
 mod cluster;
 mod elect_cmd;
@@ -35,7 +36,9 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde::Serialize;
 
-use crate::client::Client;
+use std::path::PathBuf;
+
+use crate::client::{Client, ClientOptions, ClientTls};
 
 pub use crate::duration::{format_duration, parse_duration};
 
@@ -65,6 +68,8 @@ pub enum Command {
     Lock(lock_cmd::LockArgs),
     /// Campaign in an election and hold leadership, or observe one.
     Elect(elect_cmd::ElectArgs),
+    /// Create a cluster CA and node and client certificates for TLS.
+    Certs(certs::CertsArgs),
 }
 
 /// How results are printed.
@@ -91,14 +96,45 @@ pub struct Endpoints {
     /// Output format.
     #[arg(long, global = true, value_enum, default_value_t = Output::Table)]
     pub output: Output,
+    /// CA certificate (PEM) the nodes' certificates must chain to; turns
+    /// TLS on (so do https:// endpoints).
+    #[arg(long, global = true, env = "RAFTLOCK_CACERT")]
+    pub cacert: Option<PathBuf>,
+    /// Client certificate (PEM), for nodes that require one.
+    #[arg(long, global = true, env = "RAFTLOCK_CERT", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, global = true, env = "RAFTLOCK_KEY", requires = "cert")]
+    pub key: Option<PathBuf>,
 }
 
 impl Endpoints {
     /// A client over these endpoints; calls retry for a few seconds.
     pub async fn connect(&self) -> Result<Client, String> {
-        Client::connect_with_retry(self.endpoints.clone(), CONNECT_RETRY)
+        let options = self
+            .options()
+            .map_err(|e| failure::explain(&e, &self.endpoints))?;
+        Client::connect_with(self.endpoints.clone(), options)
             .await
             .map_err(|e| failure::explain(&e, &self.endpoints))
+    }
+
+    /// The client settings these flags describe.
+    fn options(&self) -> Result<ClientOptions, crate::Error> {
+        let tls = if self.cacert.is_some() || self.cert.is_some() || self.key.is_some() {
+            Some(ClientTls::from_files(
+                self.cacert.as_deref(),
+                self.cert.as_deref(),
+                self.key.as_deref(),
+            )?)
+        } else {
+            None
+        };
+        Ok(ClientOptions {
+            retry_for: CONNECT_RETRY,
+            tls,
+            ..ClientOptions::default()
+        })
     }
 
     /// Words a client error for this command line (see `failure`).
@@ -177,6 +213,7 @@ pub fn main() -> ExitCode {
             Command::Locks(args) => locks_cmd::run(args).await,
             Command::Lock(args) => lock_cmd::run(args).await,
             Command::Elect(args) => elect_cmd::run(args).await,
+            Command::Certs(args) => certs::run(args),
         }
     });
     // Do not wait for stray tasks (a dropped waiting call, a keep-alive).

@@ -56,6 +56,20 @@ pub struct ServeArgs {
     /// sync_file_range only). A power loss can lose acknowledged locks.
     #[arg(long, env = "RAFTLOCK_UNSAFE_NO_FSYNC", hide_short_help = true)]
     unsafe_no_fsync: bool,
+    /// This node's certificate (PEM; `raftlock certs create-node`). With
+    /// --tls-key and --tls-ca: TLS on both listeners, and peers must
+    /// present a node certificate from the CA.
+    #[arg(long, env = "RAFTLOCK_TLS_CERT")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, env = "RAFTLOCK_TLS_KEY")]
+    tls_key: Option<PathBuf>,
+    /// The cluster CA certificate (PEM).
+    #[arg(long, env = "RAFTLOCK_TLS_CA")]
+    tls_ca: Option<PathBuf>,
+    /// Clients must present a certificate signed by --tls-ca, too.
+    #[arg(long, env = "RAFTLOCK_CLIENT_CERT_AUTH")]
+    client_cert_auth: bool,
 }
 
 impl ServeArgs {
@@ -93,6 +107,16 @@ impl ServeArgs {
         }
         c.join |= self.join;
         c.unsafe_no_fsync |= self.unsafe_no_fsync;
+        c.client_cert_auth |= self.client_cert_auth;
+        if self.tls_cert.is_some() {
+            c.tls_cert = self.tls_cert.clone();
+        }
+        if self.tls_key.is_some() {
+            c.tls_key = self.tls_key.clone();
+        }
+        if self.tls_ca.is_some() {
+            c.tls_ca = self.tls_ca.clone();
+        }
         if let Some(v) = self.heartbeat_ms {
             c.heartbeat = std::time::Duration::from_millis(v);
         }
@@ -115,10 +139,15 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let config = args.to_config()?;
     let node = Node::start(config).await.map_err(|e| e.to_string())?;
     eprintln!(
-        "raftlock node {} serving clients on {} (peers on {})",
+        "raftlock node {} serving clients on {} (peers on {}){}",
         node.id(),
         node.client_addr(),
-        node.peer_addr()
+        node.peer_addr(),
+        if node.tls_enabled() {
+            ", TLS on; peers need a node certificate from the CA"
+        } else {
+            ""
+        }
     );
     interrupts.recv().await;
     eprintln!("shutting down");

@@ -8,6 +8,9 @@ use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
 use tonic::Status;
 
+use raftlock_raft::tls::error_chain;
+
+use super::ClientTls;
 use crate::error::{from_status, leader_hint, Error};
 
 /// How long a call keeps retrying before it reports `Unavailable`.
@@ -23,21 +26,44 @@ pub struct Endpoints {
 }
 
 impl Endpoints {
-    /// Accepts `host:port` or `http://host:port`.
-    pub fn new(addrs: &[String], retry_for: Duration) -> Result<Self, Error> {
+    /// Accepts `host:port`, `http://host:port` or `https://host:port`.
+    /// With `tls`, or with any `https://` endpoint, every endpoint speaks
+    /// TLS (without `tls`: checked against the platform's trusted roots).
+    pub fn new(
+        addrs: &[String],
+        retry_for: Duration,
+        tls: Option<&ClientTls>,
+    ) -> Result<Self, Error> {
         if addrs.is_empty() {
             return Err(Error::InvalidArgument("no endpoints given".into()));
         }
+        let any_https = addrs.iter().any(|a| a.trim().starts_with("https://"));
+        let tls = match tls {
+            Some(tls) => Some(tls.clone()),
+            None if any_https => Some(ClientTls::default()),
+            None => None,
+        };
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let mut channels = Vec::new();
         let mut clean = Vec::new();
         for addr in addrs {
-            let addr = addr.trim().trim_start_matches("http://").to_string();
-            let endpoint = Endpoint::from_shared(format!("http://{addr}"))
+            let addr = addr.trim();
+            let addr = addr
+                .strip_prefix("https://")
+                .or_else(|| addr.strip_prefix("http://"))
+                .unwrap_or(addr)
+                .to_string();
+            let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
                 .map_err(|e| Error::InvalidArgument(format!("bad endpoint {addr:?}: {e}")))?
                 .connect_timeout(Duration::from_secs(1))
                 .tcp_nodelay(true)
                 .http2_keep_alive_interval(Duration::from_secs(2))
                 .keep_alive_timeout(Duration::from_secs(3));
+            if let Some(tls) = &tls {
+                endpoint = endpoint.tls_config(tls.config()).map_err(|e| {
+                    Error::Tls(format!("TLS settings for {addr}: {}", error_chain(&e)))
+                })?;
+            }
             channels.push(endpoint.connect_lazy());
             clean.push(addr);
         }

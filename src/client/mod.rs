@@ -11,7 +11,8 @@
 //! - `lease_calls`, `lock_calls`, `election_calls`, `cluster_calls`: the
 //!   low-level calls, one per RPC (`grant_lease`, `acquire`, `release`,
 //!   `campaign`, ...), with [`Acquire`], [`Acquired`] and [`LeaseTtl`];
-//! - `options`: [`ClientOptions`] and [`ClientBuilder`];
+//! - `options`: [`ClientOptions`] and [`ClientBuilder`]; `tls`:
+//!   [`ClientTls`], the CA and client certificate;
 //! - `session`: the session lease kept alive in the background, and the
 //!   force-release checks of the holds on it; `loss`: the lost signal;
 //! - `lock_guard`: [`LockBuilder`] and [`LockGuard`] (`client.lock(name)`);
@@ -66,6 +67,7 @@ mod request_ids;
 mod semaphore;
 mod session;
 mod task_lock;
+mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,6 +85,7 @@ pub use lock_guard::{LockBuilder, LockGuard};
 pub use options::{ClientBuilder, ClientOptions, DEFAULT_SESSION_TTL};
 pub use semaphore::{RwLock, Semaphore, SemaphoreGuard};
 pub use task_lock::{TaskGuard, TaskLock};
+pub use tls::ClientTls;
 
 use crate::error::Error;
 
@@ -158,7 +161,7 @@ impl Client {
     {
         options.validate()?;
         let addrs: Vec<String> = endpoints.into_iter().map(Into::into).collect();
-        let endpoints = Endpoints::new(&addrs, options.retry_for)?;
+        let endpoints = Endpoints::new(&addrs, options.retry_for, options.tls.as_ref())?;
         Ok(Client {
             session: Arc::new(SessionSlot::new(options.lease)),
             inner: Arc::new(Inner {

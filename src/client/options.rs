@@ -1,12 +1,12 @@
 //! How a [`Client`] is set up: its session lease TTL, the safety margin
-//! before a lease's end at which holds stop being trusted, and the retry
-//! budget of each call.
+//! before a lease's end at which holds stop being trusted, the retry
+//! budget of each call, and TLS.
 //!
 //! [`Client`]: super::Client
 
 use std::time::Duration;
 
-use super::{Client, LeaseId, DEFAULT_RETRY_FOR};
+use super::{Client, ClientTls, LeaseId, DEFAULT_RETRY_FOR};
 use crate::error::Error;
 
 /// Default TTL of a client's session lease.
@@ -33,6 +33,11 @@ pub struct ClientOptions {
     /// client keeps it alive but never revokes it; once it is gone, calls
     /// that need the session fail with [`Error::LeaseExpired`].
     pub lease: Option<LeaseId>,
+    /// TLS to every endpoint: the CA nodes' certificates must chain to and
+    /// the client certificate to present. `None`: plain text, unless the
+    /// endpoints are written `https://...` (then TLS with the platform's
+    /// trusted roots).
+    pub tls: Option<ClientTls>,
 }
 
 impl Default for ClientOptions {
@@ -42,6 +47,7 @@ impl Default for ClientOptions {
             safety_margin: None,
             retry_for: DEFAULT_RETRY_FOR,
             lease: None,
+            tls: None,
         }
     }
 }
@@ -112,6 +118,12 @@ impl ClientBuilder {
     /// Use an existing lease as the session; see [`ClientOptions::lease`].
     pub fn lease(mut self, lease: LeaseId) -> Self {
         self.options.lease = Some(lease);
+        self
+    }
+
+    /// Speak TLS to every endpoint; see [`ClientOptions::tls`].
+    pub fn tls(mut self, tls: ClientTls) -> Self {
+        self.options.tls = Some(tls);
         self
     }
 
