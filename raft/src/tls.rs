@@ -191,7 +191,7 @@ impl NodeTls {
     /// A channel to node `target`: presents this node's certificate and
     /// accepts only a server certificate signed by the cluster CA that
     /// names `node-TARGET.raftlock`.
-    pub(crate) fn peer_client_config(&self, target: NodeId) -> ClientTlsConfig {
+    pub fn peer_client_config(&self, target: NodeId) -> ClientTlsConfig {
         ClientTlsConfig::new()
             .ca_certificate(self.ca())
             .identity(self.identity())

@@ -1,11 +1,15 @@
 //! `TestCluster`: N nodes in this process, every listener bound to port 0
 //! first, each node in its own temp dir; nodes can be killed, restarted,
-//! isolated and added.
+//! isolated and added. [`TestCluster::with_tls`] makes a CA and node and
+//! client certificates in the temp dir (as `raftlock certs` does) and
+//! starts every node with TLS; its clients trust that CA.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
+use raftlock::client::{ClientOptions, ClientTls};
 use raftlock::{Client, Config, InitialMember, LinkFilter, Node};
 use raftlock_storage::NodeAddr;
 use tempfile::TempDir;
@@ -23,7 +27,13 @@ pub struct TestCluster {
     pub filter: LinkFilter,
     /// Settings every node starts from.
     pub base: Config,
+    /// The certificates dir (`ca.crt`, `node-N.*`, `client-test.*`) of a
+    /// TLS cluster; `None`: plain text.
+    pub certs: Option<PathBuf>,
 }
+
+/// The client certificate a TLS cluster's clients present.
+pub const TEST_CLIENT: &str = "test";
 
 /// Fast timings for tests: elections in well under a second.
 pub fn test_config() -> Config {
@@ -49,7 +59,23 @@ impl TestCluster {
 
     /// Like [`new`](Self::new) with custom base settings.
     pub async fn with_config(n: u64, base: Config) -> TestCluster {
+        Self::start(n, base, false).await
+    }
+
+    /// Starts `n` nodes with TLS on both listeners (and client
+    /// certificates required with `client_cert_auth`), from certificates
+    /// made for the cluster in its temp dir.
+    pub async fn with_tls(n: u64, client_cert_auth: bool) -> TestCluster {
+        let base = Config {
+            client_cert_auth,
+            ..test_config()
+        };
+        Self::start(n, base, true).await
+    }
+
+    async fn start(n: u64, base: Config, tls: bool) -> TestCluster {
         let dir = tempfile::tempdir().expect("temp dir");
+        let certs = tls.then(|| make_certs(&dir.path().join("certs"), n));
         let mut listeners = BTreeMap::new();
         let mut addrs = BTreeMap::new();
         for id in 1..=n {
@@ -64,6 +90,7 @@ impl TestCluster {
             addrs,
             filter: LinkFilter::default(),
             base,
+            certs,
         };
         let members = cluster.members(1..=n);
         for (id, (cl, pl)) in listeners {
@@ -102,14 +129,41 @@ impl TestCluster {
         }
     }
 
-    fn config(&self, id: u64) -> Config {
+    /// The settings node `id` starts with (its own certificate in a TLS
+    /// cluster).
+    pub fn config(&self, id: u64) -> Config {
         let (c, p) = self.addrs[&id];
-        Config {
+        let mut config = Config {
             id,
             data_dir: self.dir.path().join(format!("node{id}")),
             client_addr: c.to_string(),
             peer_addr: p.to_string(),
             ..self.base.clone()
+        };
+        if let Some(certs) = &self.certs {
+            let (cert, key) = raftlock::certs::node_files(certs, id);
+            config.tls_cert = Some(cert);
+            config.tls_key = Some(key);
+            config.tls_ca = Some(certs.join(raftlock::certs::CA_CERT));
+        }
+        config
+    }
+
+    /// Client settings for this cluster: in a TLS cluster, its CA and the
+    /// `test` client certificate.
+    pub fn client_options(&self) -> ClientOptions {
+        let tls = self.certs.as_ref().map(|certs| {
+            let (cert, key) = raftlock::certs::client_files(certs, TEST_CLIENT);
+            ClientTls::from_files(
+                Some(&certs.join(raftlock::certs::CA_CERT)),
+                Some(&cert),
+                Some(&key),
+            )
+            .expect("read the test client's certificates")
+        });
+        ClientOptions {
+            tls,
+            ..ClientOptions::default()
         }
     }
 
@@ -147,12 +201,14 @@ impl TestCluster {
             .iter()
             .map(|id| self.addrs[id].0.to_string())
             .collect();
-        Client::connect(eps).await.expect("client")
+        Client::connect_with(eps, self.client_options())
+            .await
+            .expect("client")
     }
 
     /// A client of node `id` only.
     pub async fn client_of(&self, id: u64) -> Client {
-        Client::connect([self.addrs[&id].0.to_string()])
+        Client::connect_with([self.addrs[&id].0.to_string()], self.client_options())
             .await
             .expect("client")
     }
@@ -267,4 +323,17 @@ impl TestCluster {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// A CA, node certificates 1..=n (and 1..=n+2 for nodes added later) for
+/// 127.0.0.1 and localhost, and the `test` client certificate, in `dir`.
+fn make_certs(dir: &std::path::Path, n: u64) -> PathBuf {
+    use raftlock::certs;
+    certs::create_ca(dir, false).expect("create CA");
+    let hosts = ["127.0.0.1".to_string(), "localhost".to_string()];
+    for id in 1..=n + 2 {
+        certs::create_node(dir, None, id, &hosts, false).expect("create node certificate");
+    }
+    certs::create_client(dir, None, TEST_CLIENT, false).expect("create client certificate");
+    dir.to_path_buf()
 }

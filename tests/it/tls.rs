@@ -1,0 +1,299 @@
+//! TLS clusters: a 3-node cluster with certificates from `raftlock certs`
+//! elects and serves locks; clients without the CA, plain-text clients and
+//! peers without a node certificate from the cluster CA are refused, and a
+//! node's outbound channel refuses a server that is another node.
+//!
+//! The peer-port attacks dial the port directly with tonic, and the
+//! outbound check uses the node's own channel settings
+//! (`NodeTls::peer_client_config`), so each test fails when the defence it
+//! names is taken out of `raft/src/tls.rs` or `raft/src/node.rs`.
+
+use std::time::Duration;
+
+use raftlock::client::{ClientOptions, ClientTls};
+use raftlock::{Client, Error, Node};
+use raftlock_raft::pb::peer_client::PeerClient;
+use raftlock_raft::pb::Blob;
+use raftlock_raft::NodeTls;
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+use tonic::Code;
+
+use crate::cluster::TestCluster;
+
+/// How long a call that must be refused may keep retrying.
+const REFUSED_WITHIN: Duration = Duration::from_secs(2);
+
+/// Reads a file of the cluster's certs dir.
+fn pem(cluster: &TestCluster, file: &str) -> Vec<u8> {
+    let dir = cluster.certs.as_ref().expect("a TLS cluster");
+    std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("read {file}: {e}"))
+}
+
+/// A client of every node with `tls` and a short retry budget.
+async fn client_with(cluster: &TestCluster, tls: Option<ClientTls>) -> Client {
+    let eps: Vec<String> = cluster.addrs.values().map(|(c, _)| c.to_string()).collect();
+    let options = ClientOptions {
+        tls,
+        retry_for: REFUSED_WITHIN,
+        ..ClientOptions::default()
+    };
+    Client::connect_with(eps, options).await.expect("client")
+}
+
+/// One Vote call on node `id`'s peer port with `tls`; the message is not
+/// a vote, so a call that got through TLS and the identity check is
+/// answered INVALID_ARGUMENT by the peer service.
+async fn dial_peer(
+    cluster: &TestCluster,
+    id: u64,
+    tls: ClientTlsConfig,
+) -> Result<(), tonic::Status> {
+    let addr = cluster.addrs[&id].1;
+    let channel = Endpoint::from_shared(format!("https://{addr}"))
+        .expect("endpoint")
+        .tls_config(tls)
+        .expect("TLS settings")
+        .connect_timeout(Duration::from_secs(2))
+        .connect_lazy();
+    let mut req = tonic::Request::new(Blob {
+        data: b"not a vote".to_vec(),
+    });
+    req.set_timeout(Duration::from_secs(5));
+    PeerClient::new(channel).vote(req).await.map(|_| ())
+}
+
+/// The call never reached the peer service: refused in the TLS handshake.
+fn assert_refused_in_handshake(what: &str, result: Result<(), tonic::Status>) {
+    let status = match result {
+        Ok(()) => panic!("{what}: the peer port answered"),
+        Err(status) => status,
+    };
+    assert!(
+        !matches!(
+            status.code(),
+            Code::InvalidArgument | Code::Unauthenticated | Code::Ok
+        ),
+        "{what}: reached the peer service: {status:?}"
+    );
+}
+
+/// A 3-node TLS cluster elects a leader (its peers speak mutual TLS) and
+/// serves locks to a client that trusts the cluster CA, through every
+/// node (followers forward over the TLS peer channels).
+#[tokio::test]
+async fn tls_cluster_elects_a_leader_and_serves_locks() {
+    let cluster = TestCluster::with_tls(3, false).await;
+    let leader = cluster.wait_for_leader().await;
+    for id in 1..=3 {
+        assert!(cluster.node(id).tls_enabled(), "node {id}");
+        let client = cluster.client_of(id).await;
+        let guard = client
+            .lock(format!("tls/{id}"))
+            .acquire()
+            .await
+            .unwrap_or_else(|e| panic!("lock through node {id} (leader {leader}): {e}"));
+        assert!(guard.fence() > 0);
+        guard.release().await.expect("release");
+    }
+    // The embedded client of a node trusts its CA and checks its name.
+    let local = cluster.node(2).client().await.expect("local client");
+    local
+        .grant_lease(Duration::from_secs(5))
+        .await
+        .expect("grant");
+    cluster.shutdown().await;
+}
+
+/// Defence: the client listener serves TLS only. A client with another
+/// CA, and a plain-text client, get no answer; nothing is granted.
+/// Without TLS on the client listener (`serve_clients` given no TLS
+/// settings) the plain-text client is served and the test fails.
+#[tokio::test]
+async fn clients_without_the_cluster_ca_or_in_plain_text_are_refused() {
+    let cluster = TestCluster::with_tls(1, false).await;
+    let other = tempfile::tempdir().expect("temp dir");
+    raftlock::certs::create_ca(other.path(), false).expect("other CA");
+    let foreign = ClientTls {
+        ca_pem: Some(std::fs::read(other.path().join("ca.crt")).expect("read")),
+        ..ClientTls::default()
+    };
+    let e = client_with(&cluster, Some(foreign))
+        .await
+        .grant_lease(Duration::from_secs(5))
+        .await
+        .expect_err("a client trusting another CA was served");
+    assert!(e.to_string().contains("certificate"), "{e}");
+
+    let e = client_with(&cluster, None)
+        .await
+        .grant_lease(Duration::from_secs(5))
+        .await
+        .expect_err("a plain-text client was served");
+    assert!(!matches!(e, Error::InvalidArgument(_)), "{e}");
+
+    let leases = cluster.client().await.leases().await.expect("list leases");
+    assert!(leases.is_empty(), "refused clients granted {leases:?}");
+    cluster.shutdown().await;
+}
+
+/// Defence: the peer listener requires a client certificate signed by the
+/// cluster CA (`NodeTls::peer_server_config`). A connection with no
+/// certificate, or with a node certificate from another CA, is refused in
+/// the handshake; the cluster's own node certificate gets through.
+/// With `client_auth_optional(true)` (or no `client_ca_root`) there, the
+/// first two dials reach the service (INVALID_ARGUMENT) and the test fails.
+#[tokio::test]
+async fn peer_port_refuses_no_certificate_and_another_cas_certificate() {
+    let cluster = TestCluster::with_tls(3, false).await;
+    let ca = Certificate::from_pem(pem(&cluster, "ca.crt"));
+    let node1 = Identity::from_pem(pem(&cluster, "node-1.crt"), pem(&cluster, "node-1.key"));
+    let to_node2 = || {
+        ClientTlsConfig::new()
+            .ca_certificate(ca.clone())
+            .domain_name("node-2.raftlock")
+    };
+
+    let no_cert = dial_peer(&cluster, 2, to_node2()).await;
+    assert_refused_in_handshake("no client certificate", no_cert);
+
+    let other = tempfile::tempdir().expect("temp dir");
+    raftlock::certs::create_ca(other.path(), false).expect("other CA");
+    raftlock::certs::create_node(other.path(), None, 1, &["127.0.0.1".into()], false)
+        .expect("other node 1");
+    let forged = Identity::from_pem(
+        std::fs::read(other.path().join("node-1.crt")).expect("read"),
+        std::fs::read(other.path().join("node-1.key")).expect("read"),
+    );
+    let other_ca = dial_peer(&cluster, 2, to_node2().identity(forged)).await;
+    assert_refused_in_handshake("node 1 certificate from another CA", other_ca);
+
+    let honest = dial_peer(&cluster, 2, to_node2().identity(node1)).await;
+    assert_eq!(
+        honest.expect_err("not a vote").code(),
+        Code::InvalidArgument,
+        "the cluster's own node certificate must get through"
+    );
+    cluster.shutdown().await;
+}
+
+/// Defence: a peer channel to node 3 accepts only a server certificate
+/// naming `node-3.raftlock` (`peer_client_config` sets the TLS name).
+/// Node 2's port serves node 2's valid certificate; dialled as node 3 with
+/// node 1's own channel settings, the handshake refuses it; dialled as
+/// node 2 it is accepted. Without `.domain_name(..)` there, the name
+/// checked is the address's host (127.0.0.1, which every node certificate
+/// lists) and the test fails.
+#[tokio::test]
+async fn peer_channel_refuses_another_nodes_certificate() {
+    let cluster = TestCluster::with_tls(3, false).await;
+    let node1 = NodeTls::load(&cluster.config(1))
+        .expect("node 1's files")
+        .expect("TLS on");
+    let as_node3 = dial_peer(&cluster, 2, node1.peer_client_config(3)).await;
+    assert_refused_in_handshake("node 2's certificate taken for node 3", as_node3);
+    let as_node2 = dial_peer(&cluster, 2, node1.peer_client_config(2)).await;
+    assert_eq!(
+        as_node2.expect_err("not a vote").code(),
+        Code::InvalidArgument,
+        "node 2 dialled as node 2 must get through"
+    );
+    cluster.shutdown().await;
+}
+
+/// Defence: every peer call must carry a certificate that names a node
+/// (`serve_peers`' interceptor). A client certificate from the cluster CA
+/// passes the handshake but is refused UNAUTHENTICATED. Without the
+/// interceptor the call reaches the service (INVALID_ARGUMENT) and the
+/// test fails.
+#[tokio::test]
+async fn peer_port_refuses_a_client_certificate() {
+    let cluster = TestCluster::with_tls(1, false).await;
+    let client = Identity::from_pem(
+        pem(&cluster, "client-test.crt"),
+        pem(&cluster, "client-test.key"),
+    );
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(pem(&cluster, "ca.crt")))
+        .domain_name("node-1.raftlock")
+        .identity(client);
+    let status = dial_peer(&cluster, 1, tls)
+        .await
+        .expect_err("a client certificate spoke to the peer port");
+    assert_eq!(status.code(), Code::Unauthenticated, "{status:?}");
+    assert!(status.message().contains("node certificate"), "{status:?}");
+    cluster.shutdown().await;
+}
+
+/// Defence: with `client_cert_auth` the client listener requires a client
+/// certificate from the cluster CA. A client with the CA but no
+/// certificate is refused; with the `test` certificate it is served.
+/// Without `client_ca_root` in `client_server_config(true)` the first
+/// client is served and the test fails.
+#[tokio::test]
+async fn client_cert_auth_refuses_a_client_without_a_certificate() {
+    let cluster = TestCluster::with_tls(1, true).await;
+    let ca_only = ClientTls {
+        ca_pem: Some(pem(&cluster, "ca.crt")),
+        ..ClientTls::default()
+    };
+    let e = client_with(&cluster, Some(ca_only))
+        .await
+        .grant_lease(Duration::from_secs(5))
+        .await
+        .expect_err("a client without a certificate was served");
+    assert!(matches!(e, Error::Unavailable(_)), "{e}");
+    cluster
+        .client()
+        .await
+        .grant_lease(Duration::from_secs(5))
+        .await
+        .expect("the client with a certificate is served");
+    cluster.shutdown().await;
+}
+
+/// A node does not start with certificate files that cannot work, and the
+/// error names the file: another node's certificate, a key that is not
+/// the certificate's, a CA that did not sign it.
+#[tokio::test]
+async fn a_node_with_unusable_certificates_does_not_start() {
+    let cluster = TestCluster::with_tls(1, false).await;
+    let certs = cluster.certs.clone().expect("certs dir");
+    let other = tempfile::tempdir().expect("temp dir");
+    raftlock::certs::create_ca(other.path(), false).expect("other CA");
+    let data = tempfile::tempdir().expect("temp dir");
+    let start = |cert: &str, key: &str, ca: std::path::PathBuf| {
+        Node::builder()
+            .id(2)
+            .data_dir(data.path().join("n2"))
+            .client_addr("127.0.0.1:0")
+            .peer_addr("127.0.0.1:0")
+            .tls(certs.join(cert), certs.join(key), ca)
+            .start()
+    };
+    let cases = [
+        (
+            start("node-1.crt", "node-1.key", certs.join("ca.crt")).await,
+            "node 1's certificate",
+        ),
+        (
+            start("node-2.crt", "node-1.key", certs.join("ca.crt")).await,
+            "node-1.key",
+        ),
+        (
+            start("node-2.crt", "node-2.key", other.path().join("ca.crt")).await,
+            "node-2.crt",
+        ),
+        (
+            start("node-2.crt", "missing.key", certs.join("ca.crt")).await,
+            "missing.key",
+        ),
+    ];
+    for (result, named) in cases {
+        let e = result
+            .err()
+            .expect("a node started with unusable certificates");
+        assert!(e.to_string().contains(named), "{e} should name {named}");
+    }
+    assert!(!data.path().join("n2").exists(), "the data dir was touched");
+    cluster.shutdown().await;
+}
