@@ -5,6 +5,7 @@
 //! This file is the harness (run, spawn, read, signal the CLI); the tests
 //! are grouped by command, one file each, like `src/cli`.
 
+mod certs;
 mod elect_cmd;
 mod failure;
 mod lease_cmd;
@@ -24,7 +25,9 @@ use crate::cluster::TestCluster;
 const BIN: &str = env!("CARGO_BIN_EXE_raftlock");
 const TTL: Duration = Duration::from_secs(10);
 
-/// The CLI with `RAFTLOCK_ENDPOINTS` pointing at every node of `cluster`.
+/// The CLI with `RAFTLOCK_ENDPOINTS` pointing at every node of `cluster`
+/// (and, for a TLS cluster, `RAFTLOCK_CACERT`, `_CERT` and `_KEY` naming
+/// its CA and the `test` client certificate).
 fn raftlock(cluster: &TestCluster, args: &[&str]) -> Command {
     let endpoints: Vec<String> = cluster.addrs.values().map(|(c, _)| c.to_string()).collect();
     let mut cmd = Command::new(BIN);
@@ -33,6 +36,19 @@ fn raftlock(cluster: &TestCluster, args: &[&str]) -> Command {
         .env_remove("RAFTLOCK_LOG")
         .stdin(Stdio::null())
         .kill_on_drop(true);
+    match &cluster.certs {
+        Some(certs) => {
+            let (cert, key) = raftlock::certs::client_files(certs, crate::cluster::TEST_CLIENT);
+            cmd.env("RAFTLOCK_CACERT", certs.join(raftlock::certs::CA_CERT))
+                .env("RAFTLOCK_CERT", cert)
+                .env("RAFTLOCK_KEY", key);
+        }
+        None => {
+            for name in ["RAFTLOCK_CACERT", "RAFTLOCK_CERT", "RAFTLOCK_KEY"] {
+                cmd.env_remove(name);
+            }
+        }
+    }
     cmd
 }
 
