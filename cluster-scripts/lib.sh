@@ -10,6 +10,8 @@
 #   DIR/nodeI/pid          its pid while started by these scripts
 #   DIR/nodeI/cmdline      the exact argv it was started with, NUL-separated;
 #                          a pid is only ever signalled if its argv matches
+#   DIR/certs              with TLS=1: ca.crt/.key, node-I.crt/.key and
+#                          client-root.crt/.key (`raftlock certs`)
 
 # shellcheck disable=SC2034 # used by the scripts that source this
 CLUSTER_SCRIPTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -100,6 +102,34 @@ abs_dir() {
 # ---------------------------------------------------------------- layout
 
 node_dir() { printf '%s/node%s' "$DIR" "$1"; }
+certs_dir() { printf '%s/certs' "$DIR"; }
+
+# The client certificate the scripts (and the printed exports) use.
+CLUSTER_CLIENT=root
+
+# Sets CLI_TLS to the CLI's TLS flags for this cluster (none without TLS).
+set_cli_tls() {
+    CLI_TLS=()
+    if [[ ${TLS:-0} == 1 ]]; then
+        local c
+        c=$(certs_dir)
+        CLI_TLS=(--cacert "$c/ca.crt" --cert "$c/client-$CLUSTER_CLIENT.crt" --key "$c/client-$CLUSTER_CLIENT.key")
+    fi
+}
+
+# Creates the CA, a certificate per node (127.0.0.1, localhost) and the
+# client certificate in DIR/certs with `raftlock certs`.
+make_certs() {
+    local c i
+    c=$(certs_dir)
+    "$BIN" certs create-ca --certs-dir "$c" >/dev/null || die "raftlock certs create-ca failed"
+    for ((i = 1; i <= N; i++)); do
+        "$BIN" certs create-node --id "$i" --host "$CLUSTER_HOST" --host localhost --certs-dir "$c" >/dev/null ||
+            die "raftlock certs create-node --id $i failed"
+    done
+    "$BIN" certs create-client --name "$CLUSTER_CLIENT" --certs-dir "$c" >/dev/null ||
+        die "raftlock certs create-client failed"
+}
 node_client() { local v="NODE$1_CLIENT"; printf '%s' "${!v}"; }
 node_peer() { local v="NODE$1_PEER"; printf '%s' "${!v}"; }
 
@@ -124,8 +154,8 @@ write_env() {
     [[ $BIN != *$'\n'* ]] || die "binary path contains a newline: $BIN"
     {
         printf '# Written by cluster-scripts/start.sh; read by the other cluster-scripts.\n'
-        printf 'N=%s\nBASE_PORT=%s\nBIN=%s\nENDPOINTS=%s\nINITIAL_CLUSTER=%s\n' \
-            "$N" "$BASE_PORT" "$BIN" "$ENDPOINTS" "$INITIAL_CLUSTER"
+        printf 'N=%s\nBASE_PORT=%s\nBIN=%s\nENDPOINTS=%s\nINITIAL_CLUSTER=%s\nTLS=%s\n' \
+            "$N" "$BASE_PORT" "$BIN" "$ENDPOINTS" "$INITIAL_CLUSTER" "${TLS:-0}"
         for ((i = 1; i <= N; i++)); do
             printf 'NODE%s_CLIENT=%s\nNODE%s_PEER=%s\n' "$i" "$(node_client "$i")" "$i" "$(node_peer "$i")"
         done
@@ -137,19 +167,21 @@ write_env() {
 read_env() {
     local file="$DIR/cluster.env" line key value i
     [[ -f $file ]] || die "$file not found; is $DIR a cluster started by start.sh?"
-    N='' BASE_PORT='' BIN='' ENDPOINTS='' INITIAL_CLUSTER=''
+    N='' BASE_PORT='' BIN='' ENDPOINTS='' INITIAL_CLUSTER='' TLS=0
     while IFS= read -r line || [[ -n $line ]]; do
         [[ -z $line || $line == \#* ]] && continue
         key=${line%%=*}
         value=${line#*=}
         case $key in
-            N | BASE_PORT | BIN | ENDPOINTS | INITIAL_CLUSTER | NODE[0-9]*_CLIENT | NODE[0-9]*_PEER)
+            N | BASE_PORT | BIN | ENDPOINTS | INITIAL_CLUSTER | TLS | NODE[0-9]*_CLIENT | NODE[0-9]*_PEER)
                 printf -v "$key" '%s' "$value"
                 ;;
             *) die "$file: unknown key '$key'" ;;
         esac
     done <"$file"
     if ! is_uint "$N" || ((N < 1)); then die "$file: bad or missing N"; fi
+    [[ $TLS == 0 || $TLS == 1 ]] || die "$file: TLS must be 0 or 1, not '$TLS'"
+    set_cli_tls
     [[ -n $ENDPOINTS && -n $INITIAL_CLUSTER ]] || die "$file: missing ENDPOINTS or INITIAL_CLUSTER"
     for ((i = 1; i <= N; i++)); do
         [[ -n $(node_client "$i") && -n $(node_peer "$i") ]] || die "$file: missing addresses of node $i"
@@ -188,11 +220,15 @@ check_id() {
 # The argv a node is started with, one element per line (addresses and paths
 # never contain newlines).
 node_argv() {
-    local i=$1 d
+    local i=$1 d c
     d=$(node_dir "$i")
     printf '%s\n' "$BIN" serve --id "$i" --data-dir "$d/data" \
         --client-addr "$(node_client "$i")" --peer-addr "$(node_peer "$i")" \
         --initial-cluster "$INITIAL_CLUSTER"
+    if [[ ${TLS:-0} == 1 ]]; then
+        c=$(certs_dir)
+        printf '%s\n' --tls-cert "$c/node-$i.crt" --tls-key "$c/node-$i.key" --tls-ca "$c/ca.crt"
+    fi
 }
 
 # Succeeds if $1 is a live process whose argv is exactly the one recorded in
@@ -402,7 +438,7 @@ run_status() {
         for ep in "${ordered[@]}"; do
             if [[ $ep != "$first" ]]; then list+=",$ep"; fi
         done
-        if timeout "$CLUSTER_STATUS_TIMEOUT" "$BIN" cluster --endpoints "$list" "$@" status 2>"$err"; then
+        if timeout "$CLUSTER_STATUS_TIMEOUT" "$BIN" cluster --endpoints "$list" ${CLI_TLS[@]+"${CLI_TLS[@]}"} "$@" status 2>"$err"; then
             rc=0
             break
         fi

@@ -2,7 +2,8 @@
 # End-to-end check of cluster-scripts against the real binary: start a
 # 3-node cluster in a temp dir, kill -9 the leader, see a new one elected,
 # restart the killed node and see it catch up, pause/resume a follower,
-# restart the whole cluster from disk, and stop everything.
+# restart the whole cluster from disk, and stop everything; then a TLS
+# cluster (start.sh --tls) that the printed exports and status.sh reach.
 # Uses RAFTLOCK_BIN if set, else builds once with cargo.
 set -euo pipefail
 USAGE="selftest.sh [-b BASE_PORT] [--keep]   (--keep leaves the temp dir; default base: a free one below 32768)"
@@ -59,6 +60,7 @@ finish() {
         if [[ -f $DIR/cluster.env ]]; then (read_env && print_log_tails) || true; fi
     fi
     "$here/stop.sh" -d "$DIR" -t 3 >/dev/null 2>&1 || true
+    if [[ -f $DIR/tls/cluster.env ]]; then "$here/stop.sh" -d "$DIR/tls" -t 3 >/dev/null 2>&1 || true; fi
     if [[ -n $decoy_pid ]]; then kill "$decoy_pid" 2>/dev/null || true; fi
     if [[ -n ${OPT_keep:-} ]]; then
         note "kept $DIR"
@@ -210,5 +212,20 @@ check "the restarted cluster has 3 members" members_are 3
 eventually "the restarted cluster's leader applied at least index $applied_before" leader_applied_at_least "$applied_before"
 check "stop.sh stops the restarted cluster" "$here/stop.sh" -d "$DIR"
 check "no raftlock process of $DIR remains after the second stop" no_leftovers
+
+# ---- a TLS cluster: certificates from `raftlock certs`, mTLS between peers
+tls_dir=$DIR/tls
+tls_base=$(pick_base)
+[[ -n $tls_base ]] || die "found no free base port for the TLS cluster"
+out=$("$here/start.sh" -n 3 -d "$tls_dir" -b "$tls_base" --tls --no-build) || fail "start.sh --tls failed"
+tls_endpoints=${out##*$'\n'}
+tls_endpoints=${tls_endpoints#ENDPOINTS=}
+check "start.sh --tls prints ENDPOINTS as its last line" grep -qE '^([0-9.]+:[0-9]+,){2}[0-9.]+:[0-9]+$' <<<"$tls_endpoints"
+check "start.sh --tls prints the CLI's TLS exports" [ "$(grep -c '^export RAFTLOCK_\(CACERT\|CERT\|KEY\)=' <<<"$out")" = 3 ]
+with_exports() { (eval "$out" && "$@" >/dev/null); }
+check "the CLI with the printed exports grants a lease" with_exports "$BIN" lease grant 5s --endpoints "$tls_endpoints"
+check "a plain-text CLI call to the TLS cluster is refused" fails_with "cacert" "$BIN" lease list --endpoints "$tls_endpoints"
+check "status.sh shows the TLS cluster with a leader" grep -q '^leader: [0-9]' <(timeout 20 "$here/status.sh" -d "$tls_dir")
+check "stop.sh stops the TLS cluster" "$here/stop.sh" -d "$tls_dir"
 
 printf 'cluster-scripts selftest: %d passed, 0 failed\n' "$passed"

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Starts a 3- or 5-node raftlock cluster on loopback, or restarts the one
 # already in DIR from its data dirs, and waits for a leader.
-# Prints ENDPOINTS=host:port,... as the last line on stdout.
+# Prints ENDPOINTS=host:port,... as the last line on stdout; a TLS cluster
+# (--tls) first prints `export RAFTLOCK_CACERT=...` (and _CERT, _KEY) lines.
 set -euo pipefail
-USAGE="start.sh -n 3|5 -d DIR [-b BASE_PORT] [--no-build]
+USAGE="start.sh -n 3|5 -d DIR [-b BASE_PORT] [--no-build] [--tls]
   Node I listens for clients on BASE_PORT+10*I+1 and for peers on BASE_PORT+10*I+2
   (BASE_PORT default 27000). RAFTLOCK_BIN=path uses that binary instead of building.
-  A DIR that holds a cluster already restarts it with its recorded ids and ports."
+  --tls: create a CA, node and client certificates in DIR/certs and serve TLS (mTLS
+  between peers); eval the output to point the CLI at them.
+  A DIR that holds a cluster already restarts it with its recorded ids, ports and TLS."
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-parse_opts "n: d: b: no-build" "$@"
+parse_opts "n: d: b: no-build tls" "$@"
 n=${OPT_n:-} dir=${OPT_d:-} base=${OPT_b:-}
 [[ -n $dir ]] || bad_usage "-d DIR is required"
 [[ -z $n || $n == 3 || $n == 5 ]] || bad_usage "-n must be 3 or 5, not '$n'"
@@ -24,6 +27,7 @@ if [[ -f $DIR/cluster.env ]]; then
     read_env
     [[ -z $n || $n == "$N" ]] || die "$DIR holds a $N-node cluster; drop -n or use -n $N"
     [[ -z $base || $base == "$BASE_PORT" ]] || die "$DIR uses base port $BASE_PORT; drop -b or use -b $BASE_PORT"
+    [[ -z ${OPT_tls:-} || $TLS == 1 ]] || die "$DIR holds a cluster started without TLS; drop --tls or use a new DIR"
     recorded_bin=$BIN
     restarting=1
 else
@@ -32,6 +36,9 @@ else
     base=${base:-27000}
     ((base >= 1024 && base + 10 * n + 2 <= 65535)) || die "base port $base leaves node ports outside 1024..65535"
     make_layout "$n" "$base"
+    TLS=${OPT_tls:+1}
+    TLS=${TLS:-0}
+    set_cli_tls
     recorded_bin=''
     restarting=0
 fi
@@ -63,6 +70,10 @@ else
     BIN=${CARGO_TARGET_DIR:-$repo/target}/release/raftlock
 fi
 [[ -x $BIN ]] || die "raftlock binary $BIN not found or not executable (build it, or set RAFTLOCK_BIN)"
+if ((!restarting && TLS == 1)); then
+    note "creating a CA, node and client certificates in $(certs_dir)"
+    make_certs
+fi
 write_env
 
 # ---- start the nodes that are not running
@@ -121,4 +132,10 @@ while true; do
     sleep 0.5
 done
 note "leader: node $leader"
+if ((TLS == 1)); then
+    c=$(certs_dir)
+    printf 'export RAFTLOCK_CACERT=%q\n' "$c/ca.crt"
+    printf 'export RAFTLOCK_CERT=%q\n' "$c/client-$CLUSTER_CLIENT.crt"
+    printf 'export RAFTLOCK_KEY=%q\n' "$c/client-$CLUSTER_CLIENT.key"
+fi
 printf 'ENDPOINTS=%s\n' "$ENDPOINTS"
