@@ -10,7 +10,7 @@
 //!   node N checks the server's certificate against `node-N.raftlock`, so
 //!   rustls itself refuses a certificate of another node: no custom
 //!   verifier. The peer listener learns who dialled it from the same name
-//!   in the client certificate ([`peer_node_id`]).
+//!   in the client certificate (`peer_node_id`).
 //! - A client's certificate carries the URI `raftlock:client:NAME`
 //!   ([`client_uri`]) and the common name `NAME`, for an authorisation
 //!   layer to map to roles ([`cert_identity`]).
