@@ -49,6 +49,11 @@ impl TestCluster {
 
     /// Like [`new`](Self::new) with custom base settings.
     pub async fn with_config(n: u64, base: Config) -> TestCluster {
+        // Node logs, captured with the test's output: `RUST_LOG=info`.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let dir = tempfile::tempdir().expect("temp dir");
         let mut listeners = BTreeMap::new();
         let mut addrs = BTreeMap::new();

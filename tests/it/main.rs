@@ -14,3 +14,4 @@ mod lease_expiry;
 mod leases;
 mod locks;
 mod membership;
+mod peer_attacks;
