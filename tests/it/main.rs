@@ -9,6 +9,7 @@ mod client_election;
 mod client_locks;
 mod client_recipes;
 mod cluster;
+mod exactly_once;
 mod failover;
 mod lease_expiry;
 mod leases;
