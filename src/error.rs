@@ -4,7 +4,7 @@
 
 use tonic::{Code, Status};
 
-use crate::status::{LEADER_ADDR_KEY, LEADER_ID_KEY};
+use crate::status::{LEADER_ADDR_KEY, LEADER_ID_KEY, OUTCOME_KEY, OUTCOME_UNKNOWN};
 
 /// Everything that can go wrong talking to raftlock.
 #[non_exhaustive]
@@ -38,6 +38,15 @@ pub enum Error {
     /// was lost and someone else has held it since.
     #[error("stale fencing token {presented}: token {highest} was already accepted")]
     StaleFence { presented: u64, highest: u64 },
+    /// The cluster no longer remembers this request's reply, so it may or
+    /// may not have been applied: a retry came after its reply was
+    /// forgotten, or this client's session expired (it had no live lease of
+    /// its own and was forgotten to make room for other clients). The call
+    /// is not re-sent. If it was an acquire or campaign, the owner may hold
+    /// the lock: release or cancel it, or revoke the lease, to be sure. The
+    /// client continues with a new client id.
+    #[error("outcome unknown: {0}")]
+    OutcomeUnknown(String),
     /// No node could serve the call in time; retrying later may work.
     #[error("unavailable: {0}")]
     Unavailable(String),
@@ -78,12 +87,21 @@ pub fn leader_hint(status: &Status) -> Option<(u64, String)> {
     Some((id, addr))
 }
 
+/// Whether a status says its request may or may not have been applied.
+fn outcome_unknown(status: &Status) -> bool {
+    status
+        .metadata()
+        .get(OUTCOME_KEY)
+        .is_some_and(|v| v.as_bytes() == OUTCOME_UNKNOWN.as_bytes())
+}
+
 /// Maps a status from a raftlock server back to an [`Error`].
 pub fn from_status(status: &Status) -> Error {
     let msg = status.message().to_string();
     match status.code() {
         Code::InvalidArgument => Error::InvalidArgument(msg),
         Code::NotFound => Error::LeaseExpired(msg),
+        Code::FailedPrecondition if outcome_unknown(status) => Error::OutcomeUnknown(msg),
         Code::FailedPrecondition => Error::NotHeld(msg),
         Code::DeadlineExceeded => Error::Timeout(msg),
         Code::Aborted => Error::WaitEnded(msg),

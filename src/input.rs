@@ -95,9 +95,10 @@ pub fn mode(mode: i32, permits: u32, limit: u32) -> Result<Mode, Error> {
     }
 }
 
-/// The request id of a mutating call. Without one, the call gets a fresh id
-/// of its own: retried inside the cluster exactly once, but a client that
-/// re-sends it makes a new request.
+/// The request id of a mutating call. Without one, the call gets a fresh
+/// anonymous id of its own: retried inside the cluster exactly once, but a
+/// client that re-sends it makes a new request (and the leases it grants do
+/// not keep its session remembered).
 pub fn request_id(id: Option<&pb::RequestId>) -> Result<ClientSeq, Error> {
     let Some(id) = id else {
         return Ok(ClientSeq {
@@ -105,6 +106,7 @@ pub fn request_id(id: Option<&pb::RequestId>) -> Result<ClientSeq, Error> {
             seq: 1,
             acked_below: 0,
             attempt: 0,
+            anonymous: true,
         });
     };
     let client = Uuid::from_slice(&id.client_id).map_err(|_| {
@@ -124,6 +126,7 @@ pub fn request_id(id: Option<&pb::RequestId>) -> Result<ClientSeq, Error> {
         seq: id.seq,
         acked_below: id.acked_below,
         attempt: id.attempt,
+        anonymous: false,
     })
 }
 

@@ -3,18 +3,32 @@
 
 use raftlock_raft::Error;
 use raftlock_storage::CommandError;
+use tonic::metadata::MetadataValue;
 use tonic::{Code, Status};
 
 /// Metadata key naming the leader's node id in a not-leader answer.
 pub const LEADER_ID_KEY: &str = "raftlock-leader-id";
 /// Metadata key naming the leader's client address in a not-leader answer.
 pub const LEADER_ADDR_KEY: &str = "raftlock-leader-addr";
+/// Metadata key set to [`OUTCOME_UNKNOWN`] on a FAILED_PRECONDITION whose
+/// request may or may not have been applied: the cluster no longer
+/// remembers its reply (a stale retry, or a client whose session expired).
+pub const OUTCOME_KEY: &str = "raftlock-outcome";
+/// The value of [`OUTCOME_KEY`].
+pub const OUTCOME_UNKNOWN: &str = "unknown";
 
 /// Maps a replication-layer error to the status a client sees.
 pub fn to_status(e: Error) -> Status {
     let message = e.to_string();
     match e {
-        Error::Rejected(c) => Status::new(command_code(&c), message),
+        Error::Rejected(c) => {
+            let mut status = Status::new(command_code(&c), message);
+            if outcome_unknown(&c) {
+                let value = MetadataValue::from_static(OUTCOME_UNKNOWN);
+                status.metadata_mut().insert(OUTCOME_KEY, value);
+            }
+            status
+        }
         Error::NotLeader {
             leader_id,
             leader_addr,
@@ -38,16 +52,29 @@ pub fn to_status(e: Error) -> Status {
 
 fn command_code(e: &CommandError) -> Code {
     match e {
-        CommandError::InvalidArgument(_) => Code::InvalidArgument,
+        CommandError::InvalidArgument(_) | CommandError::RequestIdReused { .. } => {
+            Code::InvalidArgument
+        }
         CommandError::LeaseNotFound(_) => Code::NotFound,
         CommandError::NotHolder { .. }
         | CommandError::Conflict { .. }
-        | CommandError::StaleRequest { .. } => Code::FailedPrecondition,
-        CommandError::TooManyWaiters { .. } | CommandError::TooManyLeases(_) => {
-            Code::ResourceExhausted
-        }
+        | CommandError::StaleRequest { .. }
+        | CommandError::SessionExpired { .. } => Code::FailedPrecondition,
+        CommandError::TooManyWaiters { .. }
+        | CommandError::TooManyLeases(_)
+        | CommandError::TooManyClients(_) => Code::ResourceExhausted,
+        // `CommandError` is non-exhaustive across crates; every variant
+        // there is today is named above.
         _ => Code::Internal,
     }
+}
+
+/// Whether the refused request may nevertheless have been applied earlier.
+fn outcome_unknown(e: &CommandError) -> bool {
+    matches!(
+        e,
+        CommandError::StaleRequest { .. } | CommandError::SessionExpired { .. }
+    )
 }
 
 #[cfg(test)]
@@ -66,26 +93,69 @@ mod tests {
     }
 
     #[test]
-    fn rejections_keep_their_meaning() {
-        let code = |e| to_status(Error::Rejected(e)).code();
-        assert_eq!(code(CommandError::LeaseNotFound(4)), Code::NotFound);
-        assert_eq!(
-            code(CommandError::InvalidArgument("x".into())),
-            Code::InvalidArgument
-        );
-        assert_eq!(
-            code(CommandError::NotHolder {
-                name: "a".into(),
-                owner: "b".into()
-            }),
-            Code::FailedPrecondition
-        );
-        assert_eq!(
-            code(CommandError::TooManyWaiters {
-                name: "a".into(),
-                limit: 1
-            }),
-            Code::ResourceExhausted
-        );
+    fn every_rejection_has_its_code() {
+        let client = uuid::Uuid::from_u128(7);
+        let cases = [
+            (
+                CommandError::InvalidArgument("x".into()),
+                Code::InvalidArgument,
+            ),
+            (CommandError::LeaseNotFound(4), Code::NotFound),
+            (
+                CommandError::NotHolder {
+                    name: "a".into(),
+                    owner: "b".into(),
+                },
+                Code::FailedPrecondition,
+            ),
+            (
+                CommandError::TooManyWaiters {
+                    name: "a".into(),
+                    limit: 1,
+                },
+                Code::ResourceExhausted,
+            ),
+            (CommandError::TooManyLeases(1), Code::ResourceExhausted),
+            (
+                CommandError::Conflict {
+                    name: "a".into(),
+                    detail: "d".into(),
+                },
+                Code::FailedPrecondition,
+            ),
+            (
+                CommandError::StaleRequest { seq: 1 },
+                Code::FailedPrecondition,
+            ),
+            (
+                CommandError::SessionExpired {
+                    client,
+                    seq: 3,
+                    acked_below: 2,
+                },
+                Code::FailedPrecondition,
+            ),
+            (
+                CommandError::RequestIdReused { client, seq: 1 },
+                Code::InvalidArgument,
+            ),
+            (CommandError::TooManyClients(1), Code::ResourceExhausted),
+        ];
+        for (e, code) in cases {
+            let unknown = outcome_unknown(&e);
+            let status = to_status(Error::Rejected(e.clone()));
+            assert_eq!(status.code(), code, "{e}");
+            assert_eq!(status.message(), e.to_string());
+            let marked = status.metadata().get(OUTCOME_KEY).is_some();
+            assert_eq!(marked, unknown, "{e}");
+            // The client maps it back to the same kind of error.
+            let back = crate::error::from_status(&status);
+            assert_eq!(
+                matches!(back, crate::Error::OutcomeUnknown(_)),
+                unknown,
+                "{e}: {back:?}"
+            );
+            assert!(!back.is_retryable(), "{e}: {back:?}");
+        }
     }
 }

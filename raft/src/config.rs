@@ -10,6 +10,16 @@ use serde::{Deserialize, Serialize};
 
 use raftlock_storage::{Bootstrap, NodeAddr, NodeId, OpenOptions, SyncMode};
 
+/// Default of [`Config::max_peer_message_bytes`].
+pub const DEFAULT_MAX_PEER_MESSAGE_BYTES: usize = 16 << 20;
+
+/// Smallest [`Config::max_peer_message_bytes`]: a snapshot chunk and the
+/// largest entry must fit.
+pub const MIN_PEER_MESSAGE_BYTES: usize = 8 << 20;
+
+/// Snapshot bytes per install-snapshot message.
+const SNAPSHOT_CHUNK_BYTES: u64 = 1 << 20;
+
 /// One member of the initial cluster: `ID=PEER_ADDR/CLIENT_ADDR`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InitialMember {
@@ -96,6 +106,10 @@ pub struct Config {
     /// Whether the client listener also requires a client certificate
     /// signed by `tls_ca`. Needs the TLS settings.
     pub client_cert_auth: bool,
+    /// Largest peer message this node accepts or sends, in bytes. Must hold
+    /// a snapshot chunk (1 MiB of data, about 4 MiB as JSON) and the largest
+    /// entry (about 1 MiB of payload, up to about 4.5 MiB as JSON).
+    pub max_peer_message_bytes: usize,
 }
 
 impl Default for Config {
@@ -119,6 +133,7 @@ impl Default for Config {
             tls_key: None,
             tls_ca: None,
             client_cert_auth: false,
+            max_peer_message_bytes: DEFAULT_MAX_PEER_MESSAGE_BYTES,
         }
     }
 }
@@ -148,6 +163,8 @@ pub enum ConfigError {
     PartialTls { missing: &'static str },
     #[error("client_cert_auth (--client-cert-auth) needs TLS: set tls_cert, tls_key and tls_ca")]
     ClientCertAuthWithoutTls,
+    #[error("max peer message size {0} bytes is below the {MIN_PEER_MESSAGE_BYTES} a snapshot chunk and the largest entry need")]
+    PeerMessageTooSmall(usize),
 }
 
 impl Config {
@@ -173,6 +190,11 @@ impl Config {
         }
         if self.join && !self.initial_cluster.is_empty() {
             return Err(ConfigError::JoinWithCluster);
+        }
+        if self.max_peer_message_bytes < MIN_PEER_MESSAGE_BYTES {
+            return Err(ConfigError::PeerMessageTooSmall(
+                self.max_peer_message_bytes,
+            ));
         }
         let mut seen = std::collections::BTreeSet::new();
         for m in &self.initial_cluster {
@@ -283,6 +305,7 @@ impl Config {
             election_timeout_min: el,
             election_timeout_max: el * 2,
             install_snapshot_timeout: 10_000,
+            snapshot_max_chunk_size: SNAPSHOT_CHUNK_BYTES,
             snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(self.snapshot_after_entries),
             max_in_snapshot_log_to_keep: self.keep_entries_after_snapshot,
             ..Default::default()

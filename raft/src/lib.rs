@@ -10,6 +10,9 @@
 //! - [`network`]: the openraft network over the peer gRPC service, with a
 //!   [`LinkFilter`] tests use to cut links.
 //! - [`peer_service`]: the server side of the peer API.
+//! - [`peer_guard`]: the envelope on every peer message (cluster id, sender,
+//!   receiver, boot count, incarnation) and its checks.
+//! - [`peer_checks`]: bounds on terms and indexes in Raft messages.
 //! - [`tls`]: [`NodeTls`], the certificate files read at start, the
 //!   rustls settings of both listeners and of peer channels, and the names
 //!   (`node-N.raftlock`, `raftlock:client:NAME`) certificates carry.
@@ -29,6 +32,8 @@ pub mod leader_calls;
 pub mod lease_timer;
 pub mod network;
 pub mod node;
+pub mod peer_checks;
+pub mod peer_guard;
 pub mod peer_service;
 pub mod proposer;
 pub mod read_index;

@@ -2,13 +2,19 @@
 //!
 //! Each message is JSON in a [`Blob`]: the peer API is internal and ships
 //! with the binary, so a self-describing encoding costs little and keeps the
-//! wire format obvious. Channels connect lazily and are reused per target.
+//! wire format obvious. Every blob carries the [`PeerGuard`] envelope, and
+//! every reply's envelope is checked: an address that now answers as
+//! another node or another cluster is treated as unreachable. Append
+//! batches are kept under [`APPEND_BUDGET_BYTES`] by asking openraft for
+//! fewer entries. Channels connect lazily and are reused per target.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, Unreachable};
+use openraft::error::{
+    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, Unreachable,
+};
 use openraft::network::RPCOption;
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
@@ -23,8 +29,15 @@ use raftlock_storage::{NodeAddr, NodeId, TypeConfig};
 
 use crate::forward::{ForwardResult, Forwarded};
 use crate::pb::peer_client::PeerClient;
-use crate::pb::Blob;
+use crate::peer_guard::PeerGuard;
 use crate::tls::NodeTls;
+
+/// Largest append-entries message this node sends with more than one
+/// entry: openraft is asked for fewer entries above it, so a catch-up
+/// batch of large entries stays quick to send and to decode. One entry
+/// alone may be larger (the proposer bounds an entry to about 1 MiB of
+/// payload), up to the receiver's message limit.
+pub const APPEND_BUDGET_BYTES: usize = 2 << 20;
 
 /// Links a test has cut. Shared by every node of an in-process test cluster;
 /// a blocked link fails as if the peer were unreachable.
@@ -87,16 +100,28 @@ pub struct PeerNetwork {
     /// a channel checks that the server is that node.
     channels: Arc<Mutex<HashMap<(NodeId, String), Channel>>>,
     filter: LinkFilter,
+    /// Seals requests and checks replies.
+    guard: Arc<PeerGuard>,
+    /// Largest reply accepted.
+    max_message: usize,
     /// This node's certificate and the cluster CA; `None`: plain text.
     tls: Option<NodeTls>,
 }
 
 impl PeerNetwork {
-    pub fn new(id: NodeId, filter: LinkFilter, tls: Option<NodeTls>) -> Self {
+    pub fn new(
+        id: NodeId,
+        filter: LinkFilter,
+        guard: Arc<PeerGuard>,
+        max_message: usize,
+        tls: Option<NodeTls>,
+    ) -> Self {
         PeerNetwork {
             id,
             channels: Arc::default(),
             filter,
+            guard,
+            max_message,
             tls,
         }
     }
@@ -139,14 +164,44 @@ impl PeerNetwork {
             return Err(format!("link to node {target} is cut"));
         }
         let channel = self.channel(target, addr)?;
-        let mut req = tonic::Request::new(encode(call).map_err(|e| e.to_string())?);
+        let data = encode(call).map_err(|e| e.to_string())?;
+        let mut req = tonic::Request::new(self.guard.seal(target, data));
         req.set_timeout(timeout);
         let reply = PeerClient::new(channel)
-            .max_decoding_message_size(usize::MAX)
+            .max_decoding_message_size(self.max_message)
             .forward(req)
             .await
-            .map_err(|s| format!("node {target}: {}", s.message()))?;
-        decode(&reply.into_inner()).map_err(|e| e.to_string())
+            .map_err(|s| format!("node {target}: {}", s.message()))?
+            .into_inner();
+        self.guard
+            .check_reply(&reply, target)
+            .map_err(|e| format!("node {target} at {addr}: {e}"))?;
+        decode(&reply.data).map_err(|e| e.to_string())
+    }
+}
+
+impl PeerNetwork {
+    /// Asks who answers at peer address `addr`: `Ok(None)` when nobody
+    /// does within `timeout`, else the id, boot count and cluster id it
+    /// answers with. With TLS the handshake accepts only the certificate
+    /// of node `expect`, so anything else answers `Ok(None)`.
+    pub async fn identify(
+        &self,
+        expect: NodeId,
+        addr: &str,
+        timeout: Duration,
+    ) -> Result<Option<(NodeId, u64, String)>, String> {
+        let channel = self.channel(expect, addr)?;
+        let mut req = tonic::Request::new(self.guard.seal(0, Vec::new()));
+        req.set_timeout(timeout);
+        let mut client = PeerClient::new(channel);
+        match tokio::time::timeout(timeout, client.identify(req)).await {
+            Ok(Ok(reply)) => {
+                let reply = reply.into_inner();
+                Ok(Some((reply.from, reply.boot, reply.cluster_id)))
+            }
+            Ok(Err(_)) | Err(_) => Ok(None),
+        }
     }
 }
 
@@ -188,6 +243,21 @@ impl PeerConnection {
         Resp: DeserializeOwned,
         E: std::error::Error + DeserializeOwned,
     {
+        let data = encode(msg).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        self.send(rpc, data, option).await
+    }
+
+    /// Sends encoded `data` and decodes the checked reply.
+    async fn send<Resp, E>(
+        &self,
+        rpc: Rpc,
+        data: Vec<u8>,
+        option: &RPCOption,
+    ) -> Result<Resp, RPCError<NodeId, NodeAddr, RaftError<NodeId, E>>>
+    where
+        Resp: DeserializeOwned,
+        E: std::error::Error + DeserializeOwned,
+    {
         if self.net.filter.is_blocked(self.net.id, self.target) {
             let e = std::io::Error::new(
                 std::io::ErrorKind::ConnectionRefused,
@@ -199,10 +269,9 @@ impl PeerConnection {
             let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
             RPCError::Unreachable(Unreachable::new(&e))
         })?;
-        let blob = encode(msg).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
-        let mut req = tonic::Request::new(blob);
+        let mut req = tonic::Request::new(self.net.guard.seal(self.target, data));
         req.set_timeout(option.hard_ttl());
-        let mut client = PeerClient::new(channel).max_decoding_message_size(usize::MAX);
+        let mut client = PeerClient::new(channel).max_decoding_message_size(self.net.max_message);
         let reply = match rpc {
             Rpc::Append => client.append_entries(req).await,
             Rpc::Vote => client.vote(req).await,
@@ -215,8 +284,16 @@ impl PeerConnection {
                 RPCError::Network(NetworkError::new(&status))
             }
         })?;
+        let reply = reply.into_inner();
+        if let Err(e) = self.net.guard.check_reply(&reply, self.target) {
+            let e = std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{} answers wrongly: {e}", self.addr),
+            );
+            return Err(RPCError::Unreachable(Unreachable::new(&e)));
+        }
         let result: Result<Resp, RaftError<NodeId, E>> =
-            decode(&reply.into_inner()).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+            decode(&reply.data).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         result.map_err(|e| RPCError::RemoteError(openraft::error::RemoteError::new(self.target, e)))
     }
 }
@@ -234,7 +311,14 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             );
             return Err(RPCError::Unreachable(Unreachable::new(&e)));
         }
-        self.call(Rpc::Append, &rpc, &option).await
+        let entries = rpc.entries.len();
+        let data = encode(&rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        if entries > 1 && data.len() > APPEND_BUDGET_BYTES {
+            // Proportionally fewer entries; openraft retries at once.
+            let fit = (entries * APPEND_BUDGET_BYTES / data.len()).clamp(1, entries - 1);
+            return Err(PayloadTooLarge::new_entries_hint(fit as u64).into());
+        }
+        self.send(Rpc::Append, data, &option).await
     }
 
     async fn install_snapshot(
@@ -257,14 +341,12 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
     }
 }
 
-/// Serializes a peer message.
-pub(crate) fn encode<T: Serialize>(msg: &T) -> Result<Blob, serde_json::Error> {
-    Ok(Blob {
-        data: serde_json::to_vec(msg)?,
-    })
+/// Serializes a peer message's payload.
+pub(crate) fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(msg)
 }
 
-/// Deserializes a peer message.
-pub(crate) fn decode<T: DeserializeOwned>(blob: &Blob) -> Result<T, serde_json::Error> {
-    serde_json::from_slice(&blob.data)
+/// Deserializes a peer message's payload.
+pub(crate) fn decode<T: DeserializeOwned>(data: &[u8]) -> Result<T, serde_json::Error> {
+    serde_json::from_slice(data)
 }

@@ -22,6 +22,7 @@ use crate::error::Error;
 use crate::lease_timer::LeaseTimer;
 use crate::network::{LinkFilter, PeerNetwork};
 use crate::pb::peer_server::PeerServer;
+use crate::peer_guard::PeerGuard;
 use crate::peer_service::PeerService;
 use crate::proposer::Proposer;
 use crate::read_index::ReadIndexRounds;
@@ -47,6 +48,14 @@ pub struct NodeInner {
     pub changed: broadcast::Sender<String>,
     /// Peer clients, for forwarding.
     pub(crate) net: PeerNetwork,
+    /// Seals and checks the envelope of every peer message.
+    pub(crate) guard: Arc<PeerGuard>,
+    /// The committed membership: peer messages from a node removed from
+    /// it are refused (as etcd does).
+    pub(crate) members: raftlock_storage::AppliedMembers,
+    /// Set once the Raft core stopped on its own (a storage failure or a
+    /// bug): the node can no longer serve and its process should exit.
+    pub fatal: watch::Sender<Option<String>>,
     /// Packs the leader's writes into shared entries.
     pub(crate) proposer: Proposer,
     /// Shares leadership checks among concurrent reads and keep-alives.
@@ -135,7 +144,21 @@ impl RaftNode {
         let closing_log = log_store.clone();
         let state = sm_store.state();
 
-        let net = PeerNetwork::new(config.id, filter, tls.clone());
+        let guard = Arc::new(PeerGuard::new(
+            config.id,
+            log_store.boots(),
+            Some(log_store.clone()),
+            config.election_timeout * 4,
+        ));
+        let net = PeerNetwork::new(
+            config.id,
+            filter,
+            guard.clone(),
+            config.max_peer_message_bytes,
+            tls.clone(),
+        );
+        refuse_if_running_elsewhere(&config, &log_store, &sm_store, &net).await?;
+        let members = sm_store.applied_members();
         let raft = Raft::new(
             config.id,
             Arc::new(raft_config),
@@ -169,6 +192,9 @@ impl RaftNode {
             timer: LeaseTimer::default(),
             changed,
             net,
+            guard,
+            members,
+            fatal: watch::channel(None).0,
             proposer,
             read_rounds: ReadIndexRounds::default(),
             stopping: watch::channel(false).0,
@@ -225,6 +251,13 @@ impl RaftNode {
             );
             return Ok(());
         }
+        // Before the first message goes out: every one carries it.
+        let cluster = inner
+            .guard
+            .create_cluster_id()
+            .await
+            .map_err(|e| Error::Storage(e.to_string()))?;
+        tracing::info!(node = inner.id, cluster = %cluster, "initializing a new cluster");
         match inner.raft.initialize(members).await {
             Ok(()) => Ok(()),
             Err(openraft::error::RaftError::APIError(
@@ -301,6 +334,37 @@ impl NodeInner {
         }
     }
 
+    /// Records that the Raft core stopped on its own, with openraft's
+    /// reason, and starts stopping: the node must not linger half-alive.
+    fn report_fatal(&self, what: String) {
+        let reason = match &self.raft.metrics().borrow().running_state {
+            Err(fatal) => format!("{what}: {fatal}"),
+            Ok(()) => what,
+        };
+        tracing::error!(node = self.id, "{reason}; this node stops serving");
+        self.fatal.send_replace(Some(reason));
+        self.mark_stopping();
+    }
+
+    /// Resolves with the reason once the Raft core stopped on its own.
+    pub async fn failed(&self) -> String {
+        let mut rx = self.fatal.subscribe();
+        let reason = match rx.wait_for(Option::is_some).await {
+            Ok(reason) => reason.clone(),
+            Err(_) => None,
+        };
+        match reason {
+            Some(reason) => reason,
+            // The sender lives as long as `self`; unreachable in practice.
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The id of the cluster this node belongs to, once known.
+    pub fn cluster_id(&self) -> Option<uuid::Uuid> {
+        self.guard.cluster_id()
+    }
+
     /// Whether this node is stopping.
     pub fn is_stopping(&self) -> bool {
         *self.stopping.borrow()
@@ -359,6 +423,48 @@ impl NodeInner {
     }
 }
 
+/// Refuses to start when another process already answers as this node at
+/// the peer address the membership records for it: this data dir is then a
+/// copy of a running node's, and two processes with one id would each
+/// vote and acknowledge entries as that node.
+async fn refuse_if_running_elsewhere(
+    config: &Config,
+    log: &raftlock_storage::LogStore,
+    sm_store: &raftlock_storage::StateMachineStore,
+    net: &PeerNetwork,
+) -> Result<(), Error> {
+    let membership = match log.last_membership() {
+        Ok(Some(membership)) => membership,
+        _ => match sm_store.applied() {
+            Ok((_, stored)) => stored.membership().clone(),
+            Err(_) => return Ok(()),
+        },
+    };
+    let Some(recorded) = membership.get_node(&config.id) else {
+        return Ok(());
+    };
+    let own = config.node_addr().peer_addr;
+    if recorded.peer_addr == own {
+        // Then this process binds that address, or fails to.
+        return Ok(());
+    }
+    let answer = net
+        .identify(config.id, &recorded.peer_addr, Duration::from_secs(1))
+        .await
+        .map_err(Error::InvalidArgument)?;
+    match answer {
+        Some((id, boot, cluster)) if id == config.id => Err(Error::Storage(format!(
+            "node {id} is already running at {} (cluster {cluster}, boot {boot}), the \
+             address the cluster records for it; this process ({own}) would be a second \
+             node {id}. Is {} a copy of that node's data dir? Stop one of them; to move \
+             the node, stop the old process first",
+            recorded.peer_addr,
+            config.data_dir.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Starts the lease timer when this node becomes leader and stops it when it
 /// steps down.
 async fn track_leadership(node: Arc<NodeInner>, mut stop: watch::Receiver<bool>) {
@@ -389,8 +495,18 @@ async fn track_leadership(node: Arc<NodeInner>, mut stop: watch::Receiver<bool>)
             node.timer.deactivate();
             leading_term = None;
         }
+        let stopped = metrics.borrow().state == ServerState::Shutdown;
+        if stopped && !*stop.borrow() {
+            node.report_fatal("the Raft core stopped".to_string());
+            break;
+        }
         tokio::select! {
-            changed = metrics.changed() => if changed.is_err() { break },
+            changed = metrics.changed() => if changed.is_err() {
+                if !*stop.borrow() {
+                    node.report_fatal("the Raft core ended".to_string());
+                }
+                break;
+            },
             _ = stop.changed() => break,
         }
     }
@@ -455,9 +571,10 @@ async fn serve_peers(
     mut stop: watch::Receiver<bool>,
 ) {
     let tls_on = tls.is_some();
+    let limit = node.config.max_peer_message_bytes;
     let service = PeerServer::new(PeerService { node })
-        .max_decoding_message_size(usize::MAX)
-        .max_encoding_message_size(usize::MAX);
+        .max_decoding_message_size(limit)
+        .max_encoding_message_size(limit);
     let service = InterceptedService::new(service, move |req: tonic::Request<()>| {
         if tls_on && peer_node_id(&req).is_none() {
             return Err(tonic::Status::unauthenticated(

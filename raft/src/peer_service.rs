@@ -1,14 +1,20 @@
-//! Server side of the peer API: hands Raft messages to openraft and forwarded
-//! calls to the node, which serves them only if it is the leader.
+//! Server side of the peer API: checks each message's envelope
+//! ([`crate::peer_guard`]) and contents ([`crate::peer_checks`]), then hands
+//! Raft messages to openraft and forwarded calls to the node, which serves
+//! them only if it is the leader.
 
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
+use raftlock_storage::NodeId;
+
 use crate::network::{decode, encode};
 use crate::node::NodeInner;
 use crate::pb::peer_server::Peer;
 use crate::pb::Blob;
+use crate::peer_checks::{check_append, check_snapshot, check_vote};
+use crate::peer_guard::{Refusal, Sender};
 
 /// The peer gRPC service of one node.
 pub struct PeerService {
@@ -19,31 +25,89 @@ fn bad_request(e: serde_json::Error) -> Status {
     Status::invalid_argument(format!("undecodable peer message: {e}"))
 }
 
-fn reply<T: serde::Serialize>(value: &T) -> Result<Response<Blob>, Status> {
-    encode(value)
-        .map(Response::new)
-        .map_err(|e| Status::internal(format!("cannot encode reply: {e}")))
+fn refused(e: Refusal) -> Status {
+    match e {
+        Refusal::Malformed(_) => Status::invalid_argument(e.to_string()),
+        Refusal::Storage(_) => Status::unavailable(e.to_string()),
+        _ => Status::permission_denied(e.to_string()),
+    }
+}
+
+impl PeerService {
+    /// Checks the envelope of `req`; returns the sender.
+    async fn admit(&self, req: &Request<Blob>) -> Result<Sender, Status> {
+        // Committed membership, not the latest: a leader may legitimately
+        // lead while the newest (uncommitted) config leaves it out.
+        let is_member = self.node.members.contains(req.get_ref().from);
+        self.node
+            .guard
+            .admit(req.get_ref(), req.remote_addr(), is_member)
+            .await
+            .map_err(refused)
+    }
+
+    /// This node's current term.
+    fn term(&self) -> u64 {
+        self.node.raft.metrics().borrow().current_term
+    }
+
+    /// Refuses a message whose contents fail a check, with a log line.
+    fn check(&self, from: NodeId, what: &str, result: Result<(), String>) -> Result<(), Status> {
+        result.map_err(|e| {
+            tracing::warn!(node = self.node.id, peer = from, "refused a {what}: {e}");
+            Status::invalid_argument(format!("refused {what}: {e}"))
+        })
+    }
+
+    fn reply<T: serde::Serialize>(&self, to: NodeId, value: &T) -> Result<Response<Blob>, Status> {
+        encode(value)
+            .map(|data| Response::new(self.node.guard.seal(to, data)))
+            .map_err(|e| Status::internal(format!("cannot encode reply: {e}")))
+    }
 }
 
 #[tonic::async_trait]
 impl Peer for PeerService {
     async fn append_entries(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
-        let rpc = decode(req.get_ref()).map_err(bad_request)?;
-        reply(&self.node.raft.append_entries(rpc).await)
+        let from = self.admit(&req).await?;
+        let rpc = decode(&req.get_ref().data).map_err(bad_request)?;
+        self.check(
+            from.id,
+            "append-entries",
+            check_append(&rpc, from.id, self.term()),
+        )?;
+        self.reply(from.id, &self.node.raft.append_entries(rpc).await)
     }
 
     async fn vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
-        let rpc = decode(req.get_ref()).map_err(bad_request)?;
-        reply(&self.node.raft.vote(rpc).await)
+        let from = self.admit(&req).await?;
+        let rpc = decode(&req.get_ref().data).map_err(bad_request)?;
+        self.check(
+            from.id,
+            "vote request",
+            check_vote(&rpc, from.id, self.term()),
+        )?;
+        self.reply(from.id, &self.node.raft.vote(rpc).await)
     }
 
     async fn install_snapshot(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
-        let rpc = decode(req.get_ref()).map_err(bad_request)?;
-        reply(&self.node.raft.install_snapshot(rpc).await)
+        let from = self.admit(&req).await?;
+        let rpc = decode(&req.get_ref().data).map_err(bad_request)?;
+        self.check(
+            from.id,
+            "snapshot",
+            check_snapshot(&rpc, from.id, self.term()),
+        )?;
+        self.reply(from.id, &self.node.raft.install_snapshot(rpc).await)
+    }
+
+    async fn identify(&self, _req: Request<Blob>) -> Result<Response<Blob>, Status> {
+        Ok(Response::new(self.node.guard.identify()))
     }
 
     async fn forward(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
-        let call = decode(req.get_ref()).map_err(bad_request)?;
-        reply(&self.node.serve_as_leader(call).await)
+        let from = self.admit(&req).await?;
+        let call = decode(&req.get_ref().data).map_err(bad_request)?;
+        self.reply(from.id, &self.node.serve_as_leader(call).await)
     }
 }

@@ -30,6 +30,10 @@ pub fn explain(error: &Error, endpoints: &[String]) -> String {
             format!("limit reached: {m}; release locks or revoke leases first, or retry later")
         }
         Error::LockLost(m) => format!("lock lost: {m}; acquire it again before acting"),
+        Error::OutcomeUnknown(m) => format!(
+            "outcome unknown: {m}; check with `raftlock locks describe NAME` or \
+             `raftlock lease list` before running again"
+        ),
         other => format!("{other}; see the server's log (RAFTLOCK_LOG=debug for more)"),
     }
 }

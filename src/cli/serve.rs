@@ -52,6 +52,10 @@ pub struct ServeArgs {
     /// Snapshot after this many entries. Default 10000.
     #[arg(long, env = "RAFTLOCK_SNAPSHOT_AFTER")]
     snapshot_after: Option<u64>,
+    /// Largest peer message accepted or sent, in bytes. Default 16777216
+    /// (16 MiB); at least 8 MiB.
+    #[arg(long, env = "RAFTLOCK_MAX_PEER_MESSAGE_BYTES")]
+    max_peer_message_bytes: Option<usize>,
     /// UNSAFE, for tests only: acknowledge writes without fsync (sled's
     /// sync_file_range only). A power loss can lose acknowledged locks.
     #[arg(long, env = "RAFTLOCK_UNSAFE_NO_FSYNC", hide_short_help = true)]
@@ -126,6 +130,9 @@ impl ServeArgs {
         if let Some(v) = self.snapshot_after {
             c.snapshot_after_entries = v;
         }
+        if let Some(v) = self.max_peer_message_bytes {
+            c.max_peer_message_bytes = v;
+        }
         c.validate().map_err(|e| e.to_string())?;
         Ok(c)
     }
@@ -149,8 +156,17 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
             ""
         }
     );
-    interrupts.recv().await;
+    let inner = node.inner().clone();
+    let failure = tokio::select! {
+        _ = interrupts.recv() => None,
+        reason = inner.failed() => Some(reason),
+    };
     eprintln!("shutting down");
     node.shutdown().await;
-    Ok(ExitCode::SUCCESS)
+    match failure {
+        // A node whose Raft core stopped must not linger half-alive: exit
+        // non-zero so a supervisor restarts it (or an operator looks).
+        Some(reason) => Err(format!("raftlock node failed: {reason}")),
+        None => Ok(ExitCode::SUCCESS),
+    }
 }

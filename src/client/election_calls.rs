@@ -22,7 +22,7 @@ impl Client {
         value: &[u8],
         timeout: Option<Duration>,
     ) -> Result<u64, Error> {
-        let (request_id, _open) = self.inner.ids.next();
+        let (request_id, open) = self.inner.ids.next();
         let req = pb::CampaignRequest {
             request_id: None,
             name: name.into(),
@@ -32,7 +32,7 @@ impl Client {
             wait_timeout_ms: 0,
         };
         let mut attempts = WaitAttempts::new(timeout);
-        let r = self
+        let answer = self
             .inner
             .endpoints
             .call(|ch| {
@@ -49,20 +49,22 @@ impl Client {
                         .map(|r| r.into_inner())
                 }
             })
-            .await?;
+            .await;
+        let r = open.settle(answer)?;
         Ok(r.fence)
     }
 
     /// Publishes a new value as the leader of `name`.
     pub async fn proclaim(&self, name: &str, owner: &str, value: &[u8]) -> Result<(), Error> {
-        let (request_id, _open) = self.inner.ids.next();
+        let (request_id, open) = self.inner.ids.next();
         let req = pb::ProclaimRequest {
             request_id: Some(request_id),
             name: name.into(),
             owner: owner.into(),
             value: value.to_vec(),
         };
-        rpc!(self, ElectionClient, proclaim, req).map(|_| ())
+        open.settle(rpc!(self, ElectionClient, proclaim, req))
+            .map(|_| ())
     }
 
     /// The current leader of `name` (linearizable); `has_leader` is false
@@ -81,13 +83,14 @@ impl Client {
 
     /// Ends `owner`'s leadership or candidacy.
     pub async fn resign(&self, name: &str, owner: &str) -> Result<(), Error> {
-        let (request_id, _open) = self.inner.ids.next();
+        let (request_id, open) = self.inner.ids.next();
         let req = pb::ResignRequest {
             request_id: Some(request_id),
             name: name.into(),
             owner: owner.into(),
         };
-        rpc!(self, ElectionClient, resign, req).map(|_| ())
+        open.settle(rpc!(self, ElectionClient, resign, req))
+            .map(|_| ())
     }
 
     /// Every change of `name`'s leader, starting with the current one.

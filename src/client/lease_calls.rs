@@ -25,12 +25,12 @@ pub struct LeaseTtl {
 impl Client {
     /// Grants a lease with `ttl` (100 ms ..= 1 day).
     pub async fn grant_lease(&self, ttl: Duration) -> Result<LeaseId, Error> {
-        let (request_id, _open) = self.inner.ids.next();
+        let (request_id, open) = self.inner.ids.next();
         let req = pb::LeaseGrantRequest {
             request_id: Some(request_id),
             ttl_ms: ttl.as_millis() as u64,
         };
-        Ok(rpc!(self, LeaseClient, grant, req)?.id)
+        Ok(open.settle(rpc!(self, LeaseClient, grant, req))?.id)
     }
 
     /// Renews a lease; answers the TTL it now has from when this call was
@@ -82,12 +82,12 @@ impl Client {
 
     /// Revokes a lease, releasing its locks; answers how many holds ended.
     pub async fn revoke(&self, lease: LeaseId) -> Result<u32, Error> {
-        let (request_id, _open) = self.inner.ids.next();
+        let (request_id, open) = self.inner.ids.next();
         let req = pb::LeaseRevokeRequest {
             request_id: Some(request_id),
             id: lease,
         };
-        Ok(rpc!(self, LeaseClient, revoke, req)?.released)
+        Ok(open.settle(rpc!(self, LeaseClient, revoke, req))?.released)
     }
 
     /// A lease's TTL, time left and attachments.

@@ -55,7 +55,7 @@ impl Client {
     /// Acquires per `spec`: `Ok(Some(_))` when granted, `Ok(None)` when a
     /// try-lock found the lock busy.
     pub async fn acquire(&self, spec: &Acquire) -> Result<Option<Acquired>, Error> {
-        let (request_id, _open) = self.inner.ids.next();
+        let (request_id, open) = self.inner.ids.next();
         let req = pb::AcquireRequest {
             request_id: None,
             name: spec.name.clone(),
@@ -68,7 +68,7 @@ impl Client {
             wait_timeout_ms: 0,
         };
         let mut attempts = WaitAttempts::new(spec.timeout);
-        let r = self
+        let answer = self
             .inner
             .endpoints
             .call(|ch| {
@@ -85,7 +85,8 @@ impl Client {
                         .map(|r| r.into_inner())
                 }
             })
-            .await?;
+            .await;
+        let r = open.settle(answer)?;
         Ok(r.acquired.then_some(Acquired {
             fence: r.fence,
             count: r.count,
@@ -94,35 +95,37 @@ impl Client {
 
     /// Releases one level of `owner`'s hold; answers the depth still held.
     pub async fn release(&self, name: &str, owner: &str) -> Result<u32, Error> {
-        let (request_id, _open) = self.inner.ids.next();
+        let (request_id, open) = self.inner.ids.next();
         let req = pb::ReleaseRequest {
             request_id: Some(request_id),
             name: name.into(),
             owner: owner.into(),
         };
-        Ok(rpc!(self, LockClient, release, req)?.remaining)
+        Ok(open.settle(rpc!(self, LockClient, release, req))?.remaining)
     }
 
     /// Leaves the queue or releases entirely; answers "dequeued",
     /// "released" or "not_found".
     pub async fn cancel(&self, name: &str, owner: &str) -> Result<String, Error> {
-        let (request_id, _open) = self.inner.ids.next();
+        let (request_id, open) = self.inner.ids.next();
         let req = pb::CancelRequest {
             request_id: Some(request_id),
             name: name.into(),
             owner: owner.into(),
         };
-        Ok(rpc!(self, LockClient, cancel, req)?.outcome)
+        Ok(open.settle(rpc!(self, LockClient, cancel, req))?.outcome)
     }
 
     /// Ends every hold on `name` (operators only); answers how many.
     pub async fn force_release(&self, name: &str) -> Result<u32, Error> {
-        let (request_id, _open) = self.inner.ids.next();
+        let (request_id, open) = self.inner.ids.next();
         let req = pb::ForceReleaseRequest {
             request_id: Some(request_id),
             name: name.into(),
         };
-        Ok(rpc!(self, LockClient, force_release, req)?.holders)
+        Ok(open
+            .settle(rpc!(self, LockClient, force_release, req))?
+            .holders)
     }
 
     /// Whether `fence` still holds `name` (linearizable): how a resource

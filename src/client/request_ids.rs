@@ -1,6 +1,12 @@
 //! Request ids for exactly-once retries: one client id per [`Client`]
-//! (a UUID), a sequence number per request, and the lowest number whose
-//! reply is still outstanding so the server can forget older replies.
+//! (a UUID), a sequence number per request starting at 1, and the lowest
+//! number whose reply is still outstanding so the server can forget older
+//! replies.
+//!
+//! A retry always re-sends the same id. When the cluster answers that it no
+//! longer knows the outcome ([`Error::OutcomeUnknown`]: the reply or this
+//! client id was forgotten), the call reports it and is never re-sent under
+//! a new id; later calls use a fresh client id, numbered from 1 again.
 //!
 //! [`Client`]: super::Client
 
@@ -10,70 +16,96 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
+use crate::error::Error;
 use crate::pb;
 
 /// Hands out request ids and tracks which are still in flight.
 #[derive(Debug)]
 pub struct RequestIds {
-    client: Uuid,
-    state: Arc<Mutex<InFlight>>,
+    ids: Arc<Mutex<Ids>>,
 }
 
-#[derive(Debug, Default)]
-struct InFlight {
+#[derive(Debug)]
+struct Ids {
+    /// The client id new requests are numbered under.
+    client: Uuid,
+    /// The next sequence number.
     next: u64,
+    /// Sequence numbers of `client` whose calls have no answer yet.
     open: BTreeSet<u64>,
+}
+
+impl Ids {
+    fn fresh() -> Self {
+        Ids {
+            client: Uuid::new_v4(),
+            next: 1,
+            open: BTreeSet::new(),
+        }
+    }
 }
 
 /// An id in flight; dropping it marks its reply as received.
 #[derive(Debug)]
 pub struct InFlightId {
+    client: Uuid,
     seq: u64,
-    state: Arc<Mutex<InFlight>>,
+    ids: Arc<Mutex<Ids>>,
 }
 
 impl RequestIds {
     pub fn new() -> Self {
         RequestIds {
-            client: Uuid::new_v4(),
-            state: Arc::new(Mutex::new(InFlight {
-                next: 1,
-                open: BTreeSet::new(),
-            })),
+            ids: Arc::new(Mutex::new(Ids::fresh())),
         }
     }
 
-    /// A fresh id. Keep the returned guard until the call has an answer;
-    /// every retry of the call sends the same [`pb::RequestId`].
+    /// A fresh id. Keep the returned guard until the call has an answer,
+    /// and pass the answer through [`InFlightId::settle`]; every retry of
+    /// the call sends the same [`pb::RequestId`].
     pub fn next(&self) -> (pb::RequestId, InFlightId) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let seq = s.next;
-        s.next += 1;
-        s.open.insert(seq);
-        let acked_below = s.open.first().copied().unwrap_or(seq);
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        let seq = ids.next;
+        ids.next += 1;
+        ids.open.insert(seq);
+        let acked_below = ids.open.first().copied().unwrap_or(seq);
         let id = pb::RequestId {
-            client_id: self.client.as_bytes().to_vec(),
+            client_id: ids.client.as_bytes().to_vec(),
             seq,
             acked_below,
             attempt: 0,
         };
-        (
-            id,
-            InFlightId {
-                seq,
-                state: self.state.clone(),
-            },
-        )
+        let open = InFlightId {
+            client: ids.client,
+            seq,
+            ids: self.ids.clone(),
+        };
+        (id, open)
+    }
+}
+
+impl InFlightId {
+    /// Passes the call's answer through. An [`Error::OutcomeUnknown`] is
+    /// reported as it is (the call is not re-sent), and retires this
+    /// client id: the cluster may have forgotten it, and would refuse
+    /// every later request under it.
+    pub fn settle<T>(self, answer: Result<T, Error>) -> Result<T, Error> {
+        if let Err(Error::OutcomeUnknown(_)) = &answer {
+            let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+            if ids.client == self.client {
+                *ids = Ids::fresh();
+            }
+        }
+        answer
     }
 }
 
 impl Drop for InFlightId {
     fn drop(&mut self) {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .open
-            .remove(&self.seq);
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        if ids.client == self.client {
+            ids.open.remove(&self.seq);
+        }
     }
 }
 
@@ -147,5 +179,33 @@ mod tests {
         let (d, _gd) = ids.next();
         assert_eq!(d.acked_below, 3);
         assert_eq!(a.client_id, d.client_id);
+    }
+
+    #[test]
+    fn an_unknown_outcome_retires_the_client_id() {
+        let ids = RequestIds::new();
+        let (a, ga) = ids.next();
+        let (b, gb) = ids.next();
+        let (_, gc) = ids.next();
+        drop(gc);
+        // Any other answer keeps the id.
+        assert!(ga.settle(Ok::<_, Error>(())).is_ok());
+        let (d, gd) = ids.next();
+        assert_eq!((d.client_id.clone(), d.seq), (a.client_id.clone(), 4));
+        // The answer comes back as it was: the caller sees it.
+        let unknown = Error::OutcomeUnknown("forgotten".into());
+        assert_eq!(gb.settle::<()>(Err(unknown.clone())), Err(unknown.clone()));
+        let (e, ge) = ids.next();
+        assert_ne!(e.client_id, a.client_id, "a new client id");
+        assert_eq!((e.seq, e.acked_below), (1, 1), "numbered from 1 again");
+        // A second report for the retired id does not retire the new one.
+        assert!(gd.settle::<()>(Err(unknown)).is_err());
+        let (f, _gf) = ids.next();
+        assert_eq!((f.client_id.clone(), f.seq), (e.client_id.clone(), 2));
+        assert_eq!(f.acked_below, 1);
+        drop(ge);
+        let (g, _gg) = ids.next();
+        assert_eq!(g.acked_below, 2);
+        assert_ne!(b.client_id, g.client_id);
     }
 }

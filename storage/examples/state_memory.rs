@@ -62,6 +62,7 @@ fn main() {
                 seq: seqs[c],
                 acked_below: seqs[c],
                 attempt: 0,
+                anonymous: false,
             }),
             time_ms: 1_795_000_000_000,
             command,

@@ -13,8 +13,11 @@ use serde::Serialize;
 
 use crate::error::Error;
 
-/// The record format this build writes and reads.
-pub const FORMAT: u8 = 2;
+/// The record format this build writes and reads. Raised whenever a stored
+/// record changes shape, so that an older data dir is refused rather than
+/// misread. 3: remembered replies carry their command's fingerprint, leases
+/// the client that granted them, request ids the `anonymous` flag.
+pub const FORMAT: u8 = 3;
 
 /// Format byte plus CRC32C.
 const HEADER_LEN: usize = 5;
@@ -100,6 +103,21 @@ mod tests {
         for len in 0..bytes.len() {
             assert!(decode::<u32>("x", &bytes[..len]).is_err(), "length {len}");
         }
+    }
+
+    #[test]
+    fn a_record_of_the_previous_format_is_refused() {
+        let mut bytes = encode("x", &7u64).expect("encodes");
+        bytes[0] = FORMAT - 1;
+        let err = decode::<u64>("x", &bytes).expect_err("an older format is refused");
+        assert!(
+            matches!(err, Error::Format { found, .. } if found == FORMAT - 1),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("another raftlock version"),
+            "{err}"
+        );
     }
 
     #[test]

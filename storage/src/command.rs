@@ -8,6 +8,7 @@
 //! durations) and never used to decide anything.
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 /// Lease ids are the [`slot`] of the request that granted the lease, so they
@@ -71,6 +72,12 @@ pub struct ClientSeq {
     /// time). Only waits use it: see [`Claim`].
     #[serde(default)]
     pub attempt: u32,
+    /// The client sent no request id and the server made this one up for
+    /// the one call. It still de-duplicates the cluster's own re-sends of
+    /// the call, but nobody can retry under it later, so the leases it
+    /// grants do not keep its session (see `state::session_table`).
+    #[serde(default)]
+    pub anonymous: bool,
 }
 
 /// Which call asked for a hold or a wait: a client request and the attempt
@@ -121,6 +128,9 @@ pub struct Request {
     /// What to do.
     pub command: Command,
 }
+
+/// Bytes of the SHA-256 of a command kept as its [`Command::fingerprint`].
+const FINGERPRINT_BYTES: usize = 8;
 
 /// How a holder takes a lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -174,6 +184,24 @@ pub enum Command {
         owner: String,
         value: Vec<u8>,
     },
+}
+
+impl Command {
+    /// What a retry must repeat: the first 8 bytes (big-endian) of the
+    /// SHA-256 of the command's postcard encoding. The command is the whole
+    /// payload; the request's origin and `time_ms` (which differ between
+    /// re-sends of one request) are not part of it. SHA-256 and postcard's
+    /// encoding are fixed by their specifications, so every replica and
+    /// every build that reads the same log computes the same value.
+    pub fn fingerprint(&self) -> u64 {
+        // A command always encodes: the log stores it in this encoding.
+        let bytes = postcard::to_stdvec(self)
+            .unwrap_or_else(|e| unreachable!("a Command failed to encode: {e}"));
+        let digest = Sha256::digest(&bytes);
+        let mut head = [0u8; FINGERPRINT_BYTES];
+        head.copy_from_slice(&digest[..FINGERPRINT_BYTES]);
+        u64::from_be_bytes(head)
+    }
 }
 
 /// What applying a request answered.
@@ -244,6 +272,36 @@ pub enum CommandError {
     #[error("conflicting use of {name}: {detail}")]
     Conflict { name: String, detail: String },
     /// A retry whose reply was already forgotten; its outcome is unknown.
-    #[error("request {seq} is older than the replies kept for this client")]
+    #[error(
+        "request {seq} is older than the replies kept for this client: \
+         it may or may not have been applied"
+    )]
     StaleRequest { seq: u64 },
+    /// A request from a client the reply table does not know, whose request
+    /// id says it had replies before (`acked_below` > 1): its session was
+    /// forgotten, so whether this request was applied is unknown. Nothing
+    /// from this client id is applied again; use a new one.
+    #[error(
+        "client {client} is not known but has had replies (acked_below {acked_below}): \
+         its session was forgotten, so request {seq} may or may not have been applied; \
+         continue with a new client id"
+    )]
+    SessionExpired {
+        client: Uuid,
+        seq: u64,
+        acked_below: u64,
+    },
+    /// The request id was already used for a different command.
+    #[error(
+        "request id {seq} of client {client} was already used for a different command; \
+         a retry must repeat the same command, and a new command needs a new sequence number"
+    )]
+    RequestIdReused { client: Uuid, seq: u64 },
+    /// Every remembered client owns a live lease, so none can be forgotten to
+    /// make room for a new one.
+    #[error(
+        "too many clients (limit {0}), each with a live lease: \
+         new client ids are refused until leases end"
+    )]
+    TooManyClients(usize),
 }

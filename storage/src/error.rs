@@ -90,6 +90,14 @@ pub enum Error {
     /// state may be half-updated and must not be persisted or served.
     #[error("the in-memory lock state is poisoned by an earlier panic")]
     Poisoned,
+    /// A peer offered a cluster id that is not the one the data dir records.
+    #[error("the data dir belongs to cluster {recorded}, not {offered}")]
+    ClusterMismatch {
+        /// The id the identity file holds.
+        recorded: uuid::Uuid,
+        /// The id that was to be recorded.
+        offered: uuid::Uuid,
+    },
     /// A storage step run on the blocking thread pool did not finish (it
     /// panicked, or the runtime is shutting down).
     #[error("storage worker failed: {0}")]

@@ -71,6 +71,16 @@ pub struct Identity {
     pub dir_id: Uuid,
     /// How the cluster was formed.
     pub bootstrap: Bootstrap,
+    /// The cluster this dir belongs to: made by the node that initialized
+    /// the cluster, learnt by the others from the first peer message that
+    /// carries it. `None` until then (and in dirs from builds before
+    /// cluster ids).
+    #[serde(default)]
+    pub cluster_id: Option<Uuid>,
+    /// How many times a node has started on this dir. Peers remember the
+    /// highest they saw, so a copy of an old dir shows up as going back.
+    #[serde(default)]
+    pub boots: u64,
     /// The least state the dir holds.
     pub floor: Floor,
 }
@@ -83,6 +93,8 @@ impl Identity {
             node_id,
             dir_id: Uuid::new_v4(),
             bootstrap,
+            cluster_id: None,
+            boots: 0,
             floor: Floor::default(),
         }
     }
@@ -183,6 +195,34 @@ impl FloorKeeper {
             self.write(&mut kept, false)?;
         }
         Ok(())
+    }
+
+    /// The cluster id the dir records, if any.
+    pub(crate) fn cluster_id(&self) -> Option<Uuid> {
+        self.inner.lock().ok().and_then(|k| k.identity.cluster_id)
+    }
+
+    /// How many times a node has started on the dir, this start included.
+    pub(crate) fn boots(&self) -> u64 {
+        self.inner.lock().map_or(0, |k| k.identity.boots)
+    }
+
+    /// Records the dir's cluster id durably. Refuses to replace a different
+    /// one. Blocking.
+    pub(crate) fn record_cluster_id(&self, cluster_id: Uuid) -> Result<(), Error> {
+        let mut kept = self.inner.lock().map_err(|_| Error::Poisoned)?;
+        match kept.identity.cluster_id {
+            Some(recorded) if recorded == cluster_id => Ok(()),
+            Some(recorded) => Err(Error::ClusterMismatch {
+                recorded,
+                offered: cluster_id,
+            }),
+            None => {
+                kept.identity.cluster_id = Some(cluster_id);
+                let clean = false;
+                self.write(&mut kept, clean)
+            }
+        }
     }
 
     /// The node stops cleanly with its log ending at `last_log`: record the

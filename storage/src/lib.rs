@@ -48,6 +48,6 @@ pub use event::{Applied, EndReason, Event};
 pub use identity::{Bootstrap, Identity, IDENTITY_FILE};
 pub use log_store::LogStore;
 pub use node_db::{open, OpenOptions};
-pub use sm_store::{AppliedState, SharedState, StateMachineStore};
+pub use sm_store::{AppliedMembers, AppliedState, SharedState, StateMachineStore};
 pub use snapshot::SnapshotBuilder;
 pub use types::{NodeAddr, NodeId, TypeConfig};

@@ -22,6 +22,8 @@ pub const MAX_SEMAPHORE_LIMIT: u32 = 1_000_000;
 pub const MAX_LEASES: usize = 1_000_000;
 /// Most replies remembered per client for exactly-once retries.
 pub const MAX_REPLIES_PER_CLIENT: usize = 1024;
-/// Most clients whose replies are remembered; the least recently seen is
-/// forgotten first.
+/// Most clients whose replies are remembered. A client that granted a live
+/// lease is never forgotten; of the others, the least recently seen is
+/// forgotten first to make room. When every remembered client has a live
+/// lease, new client ids are refused instead.
 pub const MAX_CLIENT_SESSIONS: usize = 100_000;

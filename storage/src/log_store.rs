@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{
-    Entry, ErrorSubject, ErrorVerb, LogId, LogState, OptionalSend, RaftLogReader, StorageError,
-    Vote,
+    Entry, EntryPayload, ErrorSubject, ErrorVerb, LogId, LogState, Membership, OptionalSend,
+    RaftLogReader, StorageError, Vote,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -25,7 +25,7 @@ use crate::disk_sync::DiskSync;
 use crate::error::Error;
 use crate::identity::FloorKeeper;
 use crate::node_db::{LOG_TREE, RAFT_META_TREE};
-use crate::types::{NodeId, TypeConfig};
+use crate::types::{NodeAddr, NodeId, TypeConfig};
 
 const VOTE_KEY: &[u8] = b"vote";
 const COMMITTED_KEY: &[u8] = b"committed";
@@ -100,6 +100,18 @@ impl LogStore {
         Ok(())
     }
 
+    /// The newest membership in the log, if the log (after its last purge)
+    /// holds one. Reads backwards from the end; for checks at start.
+    pub fn last_membership(&self) -> Result<Option<Membership<NodeId, NodeAddr>>, Error> {
+        for item in self.log.iter().rev() {
+            let (key, value) = item?;
+            if let EntryPayload::Membership(m) = decode_entry(&key, &value)?.payload {
+                return Ok(Some(m));
+            }
+        }
+        Ok(None)
+    }
+
     /// Makes every write so far durable (the whole node database, not only
     /// the log).
     pub async fn flush(&self) -> Result<(), Error> {
@@ -114,6 +126,29 @@ impl LogStore {
             floor.close(last)
         })
         .await
+    }
+
+    /// The cluster id the data dir records, if any.
+    pub fn cluster_id(&self) -> Option<uuid::Uuid> {
+        self.floor.as_ref().and_then(|f| f.cluster_id())
+    }
+
+    /// How many times a node has started on this data dir, this start
+    /// included.
+    pub fn boots(&self) -> u64 {
+        self.floor.as_ref().map_or(0, |f| f.boots())
+    }
+
+    /// Records the data dir's cluster id durably; refuses to replace a
+    /// different one.
+    pub async fn record_cluster_id(&self, cluster_id: uuid::Uuid) -> Result<(), Error> {
+        let floor = self.floor.clone();
+        tokio::task::spawn_blocking(move || match floor {
+            Some(floor) => floor.record_cluster_id(cluster_id),
+            None => Ok(()),
+        })
+        .await
+        .map_err(|e| Error::Worker(e.to_string()))?
     }
 
     /// On the blocking pool: syncs, then hands the identity file's floor

@@ -153,6 +153,7 @@ pub fn open(
     identity.floor.clean_shutdown = false;
     identity.floor.last_log_at_shutdown = 0;
     identity.floor.vote_term = identity.floor.vote_term.max(held.vote_term.unwrap_or(0));
+    identity.boots += 1;
     identity.write(dir)?;
     let log = log.with_floor(Arc::new(FloorKeeper::new(dir, identity)));
     Ok((log, sm))

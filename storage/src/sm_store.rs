@@ -62,6 +62,22 @@ pub(crate) fn read_state(state: &SharedState) -> Result<RwLockReadGuard<'_, Lock
 /// than the step.
 const BLOCKING_APPLY_WORK: usize = 1_000;
 
+/// The membership as applied (so committed) on this node; see
+/// [`StateMachineStore::applied_members`].
+#[derive(Clone)]
+pub struct AppliedMembers(SharedMeta);
+
+impl AppliedMembers {
+    /// `None` while no membership is applied (a new node); else whether
+    /// `id` is a voter or learner of it.
+    pub fn contains(&self, id: NodeId) -> Option<bool> {
+        let meta = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let membership = meta.membership.membership();
+        membership.nodes().next()?;
+        Some(membership.get_node(&id).is_some())
+    }
+}
+
 /// The replicated lock state machine, snapshotted into the node's sled
 /// database. Clones share everything.
 #[derive(Clone)]
@@ -104,6 +120,12 @@ impl StateMachineStore {
     /// The in-memory lock state, for reads by the serving layer.
     pub fn state(&self) -> SharedState {
         self.state.clone()
+    }
+
+    /// A handle on the applied membership alone, which (unlike a clone of
+    /// the store) does not keep the store open.
+    pub fn applied_members(&self) -> AppliedMembers {
+        AppliedMembers(self.meta.clone())
     }
 
     /// The last applied log id and membership.

@@ -74,6 +74,11 @@ impl TestCluster {
     }
 
     async fn start(n: u64, base: Config, tls: bool) -> TestCluster {
+        // Node logs, captured with the test's output: `RUST_LOG=info`.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let dir = tempfile::tempdir().expect("temp dir");
         let certs = tls.then(|| make_certs(&dir.path().join("certs"), n));
         let mut listeners = BTreeMap::new();

@@ -40,14 +40,13 @@ async fn client_with(cluster: &TestCluster, tls: Option<ClientTls>) -> Client {
     Client::connect_with(eps, options).await.expect("client")
 }
 
-/// One Vote call on node `id`'s peer port with `tls`; the message is not
-/// a vote, so a call that got through TLS and the identity check is
-/// answered INVALID_ARGUMENT by the peer service.
+/// One Identify call on node `id`'s peer port with `tls`: a call that got
+/// through TLS and the identity check answers with the node's id.
 async fn dial_peer(
     cluster: &TestCluster,
     id: u64,
     tls: ClientTlsConfig,
-) -> Result<(), tonic::Status> {
+) -> Result<u64, tonic::Status> {
     let addr = cluster.addrs[&id].1;
     let channel = Endpoint::from_shared(format!("https://{addr}"))
         .expect("endpoint")
@@ -55,23 +54,24 @@ async fn dial_peer(
         .expect("TLS settings")
         .connect_timeout(Duration::from_secs(2))
         .connect_lazy();
-    let mut req = tonic::Request::new(Blob {
-        data: b"not a vote".to_vec(),
-    });
+    let mut req = tonic::Request::new(Blob::default());
     req.set_timeout(Duration::from_secs(5));
-    PeerClient::new(channel).vote(req).await.map(|_| ())
+    PeerClient::new(channel)
+        .identify(req)
+        .await
+        .map(|reply| reply.into_inner().from)
 }
 
 /// The call never reached the peer service: refused in the TLS handshake.
-fn assert_refused_in_handshake(what: &str, result: Result<(), tonic::Status>) {
+fn assert_refused_in_handshake(what: &str, result: Result<u64, tonic::Status>) {
     let status = match result {
-        Ok(()) => panic!("{what}: the peer port answered"),
+        Ok(id) => panic!("{what}: the peer port answered as node {id}"),
         Err(status) => status,
     };
     assert!(
         !matches!(
             status.code(),
-            Code::InvalidArgument | Code::Unauthenticated | Code::Ok
+            Code::InvalidArgument | Code::Unauthenticated | Code::PermissionDenied | Code::Ok
         ),
         "{what}: reached the peer service: {status:?}"
     );
@@ -140,8 +140,9 @@ async fn clients_without_the_cluster_ca_or_in_plain_text_are_refused() {
 /// cluster CA (`NodeTls::peer_server_config`). A connection with no
 /// certificate, or with a node certificate from another CA, is refused in
 /// the handshake; the cluster's own node certificate gets through.
-/// With `client_auth_optional(true)` (or no `client_ca_root`) there, the
-/// first two dials reach the service (INVALID_ARGUMENT) and the test fails.
+/// With `client_auth_optional(true)` there, the dial without a certificate
+/// passes the handshake (the interceptor still answers UNAUTHENTICATED) and
+/// the test fails.
 #[tokio::test]
 async fn peer_port_refuses_no_certificate_and_another_cas_certificate() {
     let cluster = TestCluster::with_tls(3, false).await;
@@ -169,9 +170,8 @@ async fn peer_port_refuses_no_certificate_and_another_cas_certificate() {
 
     let honest = dial_peer(&cluster, 2, to_node2().identity(node1)).await;
     assert_eq!(
-        honest.expect_err("not a vote").code(),
-        Code::InvalidArgument,
-        "the cluster's own node certificate must get through"
+        honest.expect("the cluster's own node certificate must get through"),
+        2
     );
     cluster.shutdown().await;
 }
@@ -193,9 +193,8 @@ async fn peer_channel_refuses_another_nodes_certificate() {
     assert_refused_in_handshake("node 2's certificate taken for node 3", as_node3);
     let as_node2 = dial_peer(&cluster, 2, node1.peer_client_config(2)).await;
     assert_eq!(
-        as_node2.expect_err("not a vote").code(),
-        Code::InvalidArgument,
-        "node 2 dialled as node 2 must get through"
+        as_node2.expect("node 2 dialled as node 2 must get through"),
+        2
     );
     cluster.shutdown().await;
 }
@@ -203,8 +202,7 @@ async fn peer_channel_refuses_another_nodes_certificate() {
 /// Defence: every peer call must carry a certificate that names a node
 /// (`serve_peers`' interceptor). A client certificate from the cluster CA
 /// passes the handshake but is refused UNAUTHENTICATED. Without the
-/// interceptor the call reaches the service (INVALID_ARGUMENT) and the
-/// test fails.
+/// interceptor the Identify call is answered and the test fails.
 #[tokio::test]
 async fn peer_port_refuses_a_client_certificate() {
     let cluster = TestCluster::with_tls(1, false).await;

@@ -7,6 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use uuid::Uuid;
+
 use super::bounds::check_ttl;
 use super::{Lease, Step};
 use crate::command::{CommandError, LeaseId, Response};
@@ -52,10 +54,12 @@ impl LeaseTable {
         self.leases.values()
     }
 
-    /// Creates a lease whose id is the step's slot.
+    /// Creates a lease whose id is the step's slot, granted by client
+    /// `granted_by`.
     pub(super) fn grant(
         &mut self,
         ttl_ms: u64,
+        granted_by: Option<Uuid>,
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
         check_ttl(ttl_ms)?;
@@ -76,20 +80,22 @@ impl LeaseTable {
                 id,
                 ttl_ms,
                 granted_at_ms: step.time_ms,
+                granted_by,
             },
         );
         step.changes.events.push(Event::LeaseGranted { id, ttl_ms });
         Ok(Response::LeaseGranted { id, ttl_ms })
     }
 
-    /// Forgets a lease and its index entries. The caller has already ended
-    /// (and so detached) everything attached to it.
-    pub(super) fn remove(&mut self, id: LeaseId) {
-        self.leases.remove(&id);
+    /// Forgets a lease and its index entries, and returns the lease. The
+    /// caller has already ended (and so detached) everything attached to it.
+    pub(super) fn remove(&mut self, id: LeaseId) -> Option<Lease> {
+        let lease = self.leases.remove(&id);
         let left: Vec<_> = self.lease_range(id).map(|(key, _)| key.clone()).collect();
         for key in left {
             self.attached.remove(&key);
         }
+        lease
     }
 
     /// Records that `owner` holds (`held`) or waits for lock `name` under

@@ -15,7 +15,9 @@
 //! - `lock_table`: the lock commands (acquire, release, cancel, force
 //!   release, proclaim) and ending every attachment of dying leases;
 //! - `queue`: compatibility rules and granting waiters from the queue head;
-//! - `session_table`: the exactly-once reply table with LRU eviction;
+//! - `session_table`: the exactly-once reply table: replies with their
+//!   command's fingerprint, clients with live leases pinned, the others
+//!   forgotten least recently seen first;
 //! - `bounds`: the input checks on names, owners, values, modes and TTLs.
 
 mod acquisition;
@@ -33,7 +35,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::command::{Claim, Command, CommandError, Fence, LeaseId, Mode, Request, Response};
+use crate::command::{
+    Claim, ClientSeq, Command, CommandError, Fence, LeaseId, Mode, Request, Response,
+};
 use crate::event::{EndReason, Event};
 
 use acquisition::AcquireRequest;
@@ -50,6 +54,10 @@ pub struct Lease {
     pub ttl_ms: u64,
     /// Proposer wall clock at grant, for display.
     pub granted_at_ms: u64,
+    /// The client whose request granted it (`None` when the request had no
+    /// client request id). While the lease lives, that client's replies are
+    /// never forgotten.
+    pub granted_by: Option<Uuid>,
 }
 
 /// One holder of a lock.
@@ -121,11 +129,21 @@ impl Lock {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ClientSession {
     /// Replies by sequence number.
-    pub replies: BTreeMap<u64, Response>,
+    pub replies: BTreeMap<u64, StoredReply>,
     /// Replies below this were forgotten; a retry of one is `StaleRequest`.
     pub forgotten_below: u64,
     /// Slot of the last request seen, for least-recently-used eviction.
     pub last_index: u64,
+}
+
+/// One remembered reply and what it answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredReply {
+    /// [`Command::fingerprint`] of the command that got this reply; a
+    /// request reusing the id with another command is refused.
+    pub fingerprint: u64,
+    /// The reply, answered again to a retry.
+    pub response: Response,
 }
 
 /// What apply steps tell the serving layer: the events they caused, for
@@ -176,9 +194,10 @@ struct Step<'a> {
 impl LockState {
     /// Rebuilds the state (and its derived indexes) from stored records.
     pub fn from_parts(parts: StateParts) -> Self {
+        let granters: Vec<Uuid> = parts.leases.iter().filter_map(|l| l.granted_by).collect();
         let mut leases = LeaseTable::from_leases(parts.leases);
         let locks = LockTable::from_locks(parts.locks, &mut leases);
-        let sessions = SessionTable::from_sessions(parts.clients);
+        let sessions = SessionTable::from_sessions(parts.clients, granters);
         Self {
             leases,
             locks,
@@ -199,12 +218,22 @@ impl LockState {
         }
     }
 
+    /// The same state with room for at most `capacity` client sessions
+    /// (instead of [`MAX_CLIENT_SESSIONS`](crate::limits::MAX_CLIENT_SESSIONS)),
+    /// so tests can fill the table quickly.
+    #[cfg(test)]
+    pub(crate) fn with_client_capacity(mut self, capacity: usize) -> Self {
+        self.sessions.set_capacity(capacity);
+        self
+    }
+
     /// Applies the request at `slot` (see [`slot`](crate::command::slot)).
     pub fn apply(&mut self, slot: u64, request: &Request, changes: &mut Changes) -> Response {
         let Some(origin) = &request.origin else {
             return self.execute(slot, request, changes);
         };
-        match self.sessions.admit(origin, slot) {
+        let fingerprint = request.command.fingerprint();
+        match self.sessions.admit(origin, fingerprint, slot) {
             Admission::Replay(reply) => {
                 // A retried wait: the retry is now the call that owns it.
                 if let (Command::Acquire { name, owner, .. }, Response::Queued { .. }) =
@@ -214,10 +243,10 @@ impl LockState {
                 }
                 reply
             }
-            Admission::Stale => Response::Rejected(CommandError::StaleRequest { seq: origin.seq }),
+            Admission::Refuse(e) => Response::Rejected(e),
             Admission::Apply => {
                 let reply = self.execute(slot, request, changes);
-                self.sessions.record(origin, &reply);
+                self.sessions.record(origin, fingerprint, &reply);
                 reply
             }
         }
@@ -232,7 +261,9 @@ impl LockState {
             changes,
         };
         let result = match &request.command {
-            Command::GrantLease { ttl_ms } => self.leases.grant(*ttl_ms, &mut step),
+            Command::GrantLease { ttl_ms } => {
+                self.grant_lease(*ttl_ms, request.origin.as_ref(), &mut step)
+            }
             Command::RevokeLease { id } => self.revoke_lease(*id, &mut step),
             Command::ExpireLeases { ids } => Ok(self.expire_leases(ids, &mut step)),
             Command::Acquire {
@@ -271,6 +302,22 @@ impl LockState {
         result.unwrap_or_else(Response::Rejected)
     }
 
+    /// Grants a lease; the client that asked (unless anonymous) stays
+    /// remembered while the lease lives.
+    fn grant_lease(
+        &mut self,
+        ttl_ms: u64,
+        origin: Option<&ClientSeq>,
+        step: &mut Step<'_>,
+    ) -> Result<Response, CommandError> {
+        let granted_by = origin.filter(|o| !o.anonymous).map(|o| o.client);
+        let response = self.leases.grant(ttl_ms, granted_by, step)?;
+        if let Some(client) = granted_by {
+            self.sessions.pin(client);
+        }
+        Ok(response)
+    }
+
     fn revoke_lease(&mut self, id: LeaseId, step: &mut Step<'_>) -> Result<Response, CommandError> {
         if self.leases.get(id).is_none() {
             return Err(CommandError::LeaseNotFound(id));
@@ -304,7 +351,9 @@ impl LockState {
     ) -> u32 {
         let released = self.locks.end_leases(ids, reason, &mut self.leases, step);
         for &id in ids {
-            self.leases.remove(id);
+            if let Some(client) = self.leases.remove(id).and_then(|l| l.granted_by) {
+                self.sessions.unpin(client);
+            }
             step.changes.events.push(Event::LeaseEnded { id, reason });
         }
         released

@@ -61,6 +61,7 @@ pub fn normal(index: u64, command: Command) -> Entry<TypeConfig> {
         seq: index,
         acked_below: 0,
         attempt: 0,
+        anonymous: false,
     });
     Entry {
         log_id: log_id(1, 1, index),

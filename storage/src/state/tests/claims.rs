@@ -16,6 +16,7 @@ fn origin(seq: u64, attempt: u32) -> ClientSeq {
         seq,
         acked_below: seq,
         attempt,
+        anonymous: false,
     }
 }
 

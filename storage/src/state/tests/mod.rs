@@ -2,6 +2,7 @@
 //! commands at increasing log indexes and checks the invariants after each.
 
 mod claims;
+mod dedup_attacks;
 mod leases;
 mod locks;
 mod random;
@@ -13,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
 use super::queue::Occupancy;
-use super::{Changes, ClientSession, LockState, StateParts};
+use super::{Changes, ClientSession, LockState, StateParts, StoredReply};
 use crate::command::{Claim, ClientSeq, Command, CommandError, LeaseId, Mode, Request, Response};
 use crate::event::Event;
 
@@ -28,6 +29,14 @@ impl Harness {
     fn new() -> Self {
         Self {
             state: LockState::default(),
+            index: 0,
+        }
+    }
+
+    /// A harness whose state remembers at most `capacity` clients.
+    fn with_client_capacity(capacity: usize) -> Self {
+        Self {
+            state: LockState::default().with_client_capacity(capacity),
             index: 0,
         }
     }
@@ -114,6 +123,26 @@ fn cancel(name: &str, owner: &str) -> Command {
         name: name.into(),
         owner: owner.into(),
         call: None,
+    }
+}
+
+/// A request id: client `client`'s request `seq`, having received the
+/// replies to every request below `acked_below`.
+fn seq(client: Uuid, seq: u64, acked_below: u64) -> ClientSeq {
+    ClientSeq {
+        client,
+        seq,
+        acked_below,
+        attempt: 0,
+        anonymous: false,
+    }
+}
+
+/// What the reply table keeps of `response` to `command`.
+fn stored(command: &Command, response: Response) -> StoredReply {
+    StoredReply {
+        fingerprint: command.fingerprint(),
+        response,
     }
 }
 

@@ -113,6 +113,36 @@ fn round_trip(state: &LockState) -> LockState {
     rebuilt
 }
 
+/// Checks the answer to `reused`, the id of `original` (answered `answer`)
+/// sent with another random command: refused with no effect, unless the
+/// command happens to be the same, which replays.
+fn check_reuse(
+    original: &Request,
+    answer: &Response,
+    reused: &Request,
+    reply: &Response,
+    before: &StateParts,
+    state: &LockState,
+) {
+    if reused.command == original.command {
+        assert_eq!(reply, answer, "the same command replays");
+        return;
+    }
+    let Some(origin) = reused.origin else {
+        unreachable!("only client requests are reused")
+    };
+    let refused = CommandError::RequestIdReused {
+        client: origin.client,
+        seq: origin.seq,
+    };
+    assert_eq!(reply, &Response::Rejected(refused), "{:?}", reused.command);
+    assert_eq!(
+        &state.to_parts(),
+        before,
+        "a refused reuse changed the state"
+    );
+}
+
 fn run_seed(seed: u64, steps: usize) {
     let mut rng = Rng(seed);
     let mut h = Harness::new();
@@ -128,12 +158,18 @@ fn run_seed(seed: u64, steps: usize) {
             shadow = round_trip(&h.state);
         }
         let who = rng.below(4) as usize;
-        let retry = who < 2 && rng.below(10) == 0 && last[who].is_some();
-        let request = if retry {
-            last[who]
-                .as_ref()
-                .map(|(r, _)| r.clone())
-                .unwrap_or_else(|| unreachable!())
+        let roll = rng.below(20);
+        let retry = who < 2 && roll < 2 && last[who].is_some();
+        // The last request id again, with whatever command comes up.
+        let reuse = who < 2 && roll == 2 && last[who].is_some();
+        let request = if retry || reuse {
+            let (last_request, _) = last[who].as_ref().unwrap_or_else(|| unreachable!());
+            let mut request = last_request.clone();
+            if reuse {
+                let live: Vec<LeaseId> = h.state.leases().map(|l| l.id).collect();
+                request.command = random_command(&mut rng, &live, &leases);
+            }
+            request
         } else {
             let live: Vec<LeaseId> = h.state.leases().map(|l| l.id).collect();
             let command = random_command(&mut rng, &live, &leases);
@@ -145,6 +181,7 @@ fn run_seed(seed: u64, steps: usize) {
                     seq: next_seq[who],
                     acked_below,
                     attempt: 0,
+                    anonymous: false,
                 }
             });
             Request {
@@ -153,7 +190,7 @@ fn run_seed(seed: u64, steps: usize) {
                 command,
             }
         };
-        let before = retry.then(|| h.state.to_parts());
+        let before = (retry || reuse).then(|| h.state.to_parts());
         let (reply, changes) = h.run_request(request.clone());
 
         let mut shadow_changes = Changes::default();
@@ -165,6 +202,13 @@ fn run_seed(seed: u64, steps: usize) {
         assert_eq!(shadow_changes.events, changes.events);
         assert_eq!(shadow, h.state, "step {step}: rebuilt state diverged");
 
+        if let (true, Some(before), Some(Some((original, answer)))) =
+            (reuse, &before, last.get(who))
+        {
+            check_reuse(original, answer, &request, &reply, before, &h.state);
+            assert!(changes.events.is_empty());
+            continue;
+        }
         if let (Some(before), Some(Some((_, original)))) = (before, last.get(who)) {
             assert_eq!(&reply, original, "step {step}: a retry must replay");
             let after = h.state.to_parts();

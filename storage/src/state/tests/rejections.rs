@@ -210,6 +210,7 @@ fn too_many_leases() {
             id,
             ttl_ms: 1_000,
             granted_at_ms: 0,
+            granted_by: None,
         })
         .collect();
     let mut h = Harness::new();
@@ -258,6 +259,7 @@ fn a_refused_client_request_only_records_its_reply() {
         seq: 0,
         acked_below: 0,
         attempt: 0,
+        anonymous: false,
     };
     let (reply, changes) = h.run_as(origin, release("m", "b"));
     assert!(matches!(
@@ -267,7 +269,7 @@ fn a_refused_client_request_only_records_its_reply() {
     assert!(changes.events.is_empty());
     // Nothing but a new session holding the refusal.
     let session = ClientSession {
-        replies: [(0, reply)].into(),
+        replies: [(0, stored(&release("m", "b"), reply))].into(),
         forgotten_below: 0,
         last_index: h.index,
     };

@@ -3,17 +3,11 @@
 use uuid::Uuid;
 
 use super::*;
-use crate::limits::{MAX_CLIENT_SESSIONS, MAX_REPLIES_PER_CLIENT};
+use crate::limits::MAX_REPLIES_PER_CLIENT;
 use crate::state::ClientSession;
 
-fn seq(client: Uuid, seq: u64, acked_below: u64) -> ClientSeq {
-    ClientSeq {
-        client,
-        seq,
-        acked_below,
-        attempt: 0,
-    }
-}
+/// A small client bound, so filling the table is quick.
+const CAPACITY: usize = 16;
 
 #[test]
 fn a_retried_release_is_applied_once() {
@@ -60,7 +54,7 @@ fn a_rejected_reply_is_remembered_too() {
     assert!(changes.events.is_empty());
     // The refusal's only effect: a new session holding its reply.
     let session = ClientSession {
-        replies: [(0, refused.clone())].into(),
+        replies: [(0, stored(&release("m", "a"), refused.clone()))].into(),
         forgotten_below: 0,
         last_index: h.index,
     };
@@ -131,14 +125,14 @@ fn replies_per_client_are_bounded() {
 
 #[test]
 fn the_least_recently_seen_client_is_evicted() {
-    let mut state = LockState::default();
+    let mut state = LockState::default().with_client_capacity(CAPACITY);
     let noop = |client: u128| Request {
         origin: Some(seq(Uuid::from_u128(client), 0, 0)),
         time_ms: 0,
         command: Command::ExpireLeases { ids: vec![] },
     };
     let mut index = 0;
-    for client in 0..MAX_CLIENT_SESSIONS as u128 {
+    for client in 0..CAPACITY as u128 {
         index += 1;
         state.apply(index, &noop(client), &mut Changes::default());
     }
@@ -147,20 +141,22 @@ fn the_least_recently_seen_client_is_evicted() {
     state.apply(index, &noop(0), &mut Changes::default());
     let mut expected = state.to_parts();
     index += 1;
-    let newcomer = MAX_CLIENT_SESSIONS as u128;
+    let newcomer = CAPACITY as u128;
     let reply = state.apply(index, &noop(newcomer), &mut Changes::default());
     assert!(state.client(&Uuid::from_u128(1)).is_none());
     assert!(state.client(&Uuid::from_u128(0)).is_some());
     assert!(state.client(&Uuid::from_u128(newcomer)).is_some());
-    assert_eq!(state.clients().count(), MAX_CLIENT_SESSIONS);
+    assert_eq!(state.clients().count(), CAPACITY);
     // Exactly client 1 went and the newcomer came; no other session moved.
     set_session(&mut expected, Uuid::from_u128(1), None);
+    let command = noop(newcomer).command;
     let session = ClientSession {
-        replies: [(0, reply)].into(),
+        replies: [(0, stored(&command, reply))].into(),
         forgotten_below: 0,
         last_index: index,
     };
     set_session(&mut expected, Uuid::from_u128(newcomer), Some(session));
     assert_eq!(state.to_parts(), expected);
-    assert_eq!(LockState::from_parts(state.to_parts()), state);
+    let rebuilt = LockState::from_parts(state.to_parts()).with_client_capacity(CAPACITY);
+    assert_eq!(rebuilt, state);
 }

@@ -1,0 +1,535 @@
+//! Who may speak Raft to this node: the envelope every peer message carries
+//! (cluster id, sender, receiver, the sender's boot count and incarnation),
+//! sealed on the way out and checked on the way in before openraft sees
+//! anything.
+//!
+//! The checks catch a message for another cluster or another node, a node
+//! id claimed by two live processes at once (a copied data dir started as
+//! a second member), and a node that comes back with an older copy of its
+//! data dir. Without TLS they are not authentication: a forger who knows
+//! the cluster id and a silent member's id can still pass them. mTLS (a
+//! certificate that names the sender) is what stops a forger; see
+//! docs/security.md.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use uuid::Uuid;
+
+use raftlock_storage::{LogStore, NodeId};
+
+use crate::pb::Blob;
+
+/// Most senders remembered: far above any cluster's size, so the table
+/// cannot be grown by made-up ids while the membership is still unknown.
+const MAX_SENDERS: usize = 1024;
+
+/// How often one refusal of one sender is logged.
+const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Why a peer message is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("malformed envelope: {0}")]
+    Malformed(String),
+    #[error("message for cluster {theirs}, this node belongs to cluster {ours}")]
+    ForeignCluster { ours: String, theirs: String },
+    #[error("message for node {to}, this is node {ours}")]
+    WrongNode { to: NodeId, ours: NodeId },
+    #[error("node {from} is not a member of this cluster")]
+    NotMember { from: NodeId },
+    #[error(
+        "two processes claim node id {from}: {active} spoke {ago:?} ago, and {other} now; \
+         refusing the second (a copied data dir started as a second member?)"
+    )]
+    Duplicate {
+        from: NodeId,
+        active: String,
+        other: String,
+        ago: Duration,
+    },
+    #[error(
+        "node {from} came back with an older data dir (boot {boot}, after boot {seen} \
+         from {seen_at}); refusing it: a node restored from a copy can lose votes and \
+         entries it acknowledged"
+    )]
+    Rollback {
+        from: NodeId,
+        boot: u64,
+        seen: u64,
+        seen_at: String,
+    },
+    #[error("too many distinct senders")]
+    TooManySenders,
+    #[error("cannot record the cluster id: {0}")]
+    Storage(String),
+}
+
+/// A checked envelope: who sent the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sender {
+    pub id: NodeId,
+    pub boot: u64,
+    pub incarnation: Uuid,
+}
+
+/// The last process seen speaking for one node id.
+#[derive(Debug, Clone)]
+struct Speaker {
+    boot: u64,
+    incarnation: Uuid,
+    remote: Option<SocketAddr>,
+    last: Instant,
+}
+
+impl Speaker {
+    fn describe(&self) -> String {
+        let addr = self
+            .remote
+            .map_or_else(|| "an unknown address".to_string(), |a| a.to_string());
+        format!(
+            "{addr} (boot {}, incarnation {})",
+            self.boot, self.incarnation
+        )
+    }
+}
+
+/// This node's side of the envelope.
+pub struct PeerGuard {
+    id: NodeId,
+    boot: u64,
+    incarnation: Uuid,
+    /// The cluster this node belongs to; `None` until it initializes one
+    /// or hears from a member of one.
+    cluster: RwLock<Option<Uuid>>,
+    /// Records a cluster id learnt from a peer, before it is relied on.
+    /// `None` for guards in unit tests.
+    log: Option<LogStore>,
+    /// Serializes learning the cluster id.
+    adopting: tokio::sync::Mutex<()>,
+    /// Per node id, the process that last sent this node a request.
+    speakers: Mutex<HashMap<NodeId, Speaker>>,
+    /// A process that spoke more recently than this is alive: another
+    /// process with the same id is refused meanwhile.
+    alive_for: Duration,
+    /// When each (sender, kind of refusal) was last logged.
+    logged: Mutex<HashMap<(NodeId, &'static str), Instant>>,
+}
+
+impl PeerGuard {
+    /// The guard of node `id` on a data dir started `boot` times. `log`
+    /// records a learnt cluster id; `alive_for` is how long after its last
+    /// request a process counts as alive (a few election timeouts).
+    pub fn new(id: NodeId, boot: u64, log: Option<LogStore>, alive_for: Duration) -> Self {
+        let cluster = log.as_ref().and_then(|l| l.cluster_id());
+        Self {
+            id,
+            boot,
+            incarnation: Uuid::new_v4(),
+            cluster: RwLock::new(cluster),
+            log,
+            adopting: tokio::sync::Mutex::new(()),
+            speakers: Mutex::default(),
+            alive_for,
+            logged: Mutex::default(),
+        }
+    }
+
+    /// The cluster id, if known.
+    pub fn cluster_id(&self) -> Option<Uuid> {
+        *self.cluster.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// This process's incarnation.
+    pub fn incarnation(&self) -> Uuid {
+        self.incarnation
+    }
+
+    /// Makes a new cluster's id (the initializing node does, once).
+    pub async fn create_cluster_id(&self) -> Result<Uuid, Refusal> {
+        if let Some(id) = self.cluster_id() {
+            return Ok(id);
+        }
+        self.adopt(Uuid::new_v4()).await
+    }
+
+    /// The answer to an identify call: who this node is, without the
+    /// incarnation (which stays between members).
+    pub fn identify(&self) -> Blob {
+        Blob {
+            incarnation: Uuid::nil().as_bytes().to_vec(),
+            ..self.seal(0, Vec::new())
+        }
+    }
+
+    /// Wraps `data` for node `to`.
+    pub fn seal(&self, to: NodeId, data: Vec<u8>) -> Blob {
+        Blob {
+            data,
+            cluster_id: self.cluster_id().map(|c| c.to_string()).unwrap_or_default(),
+            from: self.id,
+            to,
+            boot: self.boot,
+            incarnation: self.incarnation.as_bytes().to_vec(),
+        }
+    }
+
+    /// Checks an inbound request: for this cluster and this node, from a
+    /// member (`is_member`; `None` while this node knows no membership),
+    /// and not from a second process claiming the sender's id or from one
+    /// that went back to an older data dir. Learns the cluster id from the
+    /// first message that carries one.
+    pub async fn admit(
+        &self,
+        blob: &Blob,
+        remote: Option<SocketAddr>,
+        is_member: Option<bool>,
+    ) -> Result<Sender, Refusal> {
+        let sender = self.check_addressing(blob)?;
+        self.check_cluster(blob).await?;
+        if is_member == Some(false) {
+            return self.refused(sender.id, "member", Refusal::NotMember { from: sender.id });
+        }
+        self.check_speaker(sender, remote)?;
+        Ok(sender)
+    }
+
+    /// Who sealed `blob`.
+    pub fn sender(blob: &Blob) -> Result<Sender, Refusal> {
+        parse(blob)
+    }
+
+    /// This process's boot count.
+    pub fn boot(&self) -> u64 {
+        self.boot
+    }
+
+    /// Checks a reply: from `target`, for this node, of this cluster.
+    pub fn check_reply(&self, blob: &Blob, target: NodeId) -> Result<(), Refusal> {
+        let sender = parse(blob)?;
+        if blob.to != self.id {
+            return Err(Refusal::WrongNode {
+                to: blob.to,
+                ours: self.id,
+            });
+        }
+        if sender.id != target {
+            return Err(Refusal::WrongNode {
+                to: target,
+                ours: sender.id,
+            });
+        }
+        let theirs = parse_cluster(&blob.cluster_id)?;
+        match (self.cluster_id(), theirs) {
+            (Some(ours), Some(theirs)) if ours != theirs => Err(Refusal::ForeignCluster {
+                ours: ours.to_string(),
+                theirs: theirs.to_string(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_addressing(&self, blob: &Blob) -> Result<Sender, Refusal> {
+        let sender = parse(blob)?;
+        if blob.to != self.id {
+            let refusal = Refusal::WrongNode {
+                to: blob.to,
+                ours: self.id,
+            };
+            return self.refused(sender.id, "addressee", refusal);
+        }
+        if sender.id == self.id && sender.incarnation != self.incarnation {
+            let refusal = Refusal::Duplicate {
+                from: sender.id,
+                active: "this process".to_string(),
+                other: "another process".to_string(),
+                ago: Duration::ZERO,
+            };
+            return self.refused(sender.id, "self", refusal);
+        }
+        Ok(sender)
+    }
+
+    /// Compares the message's cluster id with ours, learning it if we have
+    /// none. Async: learning it writes the data dir.
+    async fn check_cluster(&self, blob: &Blob) -> Result<(), Refusal> {
+        let theirs = parse_cluster(&blob.cluster_id)?;
+        match (self.cluster_id(), theirs) {
+            (Some(ours), Some(theirs)) if ours == theirs => Ok(()),
+            (None, None) => Ok(()),
+            (Some(ours), theirs) => {
+                let theirs = theirs.map_or_else(|| "none".to_string(), |t| t.to_string());
+                let refusal = Refusal::ForeignCluster {
+                    ours: ours.to_string(),
+                    theirs,
+                };
+                self.refused(blob.from, "cluster", refusal)
+            }
+            (None, Some(theirs)) => self.adopt(theirs).await.map(|_| ()),
+        }
+    }
+
+    async fn adopt(&self, cluster: Uuid) -> Result<Uuid, Refusal> {
+        let _one_at_a_time = self.adopting.lock().await;
+        if let Some(ours) = self.cluster_id() {
+            if ours == cluster {
+                return Ok(ours);
+            }
+            return Err(Refusal::ForeignCluster {
+                ours: ours.to_string(),
+                theirs: cluster.to_string(),
+            });
+        }
+        if let Some(log) = &self.log {
+            log.record_cluster_id(cluster)
+                .await
+                .map_err(|e| Refusal::Storage(e.to_string()))?;
+        }
+        *self.cluster.write().unwrap_or_else(|e| e.into_inner()) = Some(cluster);
+        tracing::info!(node = self.id, cluster = %cluster, "cluster id recorded");
+        Ok(cluster)
+    }
+
+    fn check_speaker(&self, sender: Sender, remote: Option<SocketAddr>) -> Result<(), Refusal> {
+        let now = Instant::now();
+        let candidate = Speaker {
+            boot: sender.boot,
+            incarnation: sender.incarnation,
+            remote,
+            last: now,
+        };
+        let mut speakers = self.speakers.lock().unwrap_or_else(|e| e.into_inner());
+        if !speakers.contains_key(&sender.id) && speakers.len() >= MAX_SENDERS {
+            drop(speakers);
+            return self.refused(sender.id, "senders", Refusal::TooManySenders);
+        }
+        let known = speakers
+            .entry(sender.id)
+            .or_insert_with(|| candidate.clone());
+        if known.incarnation == sender.incarnation {
+            known.last = now;
+            known.remote = remote.or(known.remote);
+            return Ok(());
+        }
+        let ago = now.saturating_duration_since(known.last);
+        let refusal = if sender.boot == known.boot {
+            // A restart raises the boot count before anything is sent: two
+            // processes with one count started from one copy of a dir.
+            Some(Refusal::Duplicate {
+                from: sender.id,
+                active: known.describe(),
+                other: candidate.describe(),
+                ago,
+            })
+        } else if sender.boot < known.boot {
+            Some(Refusal::Rollback {
+                from: sender.id,
+                boot: sender.boot,
+                seen: known.boot,
+                seen_at: known.describe(),
+            })
+        } else if ago < self.alive_for {
+            Some(Refusal::Duplicate {
+                from: sender.id,
+                active: known.describe(),
+                other: candidate.describe(),
+                ago,
+            })
+        } else {
+            None
+        };
+        match refusal {
+            Some(refusal) => {
+                drop(speakers);
+                self.refused(sender.id, "speaker", refusal)
+            }
+            None => {
+                tracing::info!(
+                    node = self.id,
+                    peer = sender.id,
+                    "peer restarted: {} replaces {}",
+                    candidate.describe(),
+                    known.describe()
+                );
+                *known = candidate;
+                Ok(())
+            }
+        }
+    }
+
+    /// Logs `refusal` (at most once per [`LOG_EVERY`] per sender and kind)
+    /// and returns it.
+    fn refused<T>(&self, from: NodeId, kind: &'static str, refusal: Refusal) -> Result<T, Refusal> {
+        let now = Instant::now();
+        let mut logged = self.logged.lock().unwrap_or_else(|e| e.into_inner());
+        let due = logged
+            .get(&(from, kind))
+            .is_none_or(|t| now.saturating_duration_since(*t) >= LOG_EVERY);
+        if due && logged.len() < MAX_SENDERS {
+            logged.insert((from, kind), now);
+            tracing::error!(
+                node = self.id,
+                peer = from,
+                "refused a peer message: {refusal}"
+            );
+        }
+        Err(refusal)
+    }
+}
+
+fn parse(blob: &Blob) -> Result<Sender, Refusal> {
+    let incarnation = Uuid::from_slice(&blob.incarnation)
+        .map_err(|_| Refusal::Malformed("incarnation is not 16 bytes".into()))?;
+    if blob.from == 0 || blob.to == 0 {
+        return Err(Refusal::Malformed("node id 0".into()));
+    }
+    Ok(Sender {
+        id: blob.from,
+        boot: blob.boot,
+        incarnation,
+    })
+}
+
+fn parse_cluster(text: &str) -> Result<Option<Uuid>, Refusal> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    Uuid::parse_str(text)
+        .map(Some)
+        .map_err(|_| Refusal::Malformed(format!("cluster id {text:?} is not a UUID")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALIVE: Duration = Duration::from_millis(200);
+
+    fn guard(id: NodeId) -> PeerGuard {
+        PeerGuard::new(id, 1, None, ALIVE)
+    }
+
+    fn addr(port: u16) -> Option<SocketAddr> {
+        Some(SocketAddr::from(([127, 0, 0, 1], port)))
+    }
+
+    #[tokio::test]
+    async fn seals_and_admits_between_members_of_one_cluster() {
+        let a = guard(1);
+        let b = guard(2);
+        let cluster = a.create_cluster_id().await.unwrap();
+        let blob = a.seal(2, b"x".to_vec());
+        let sender = b.admit(&blob, addr(1), Some(true)).await.unwrap();
+        assert_eq!(
+            b.cluster_id(),
+            Some(cluster),
+            "learnt from the first message"
+        );
+        assert_eq!(sender.id, 1);
+        let reply = b.seal(1, Vec::new());
+        a.check_reply(&reply, 2).unwrap();
+        assert!(
+            a.check_reply(&reply, 3).is_err(),
+            "reply from the wrong node"
+        );
+    }
+
+    #[tokio::test]
+    async fn refuses_another_cluster_another_node_and_non_members() {
+        let a = guard(1);
+        let b = guard(2);
+        a.create_cluster_id().await.unwrap();
+        b.create_cluster_id().await.unwrap();
+        let blob = a.seal(2, Vec::new());
+        assert!(matches!(
+            b.admit(&blob, addr(1), Some(true)).await,
+            Err(Refusal::ForeignCluster { .. })
+        ));
+        let to_three = a.seal(3, Vec::new());
+        assert!(matches!(
+            b.admit(&to_three, addr(1), Some(true)).await,
+            Err(Refusal::WrongNode { .. })
+        ));
+        let c = guard(3);
+        let from_c = c.seal(2, Vec::new());
+        let b_without_cluster = guard(2);
+        assert!(matches!(
+            b_without_cluster.admit(&from_c, addr(1), Some(false)).await,
+            Err(Refusal::NotMember { from: 3 })
+        ));
+        let mut bad = blob.clone();
+        bad.incarnation = vec![1, 2, 3];
+        assert!(matches!(
+            b.admit(&bad, addr(1), Some(true)).await,
+            Err(Refusal::Malformed(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn refuses_a_second_live_process_with_the_same_id() {
+        let b = guard(2);
+        let original = PeerGuard::new(1, 4, None, ALIVE);
+        let copy = PeerGuard::new(1, 4, None, ALIVE);
+        b.admit(&original.seal(2, Vec::new()), addr(1), Some(true))
+            .await
+            .unwrap();
+        let refused = b
+            .admit(&copy.seal(2, Vec::new()), addr(9), Some(true))
+            .await;
+        let Err(Refusal::Duplicate { active, other, .. }) = refused else {
+            panic!("copy admitted: {refused:?}");
+        };
+        assert!(active.contains("127.0.0.1:1") && other.contains("127.0.0.1:9"));
+        // The original keeps being served.
+        b.admit(&original.seal(2, Vec::new()), addr(1), Some(true))
+            .await
+            .unwrap();
+        // One boot count, two processes: a copy, however long the other
+        // has been quiet.
+        tokio::time::sleep(ALIVE * 2).await;
+        let refused = b
+            .admit(&copy.seal(2, Vec::new()), addr(9), Some(true))
+            .await;
+        assert!(matches!(refused, Err(Refusal::Duplicate { .. })));
+    }
+
+    #[tokio::test]
+    async fn accepts_a_restart_once_the_old_process_went_quiet() {
+        let b = guard(2);
+        let before = PeerGuard::new(1, 4, None, ALIVE);
+        let after = PeerGuard::new(1, 5, None, ALIVE);
+        b.admit(&before.seal(2, Vec::new()), addr(1), Some(true))
+            .await
+            .unwrap();
+        tokio::time::sleep(ALIVE * 2).await;
+        b.admit(&after.seal(2, Vec::new()), addr(1), Some(true))
+            .await
+            .unwrap();
+        // The old process, or a copy of the dir as it was, may not return.
+        tokio::time::sleep(ALIVE * 2).await;
+        let refused = b
+            .admit(&before.seal(2, Vec::new()), addr(1), Some(true))
+            .await;
+        assert!(matches!(
+            refused,
+            Err(Refusal::Rollback {
+                boot: 4,
+                seen: 5,
+                ..
+            })
+        ));
+    }
+
+    #[tokio::test]
+    async fn refuses_a_message_claiming_to_come_from_this_node() {
+        let b = guard(2);
+        let impostor = guard(2);
+        let blob = impostor.seal(2, Vec::new());
+        assert!(matches!(
+            b.admit(&blob, addr(1), Some(true)).await,
+            Err(Refusal::Duplicate { .. })
+        ));
+    }
+}

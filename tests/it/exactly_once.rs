@@ -1,0 +1,167 @@
+//! Exactly-once against a real cluster, driven by raw gRPC requests with
+//! hand-made request ids: an id reused for another command is refused and
+//! changes nothing on any node, the real retry replays, and a client id the
+//! cluster does not know but that claims earlier replies is refused as
+//! "outcome unknown".
+
+use raftlock::error::from_status;
+use raftlock::pb;
+use raftlock::pb::lease_client::LeaseClient;
+use raftlock::pb::lock_client::LockClient;
+use raftlock::status::{OUTCOME_KEY, OUTCOME_UNKNOWN};
+use raftlock::Error;
+use tonic::transport::Channel;
+use tonic::Code;
+
+use crate::cluster::TestCluster;
+
+fn request_id(client: u128, seq: u64, acked_below: u64) -> Option<pb::RequestId> {
+    Some(pb::RequestId {
+        client_id: client.to_be_bytes().to_vec(),
+        seq,
+        acked_below,
+        attempt: 0,
+    })
+}
+
+fn acquire(id: Option<pb::RequestId>, name: &str, lease: u64) -> pb::AcquireRequest {
+    pb::AcquireRequest {
+        request_id: id,
+        name: name.into(),
+        owner: "owner".into(),
+        lease,
+        mode: pb::LockMode::Exclusive as i32,
+        wait: false,
+        ..Default::default()
+    }
+}
+
+/// (owner, fence, count) of every holder of `name`, read on `node` alone.
+async fn holders(cluster: &TestCluster, node: u64, name: &str) -> Vec<(String, u64, u32)> {
+    let addr = format!("http://{}", cluster.addrs[&node].0);
+    let mut locks = LockClient::connect(addr).await.unwrap();
+    let described = locks
+        .describe(pb::DescribeRequest {
+            name: name.into(),
+            local: true,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    described
+        .lock
+        .map(|l| l.holders)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|h| (h.owner, h.fence, h.count))
+        .collect()
+}
+
+/// A client reuses the request id of its granted Acquire of "m" for an
+/// Acquire of "free" and for a Release of "m", through a follower. Both are
+/// refused with INVALID_ARGUMENT, and every node still shows "m" held once
+/// and "free" unheld; the real retry gets the original grant. Without the
+/// state machine's fingerprint check, the reuse is answered `acquired: true`
+/// for "free", which nobody holds, and the Release is answered as the
+/// Acquire was.
+#[tokio::test]
+async fn a_reused_request_id_is_refused_and_changes_nothing() {
+    let cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let follower = cluster.others(leader)[0];
+    let channel = Channel::from_shared(format!("http://{}", cluster.addrs[&follower].0))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut leases = LeaseClient::new(channel.clone());
+    let mut locks = LockClient::new(channel);
+    const CLIENT: u128 = 0x5eed_0000_0000_0000_0000_0000_0000_0001;
+
+    let lease = leases
+        .grant(pb::LeaseGrantRequest {
+            request_id: request_id(CLIENT, 1, 1),
+            ttl_ms: 30_000,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .id;
+    let take_m = acquire(request_id(CLIENT, 2, 2), "m", lease);
+    let granted = locks.acquire(take_m.clone()).await.unwrap().into_inner();
+    assert!(granted.acquired);
+    assert_eq!(granted.count, 1);
+
+    let other_lock = acquire(request_id(CLIENT, 2, 2), "free", lease);
+    let refused = locks.acquire(other_lock).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+    assert!(
+        refused
+            .message()
+            .contains("already used for a different command"),
+        "{}",
+        refused.message()
+    );
+    let release_m = pb::ReleaseRequest {
+        request_id: request_id(CLIENT, 2, 2),
+        name: "m".into(),
+        owner: "owner".into(),
+    };
+    let refused = locks.release(release_m).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+
+    let retried = locks.acquire(take_m).await.unwrap().into_inner();
+    assert_eq!(
+        (retried.acquired, retried.fence, retried.count),
+        (true, granted.fence, 1),
+        "the real retry replays the grant"
+    );
+
+    let applied = cluster.node(leader).status().applied_index;
+    for node in cluster.running() {
+        cluster.wait_applied(node, applied).await;
+        let m = holders(&cluster, node, "m").await;
+        assert_eq!(m, [("owner".to_string(), granted.fence, 1)], "node {node}");
+        assert!(
+            holders(&cluster, node, "free").await.is_empty(),
+            "node {node}"
+        );
+    }
+    cluster.shutdown().await;
+}
+
+/// A client id the cluster has never seen, whose request says it received
+/// replies before (acked_below 4), is refused as FAILED_PRECONDITION with
+/// `raftlock-outcome: unknown`, which the Rust client reads as
+/// `Error::OutcomeUnknown`; nothing is granted. Without the check the
+/// request is applied as if it were the client's first.
+#[tokio::test]
+async fn a_forgotten_client_is_refused_as_outcome_unknown() {
+    let cluster = TestCluster::new(1).await;
+    let addr = format!("http://{}", cluster.addrs[&1].0);
+    let mut leases = LeaseClient::connect(addr).await.unwrap();
+    let refused = leases
+        .grant(pb::LeaseGrantRequest {
+            request_id: request_id(0xf0f0, 5, 4),
+            ttl_ms: 30_000,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+    let outcome = refused.metadata().get(OUTCOME_KEY).map(|v| v.as_bytes());
+    assert_eq!(outcome, Some(OUTCOME_UNKNOWN.as_bytes()));
+    assert!(matches!(from_status(&refused), Error::OutcomeUnknown(_)));
+
+    let client = cluster.client().await;
+    let live = client.leases().await.unwrap();
+    assert!(live.is_empty(), "nothing was granted: {live:?}");
+    // The same client id starting over from 1 is admitted.
+    let granted = leases
+        .grant(pb::LeaseGrantRequest {
+            request_id: request_id(0xf0f0, 1, 1),
+            ttl_ms: 30_000,
+        })
+        .await;
+    assert!(granted.is_ok(), "{granted:?}");
+    cluster.shutdown().await;
+}

@@ -1,0 +1,306 @@
+//! Attacks on the peer port of a real cluster: a vote with a huge term, a
+//! forged append that would release a held lock, a message for another
+//! cluster, an oversized message, and a copy of a node's data dir started
+//! as a second member. Each must be refused without a panic, without any
+//! node's state diverging, and while the honest client keeps being served.
+
+use std::time::Duration;
+
+use openraft::raft::{AppendEntriesRequest, VoteRequest};
+use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Vote};
+use raftlock::client::Acquire;
+use raftlock::{Config, Node};
+use raftlock_raft::pb::peer_client::PeerClient;
+use raftlock_raft::pb::Blob;
+use raftlock_storage::{Command, Proposal, Request, TypeConfig};
+use tonic::Code;
+
+use crate::cluster::{test_config, TestCluster};
+
+const TTL: Duration = Duration::from_secs(30);
+
+/// A blob as a forger who knows the cluster id would seal it: claiming to
+/// be `from`, with an incarnation of its own.
+fn forged(cluster: &TestCluster, from: u64, to: u64, data: Vec<u8>) -> Blob {
+    let cluster_id = cluster
+        .node(to)
+        .inner()
+        .cluster_id()
+        .map(|c| c.to_string())
+        .unwrap_or_default();
+    Blob {
+        data,
+        cluster_id,
+        from,
+        to,
+        boot: 1_000,
+        incarnation: uuid::Uuid::new_v4().as_bytes().to_vec(),
+    }
+}
+
+async fn peer_client(cluster: &TestCluster, id: u64) -> PeerClient<tonic::transport::Channel> {
+    let addr = cluster.addrs[&id].1;
+    PeerClient::connect(format!("http://{addr}"))
+        .await
+        .expect("connect to the peer port")
+        .max_decoding_message_size(64 << 20)
+        .max_encoding_message_size(64 << 20)
+}
+
+fn term_of(cluster: &TestCluster, id: u64) -> u64 {
+    cluster.node(id).status().term
+}
+
+/// Every running node still has a leader, and a new client is served.
+async fn still_serves(cluster: &TestCluster, name: &str) {
+    let client = cluster.client().await;
+    let lease = client
+        .grant_lease(TTL)
+        .await
+        .expect("grant after the attack");
+    let grant = client
+        .acquire(&Acquire {
+            wait: false,
+            ..Acquire::exclusive(name, "honest", lease)
+        })
+        .await
+        .expect("acquire after the attack");
+    assert!(grant.is_some(), "{name} should be free");
+    client.release(name, "honest").await.expect("release");
+}
+
+#[tokio::test]
+async fn a_vote_with_a_huge_term_is_refused_and_the_leader_stays() {
+    let cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let follower = cluster.others(leader)[0];
+    let term = term_of(&cluster, leader);
+
+    let rpc = VoteRequest::<u64>::new(Vote::new(u64::MAX, follower), None);
+    let blob = forged(
+        &cluster,
+        follower,
+        leader,
+        serde_json::to_vec(&rpc).unwrap(),
+    );
+    let refused = peer_client(&cluster, leader)
+        .await
+        .vote(blob)
+        .await
+        .expect_err("a term of u64::MAX must be refused");
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+    assert!(refused.message().contains("implausibly"), "{refused:?}");
+
+    // From a node that is not a member at all.
+    let rpc = VoteRequest::<u64>::new(Vote::new(term + 1, 99), None);
+    let blob = forged(&cluster, 99, leader, serde_json::to_vec(&rpc).unwrap());
+    let refused = peer_client(&cluster, leader)
+        .await
+        .vote(blob)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+
+    for id in cluster.running() {
+        assert!(
+            term_of(&cluster, id) < term + 100,
+            "node {id}'s term jumped"
+        );
+    }
+    still_serves(&cluster, "after-vote").await;
+    assert_eq!(
+        cluster.wait_for_leader().await,
+        leader,
+        "the leader was deposed"
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_forged_append_cannot_release_a_held_lock_on_a_follower() {
+    let cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let follower = cluster.others(leader)[0];
+    let client = cluster.client().await;
+    let lease = client.grant_lease(TTL).await.unwrap();
+    let held = client
+        .acquire(&Acquire::exclusive("res", "first", lease))
+        .await
+        .unwrap()
+        .expect("granted");
+    let status = cluster.node(follower).status();
+    cluster.wait_applied(follower, status.last_log_index).await;
+    let status = cluster.node(follower).status();
+
+    // The leader's term and id, the follower's next index, a ForceRelease.
+    let prev = LogId::new(
+        CommittedLeaderId::new(status.term, leader),
+        status.last_log_index,
+    );
+    let release = Request {
+        origin: None,
+        time_ms: 0,
+        command: Command::ForceRelease { name: "res".into() },
+    };
+    let rpc = AppendEntriesRequest::<TypeConfig> {
+        vote: Vote::new_committed(status.term, leader),
+        prev_log_id: Some(prev),
+        entries: vec![Entry {
+            log_id: LogId::new(prev.leader_id, prev.index + 1),
+            payload: EntryPayload::Normal(Proposal::from(release)),
+        }],
+        leader_commit: Some(LogId::new(prev.leader_id, prev.index + 1)),
+    };
+    let blob = forged(
+        &cluster,
+        leader,
+        follower,
+        serde_json::to_vec(&rpc).unwrap(),
+    );
+    let refused = peer_client(&cluster, follower)
+        .await
+        .append_entries(blob)
+        .await
+        .expect_err("a second process speaking as the leader must be refused");
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+    assert!(refused.message().contains("two processes"), "{refused:?}");
+
+    // Fail over to the follower: the lock is still held by its holder.
+    let mut cluster = cluster;
+    cluster.kill(leader).await;
+    let new_leader = cluster.wait_for_leader().await;
+    assert_ne!(new_leader, leader);
+    let client = cluster.client().await;
+    let info = client.describe("res").await.unwrap().expect("still held");
+    assert_eq!(info.holders.len(), 1);
+    assert_eq!(info.holders[0].owner, "first");
+    assert_eq!(info.holders[0].fence, held.fence);
+    let other = client.grant_lease(TTL).await.unwrap();
+    let second = client
+        .acquire(&Acquire {
+            wait: false,
+            ..Acquire::exclusive("res", "second", other)
+        })
+        .await
+        .unwrap();
+    assert!(second.is_none(), "a second holder was granted");
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn messages_for_another_cluster_or_node_are_refused() {
+    let cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let follower = cluster.others(leader)[0];
+    let rpc = VoteRequest::<u64>::new(Vote::new(term_of(&cluster, leader) + 1, follower), None);
+    let data = serde_json::to_vec(&rpc).unwrap();
+
+    let mut foreign = forged(&cluster, follower, leader, data.clone());
+    foreign.cluster_id = uuid::Uuid::new_v4().to_string();
+    let refused = peer_client(&cluster, leader)
+        .await
+        .vote(foreign)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+    assert!(refused.message().contains("cluster"), "{refused:?}");
+
+    let misaddressed = Blob {
+        to: leader + 10,
+        ..forged(&cluster, follower, leader, data.clone())
+    };
+    let refused = peer_client(&cluster, leader)
+        .await
+        .vote(misaddressed)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+
+    let mut no_envelope = forged(&cluster, follower, leader, data);
+    no_envelope.incarnation.clear();
+    let refused = peer_client(&cluster, leader)
+        .await
+        .vote(no_envelope)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+
+    still_serves(&cluster, "after-foreign").await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_oversized_peer_message_is_refused_before_it_is_read() {
+    let cluster = TestCluster::new(1).await;
+    let blob = forged(&cluster, 1, 1, vec![b'x'; 32 << 20]);
+    let refused = peer_client(&cluster, 1)
+        .await
+        .append_entries(blob)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused.code(), Code::OutOfRange | Code::ResourceExhausted),
+        "{refused:?}"
+    );
+    still_serves(&cluster, "after-oversized").await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_copy_of_a_nodes_data_dir_cannot_start_as_a_second_member() {
+    let mut cluster = TestCluster::new(3).await;
+    let client = cluster.client().await;
+    let lease = client.grant_lease(TTL).await.unwrap();
+    client
+        .acquire(&Acquire::exclusive("res", "first", lease))
+        .await
+        .unwrap()
+        .expect("granted");
+
+    // Copy node 1's dir as of a clean stop, then bring node 1 back.
+    let original = cluster.dir.path().join("node1");
+    let copy = cluster.dir.path().join("node1-copy");
+    let node = cluster.nodes.get_mut(&1).and_then(Option::take).unwrap();
+    node.shutdown().await;
+    copy_dir(&original, &copy);
+    cluster.restart(1).await;
+    cluster.wait_for_leader().await;
+
+    let started = Node::builder()
+        .config(Config {
+            id: 1,
+            data_dir: copy,
+            client_addr: "127.0.0.1:0".into(),
+            peer_addr: "127.0.0.1:0".into(),
+            ..test_config()
+        })
+        .start()
+        .await;
+    let Err(e) = started else {
+        panic!("a second node 1 started on a copy of its data dir");
+    };
+    let message = e.to_string();
+    assert!(message.contains("already running"), "{message}");
+    assert!(
+        message.contains(&cluster.addrs[&1].1.to_string()),
+        "{message}"
+    );
+
+    let info = client.describe("res").await.unwrap().expect("still held");
+    assert_eq!(info.holders[0].owner, "first");
+    still_serves(&cluster, "after-copy").await;
+    cluster.shutdown().await;
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
