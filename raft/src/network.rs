@@ -1,6 +1,6 @@
 //! openraft's network over the peer gRPC service.
 //!
-//! Each message is JSON in a [`Blob`]: the peer API is internal and ships
+//! Each message is JSON in a [`Blob`](crate::pb::Blob): the peer API is internal and ships
 //! with the binary, so a self-describing encoding costs little and keeps the
 //! wire format obvious. Every blob carries the [`PeerGuard`] envelope, and
 //! every reply's envelope is checked: an address that now answers as
