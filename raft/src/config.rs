@@ -107,8 +107,8 @@ pub struct Config {
     /// signed by `tls_ca`. Needs the TLS settings.
     pub client_cert_auth: bool,
     /// Largest peer message this node accepts or sends, in bytes. Must hold
-    /// a snapshot chunk (1 MiB of data, about 4 MiB as JSON) and the largest
-    /// entry (about 1 MiB of payload, up to about 4.5 MiB as JSON).
+    /// a snapshot chunk (1 MiB) and the largest entry (about 1 MiB of
+    /// payload), with room to spare.
     pub max_peer_message_bytes: usize,
 }
 

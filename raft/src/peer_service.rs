@@ -21,7 +21,7 @@ pub struct PeerService {
     pub(crate) node: Arc<NodeInner>,
 }
 
-fn bad_request(e: serde_json::Error) -> Status {
+fn bad_request(e: postcard::Error) -> Status {
     Status::invalid_argument(format!("undecodable peer message: {e}"))
 }
 

@@ -10,6 +10,7 @@ use openraft::raft::{AppendEntriesRequest, VoteRequest};
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Vote};
 use raftlock::client::Acquire;
 use raftlock::{Config, Node};
+use raftlock_raft::network::encode;
 use raftlock_raft::pb::peer_client::PeerClient;
 use raftlock_raft::pb::Blob;
 use raftlock_storage::{Command, Proposal, Request, TypeConfig};
@@ -77,12 +78,7 @@ async fn a_vote_with_a_huge_term_is_refused_and_the_leader_stays() {
     let term = term_of(&cluster, leader);
 
     let rpc = VoteRequest::<u64>::new(Vote::new(u64::MAX, follower), None);
-    let blob = forged(
-        &cluster,
-        follower,
-        leader,
-        serde_json::to_vec(&rpc).unwrap(),
-    );
+    let blob = forged(&cluster, follower, leader, encode(&rpc).unwrap());
     let refused = peer_client(&cluster, leader)
         .await
         .vote(blob)
@@ -93,7 +89,7 @@ async fn a_vote_with_a_huge_term_is_refused_and_the_leader_stays() {
 
     // From a node that is not a member at all.
     let rpc = VoteRequest::<u64>::new(Vote::new(term + 1, 99), None);
-    let blob = forged(&cluster, 99, leader, serde_json::to_vec(&rpc).unwrap());
+    let blob = forged(&cluster, 99, leader, encode(&rpc).unwrap());
     let refused = peer_client(&cluster, leader)
         .await
         .vote(blob)
@@ -151,12 +147,7 @@ async fn a_forged_append_cannot_release_a_held_lock_on_a_follower() {
         }],
         leader_commit: Some(LogId::new(prev.leader_id, prev.index + 1)),
     };
-    let blob = forged(
-        &cluster,
-        leader,
-        follower,
-        serde_json::to_vec(&rpc).unwrap(),
-    );
+    let blob = forged(&cluster, leader, follower, encode(&rpc).unwrap());
     let refused = peer_client(&cluster, follower)
         .await
         .append_entries(blob)
@@ -193,7 +184,7 @@ async fn messages_for_another_cluster_or_node_are_refused() {
     let leader = cluster.wait_for_leader().await;
     let follower = cluster.others(leader)[0];
     let rpc = VoteRequest::<u64>::new(Vote::new(term_of(&cluster, leader) + 1, follower), None);
-    let data = serde_json::to_vec(&rpc).unwrap();
+    let data = encode(&rpc).unwrap();
 
     let mut foreign = forged(&cluster, follower, leader, data.clone());
     foreign.cluster_id = uuid::Uuid::new_v4().to_string();
