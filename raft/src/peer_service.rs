@@ -15,6 +15,7 @@ use crate::pb::peer_server::Peer;
 use crate::pb::Blob;
 use crate::peer_checks::{check_append, check_snapshot, check_vote};
 use crate::peer_guard::{Refusal, Sender};
+use crate::tls::peer_node_id;
 
 /// The peer gRPC service of one node.
 pub struct PeerService {
@@ -34,8 +35,23 @@ fn refused(e: Refusal) -> Status {
 }
 
 impl PeerService {
-    /// Checks the envelope of `req`; returns the sender.
+    /// Checks the envelope of `req`; returns the sender. With TLS, the
+    /// sender must be the node its certificate names.
     async fn admit(&self, req: &Request<Blob>) -> Result<Sender, Status> {
+        if let Some(certified) = peer_node_id(req) {
+            let claimed = req.get_ref().from;
+            if claimed != certified {
+                tracing::error!(
+                    node = self.node.id,
+                    peer = certified,
+                    "refused a peer message: the certificate of node {certified} \
+                     claims to send as node {claimed}"
+                );
+                return Err(Status::permission_denied(format!(
+                    "the certificate names node {certified}, the message claims node {claimed}"
+                )));
+            }
+        }
         // Committed membership, not the latest: a leader may legitimately
         // lead while the newest (uncommitted) config leaves it out.
         let is_member = self.node.members.contains(req.get_ref().from);

@@ -295,3 +295,62 @@ async fn a_node_with_unusable_certificates_does_not_start() {
     assert!(!data.path().join("n2").exists(), "the data dir was touched");
     cluster.shutdown().await;
 }
+
+/// Defence: with TLS, a peer message is accepted only as the node its
+/// certificate names. Node 2's own certificate, sending a vote that claims
+/// to come from node 3, is refused by node 1; without the comparison in
+/// `PeerService::admit` the envelope alone would let it through.
+#[tokio::test]
+async fn a_node_certificate_cannot_speak_as_another_node() {
+    let cluster = TestCluster::with_tls(3, false).await;
+    let leader = cluster.wait_for_leader().await;
+    let (target, impostor, claimed) = match leader {
+        1 => (1, 2, 3),
+        2 => (2, 3, 1),
+        _ => (3, 1, 2),
+    };
+    let identity = Identity::from_pem(
+        pem(&cluster, &format!("node-{impostor}.crt")),
+        pem(&cluster, &format!("node-{impostor}.key")),
+    );
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(pem(&cluster, "ca.crt")))
+        .domain_name(format!("node-{target}.raftlock"))
+        .identity(identity);
+    let addr = cluster.addrs[&target].1;
+    let channel = Endpoint::from_shared(format!("https://{addr}"))
+        .expect("endpoint")
+        .tls_config(tls)
+        .expect("TLS settings")
+        .connect_lazy();
+    let term = cluster.node(target).status().term;
+    let rpc = openraft::raft::VoteRequest::<u64>::new(openraft::Vote::new(term + 1, claimed), None);
+    let blob = Blob {
+        data: raftlock_raft::network::encode(&rpc).unwrap(),
+        cluster_id: cluster
+            .node(target)
+            .inner()
+            .cluster_id()
+            .map(|c| c.to_string())
+            .unwrap_or_default(),
+        from: claimed,
+        to: target,
+        boot: 1_000,
+        incarnation: uuid::Uuid::new_v4().as_bytes().to_vec(),
+    };
+    let status = PeerClient::new(channel)
+        .vote(blob)
+        .await
+        .expect_err("node 2's certificate spoke as another node");
+    assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+    assert!(
+        status.message().contains("certificate names node"),
+        "{status:?}"
+    );
+    assert_eq!(
+        cluster.node(target).status().term,
+        term,
+        "the vote moved the term"
+    );
+    cluster.shutdown().await;
+}
