@@ -233,6 +233,29 @@ impl Config {
     }
 
     /// Whether the listeners serve TLS (all three files are set).
+    /// A warning to print at start when a listener is bound beyond
+    /// loopback without TLS: anyone on the network can then speak Raft to
+    /// the peer port and call every client RPC. `None` when all is well.
+    pub fn exposure_warning(&self) -> Option<String> {
+        if self.tls_enabled() {
+            return None;
+        }
+        let exposed: Vec<&str> = [&self.client_addr, &self.peer_addr]
+            .into_iter()
+            .filter(|addr| !is_loopback(addr))
+            .map(String::as_str)
+            .collect();
+        if exposed.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "listening on {} without TLS: anyone who can reach these ports can speak Raft \
+             to this node and call every client RPC, force-release included. Set \
+             --tls-cert, --tls-key and --tls-ca (see docs/security.md)",
+            exposed.join(" and ")
+        ))
+    }
+
     pub fn tls_enabled(&self) -> bool {
         self.tls_cert.is_some() && self.tls_key.is_some() && self.tls_ca.is_some()
     }
@@ -314,6 +337,16 @@ impl Config {
     }
 }
 
+/// Whether `addr` (`host:port`) names a loopback address. Names other than
+/// `localhost` count as exposed: they may resolve anywhere.
+fn is_loopback(addr: &str) -> bool {
+    if let Ok(sock) = addr.parse::<std::net::SocketAddr>() {
+        return sock.ip().is_loopback();
+    }
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.eq_ignore_ascii_case("localhost")
+}
+
 mod millis {
     use std::time::Duration;
 
@@ -365,6 +398,35 @@ mod tests {
         };
         assert!(matches!(c.validate(), Err(ConfigError::Timing { .. })));
         assert!(Config::default().raft_config().is_ok());
+    }
+
+    #[test]
+    fn warns_when_exposed_without_tls() {
+        assert_eq!(Config::default().exposure_warning(), None);
+        let local = Config {
+            client_addr: "localhost:7379".into(),
+            peer_addr: "[::1]:7380".into(),
+            ..Config::default()
+        };
+        assert_eq!(local.exposure_warning(), None);
+        let exposed = Config {
+            client_addr: "0.0.0.0:7379".into(),
+            ..Config::default()
+        };
+        let warning = exposed.exposure_warning().expect("a warning");
+        assert!(warning.contains("0.0.0.0:7379") && !warning.contains("7380"));
+        let named = Config {
+            peer_addr: "node1.example:7380".into(),
+            ..Config::default()
+        };
+        assert!(named.exposure_warning().is_some());
+        let with_tls = Config {
+            tls_cert: Some("n.crt".into()),
+            tls_key: Some("n.key".into()),
+            tls_ca: Some("ca.crt".into()),
+            ..exposed
+        };
+        assert_eq!(with_tls.exposure_warning(), None);
     }
 
     #[test]
