@@ -11,7 +11,8 @@
 #   DIR/nodeI/cmdline      the exact argv it was started with, NUL-separated;
 #                          a pid is only ever signalled if its argv matches
 #   DIR/certs              with TLS=1: ca.crt/.key, node-I.crt/.key and
-#                          client-root.crt/.key (`raftlock certs`)
+#                          client-root.crt/.key (`raftlock certs`), and
+#                          auth.toml (client `root` is an admin)
 
 # shellcheck disable=SC2034 # used by the scripts that source this
 CLUSTER_SCRIPTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -129,6 +130,10 @@ make_certs() {
     done
     "$BIN" certs create-client --name "$CLUSTER_CLIENT" --certs-dir "$c" >/dev/null ||
         die "raftlock certs create-client failed"
+    # Client authentication: the client certificate is the cluster's admin;
+    # add users with `raftlock auth create-token` (docs/security.md).
+    printf '%s\n' "# Written by cluster-scripts/start.sh --tls." \
+        "[[users]]" "name = \"$CLUSTER_CLIENT\"" 'roles = ["admin"]' >"$c/auth.toml"
 }
 node_client() { local v="NODE$1_CLIENT"; printf '%s' "${!v}"; }
 node_peer() { local v="NODE$1_PEER"; printf '%s' "${!v}"; }
@@ -228,6 +233,9 @@ node_argv() {
     if [[ ${TLS:-0} == 1 ]]; then
         c=$(certs_dir)
         printf '%s\n' --tls-cert "$c/node-$i.crt" --tls-key "$c/node-$i.key" --tls-ca "$c/ca.crt"
+        if [[ -f $c/auth.toml ]]; then
+            printf '%s\n' --auth-file "$c/auth.toml"
+        fi
     fi
 }
 

@@ -217,14 +217,21 @@ check "no raftlock process of $DIR remains after the second stop" no_leftovers
 tls_dir=$DIR/tls
 tls_base=$(pick_base)
 [[ -n $tls_base ]] || die "found no free base port for the TLS cluster"
-out=$("$here/start.sh" -n 3 -d "$tls_dir" -b "$tls_base" --tls --no-build) || fail "start.sh --tls failed"
-tls_endpoints=${out##*$'\n'}
+# tls_out, not out: fails_with's `local out` would shadow it in the helpers below.
+tls_out=$("$here/start.sh" -n 3 -d "$tls_dir" -b "$tls_base" --tls --no-build) || fail "start.sh --tls failed"
+tls_endpoints=${tls_out##*$'\n'}
 tls_endpoints=${tls_endpoints#ENDPOINTS=}
 check "start.sh --tls prints ENDPOINTS as its last line" grep -qE '^([0-9.]+:[0-9]+,){2}[0-9.]+:[0-9]+$' <<<"$tls_endpoints"
-check "start.sh --tls prints the CLI's TLS exports" [ "$(grep -c '^export RAFTLOCK_\(CACERT\|CERT\|KEY\)=' <<<"$out")" = 3 ]
-with_exports() { (eval "$out" && "$@" >/dev/null); }
+check "start.sh --tls prints the CLI's TLS exports" [ "$(grep -c '^export RAFTLOCK_\(CACERT\|CERT\|KEY\)=' <<<"$tls_out")" = 3 ]
+with_exports() { (eval "$tls_out" && "$@" >/dev/null); }
 check "the CLI with the printed exports grants a lease" with_exports "$BIN" lease grant 5s --endpoints "$tls_endpoints"
 check "a plain-text CLI call to the TLS cluster is refused" fails_with "cacert" "$BIN" lease list --endpoints "$tls_endpoints"
+without_cert() { (eval "$tls_out" && unset RAFTLOCK_CERT RAFTLOCK_KEY && "$@"); }
+check "a CLI call with the CA but no client certificate or token is refused as unauthenticated" \
+    fails_with "unauthenticated" without_cert "$BIN" lease grant 5s --endpoints "$tls_endpoints"
+check "a CLI call with an unknown token is refused as unauthenticated" \
+    fails_with "unknown token" without_cert "$BIN" lease grant 5s --endpoints "$tls_endpoints" --token nope
+check "the admin client certificate may force-release" with_exports "$BIN" locks force-release some/lock --endpoints "$tls_endpoints"
 check "status.sh shows the TLS cluster with a leader" grep -q '^leader: [0-9]' <(timeout 20 "$here/status.sh" -d "$tls_dir")
 check "stop.sh stops the TLS cluster" "$here/stop.sh" -d "$tls_dir"
 

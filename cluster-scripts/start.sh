@@ -8,7 +8,8 @@ USAGE="start.sh -n 3|5 -d DIR [-b BASE_PORT] [--no-build] [--tls]
   Node I listens for clients on BASE_PORT+10*I+1 and for peers on BASE_PORT+10*I+2
   (BASE_PORT default 27000). RAFTLOCK_BIN=path uses that binary instead of building.
   --tls: create a CA, node and client certificates in DIR/certs and serve TLS (mTLS
-  between peers); eval the output to point the CLI at them.
+  between peers) with client authentication (DIR/certs/auth.toml: the client
+  certificate is an admin); eval the output to point the CLI at them.
   A DIR that holds a cluster already restarts it with its recorded ids, ports and TLS."
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

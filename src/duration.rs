@@ -1,4 +1,4 @@
-//! Durations as raftlock's command lines write them: `500ms`, `10s`, `2m`,
+//! Durations as raftlock's command lines write them: `500ms`, `10s`, `2m`, `1m30s`,
 //! `1h`. The one parser behind the flags of `raftlock` and of the
 //! `raftlock-chaos` tool.
 
@@ -35,35 +35,57 @@ pub fn parse_duration_or_seconds(text: &str) -> Result<Duration, String> {
     parse(text, Some(1_000))
 }
 
-/// `<number><unit>`; a bare number is in units of `bare_millis`, or refused
-/// when that is `None`.
+/// `<number><unit>` repeated (`1m30s`, `1h15m`, largest unit first, each
+/// unit at most once); a lone bare number is in units of `bare_millis`, or
+/// refused when that is `None`.
 fn parse(text: &str, bare_millis: Option<u64>) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let bad = || format!("{text:?} is not a duration; write e.g. 500ms, 10s, 2m or 1h");
-    if number.is_empty() {
+    let bad = || format!("{text:?} is not a duration; write e.g. 500ms, 10s, 2m, 1h or 1m30s");
+    if text.is_empty() {
         return Err(bad());
     }
-    let n: u64 = number.parse().map_err(|_| bad())?;
-    let millis_per_unit = match (unit, bare_millis) {
-        ("ms", _) => 1,
-        ("s", _) => 1_000,
-        ("m", _) => 60_000,
-        ("h", _) => 3_600_000,
-        ("", Some(millis)) => millis,
-        ("", None) => {
+    if text.bytes().all(|b| b.is_ascii_digit()) {
+        let n: u64 = text.parse().map_err(|_| bad())?;
+        let Some(millis) = bare_millis else {
             return Err(format!(
                 "{text:?} has no unit; write e.g. {n}ms or {n}s (units: ms, s, m, h)"
-            ))
+            ));
+        };
+        return n
+            .checked_mul(millis)
+            .map(Duration::from_millis)
+            .ok_or_else(|| format!("{text:?} is too long a duration"));
+    }
+    let mut rest = text;
+    let mut total: u64 = 0;
+    // Units in the order they may appear, largest first.
+    let mut allowed: &[(&str, u64)] = &[("h", 3_600_000), ("m", 60_000), ("s", 1_000), ("ms", 1)];
+    while !rest.is_empty() {
+        let split = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let (number, after) = rest.split_at(split);
+        if number.is_empty() {
+            return Err(bad());
         }
-        _ => return Err(bad()),
-    };
-    n.checked_mul(millis_per_unit)
-        .map(Duration::from_millis)
-        .ok_or_else(|| format!("{text:?} is too long a duration"))
+        let unit_len = after
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(after.len());
+        let (unit, next) = after.split_at(unit_len);
+        let position = allowed
+            .iter()
+            .position(|(u, _)| *u == unit)
+            .ok_or_else(bad)?;
+        let size = allowed[position].1;
+        allowed = &allowed[position + 1..];
+        let n: u64 = number.parse().map_err(|_| bad())?;
+        total = n
+            .checked_mul(size)
+            .and_then(|ms| total.checked_add(ms))
+            .ok_or_else(|| format!("{text:?} is too long a duration"))?;
+        rest = next;
+    }
+    Ok(Duration::from_millis(total))
 }
 
 /// Prints a duration the way [`parse_duration`] reads it, in the largest
@@ -92,6 +114,20 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
         assert_eq!(parse_duration(" 0s "), Ok(Duration::ZERO));
+    }
+
+    #[test]
+    fn reads_compound_durations_largest_unit_first() {
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h15m"), Ok(Duration::from_secs(4500)));
+        assert_eq!(parse_duration("2s500ms"), Ok(Duration::from_millis(2500)));
+        assert_eq!(
+            parse_duration_or_seconds("1h2m3s4ms"),
+            Ok(Duration::from_millis(3_723_004))
+        );
+        for bad in ["30s1m", "1m1m", "1m30", "1ms1s", "1m 30s", "m30s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

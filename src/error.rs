@@ -47,6 +47,14 @@ pub enum Error {
     /// client continues with a new client id.
     #[error("outcome unknown: {0}")]
     OutcomeUnknown(String),
+    /// The call proved no identity the cluster knows: no token or
+    /// certificate, or an unknown one.
+    #[error("unauthenticated: {0}")]
+    Unauthenticated(String),
+    /// The caller's identity may not do this: another identity's lease, a
+    /// name outside its roles, or an admin call without the admin role.
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
     /// No node could serve the call in time; retrying later may work.
     #[error("unavailable: {0}")]
     Unavailable(String),
@@ -106,6 +114,8 @@ pub fn from_status(status: &Status) -> Error {
         Code::DeadlineExceeded => Error::Timeout(msg),
         Code::Aborted => Error::WaitEnded(msg),
         Code::ResourceExhausted => Error::LimitReached(msg),
+        Code::Unauthenticated => Error::Unauthenticated(msg),
+        Code::PermissionDenied => Error::PermissionDenied(msg),
         Code::Unavailable | Code::Unknown | Code::Cancelled => Error::Unavailable(msg),
         _ => Error::Internal(format!("{:?}: {msg}", status.code())),
     }

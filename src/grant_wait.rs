@@ -24,7 +24,7 @@ use raftlock_raft::waiters::Signal;
 use raftlock_raft::Error;
 use raftlock_storage::command::CancelOutcome;
 use raftlock_storage::{
-    Claim, ClientSeq, Command, EndReason, Fence, LeaseId, Mode, Request, Response,
+    Caller, Claim, ClientSeq, Command, EndReason, Fence, LeaseId, Mode, Request, Response,
 };
 use tokio::time::Instant;
 
@@ -42,6 +42,8 @@ pub struct AcquireSpec {
     /// Election candidates' value.
     pub value: Option<Vec<u8>>,
     pub origin: ClientSeq,
+    /// Who asked; the server's own cancel of the wait acts for them too.
+    pub caller: Caller,
 }
 
 /// A grant.
@@ -56,9 +58,11 @@ pub struct Grant {
 /// Acquires per `spec`: `Ok(Some(grant))`, or `Ok(None)` for a try-lock that
 /// found the lock busy.
 pub async fn acquire(node: &Arc<NodeInner>, spec: AcquireSpec) -> Result<Option<Grant>, Error> {
+    let started = Instant::now();
     let mut watch = node.waiters.watch(&spec.name, &spec.owner);
     let request = Request {
         origin: Some(spec.origin),
+        caller: spec.caller.clone(),
         time_ms: wall_clock_ms(),
         command: Command::Acquire {
             name: spec.name.clone(),
@@ -72,11 +76,12 @@ pub async fn acquire(node: &Arc<NodeInner>, spec: AcquireSpec) -> Result<Option<
     let (index, response) = node.write(request).await?;
     match response {
         Response::Granted { fence, count } => {
+            node.metrics().on_granted_after(started.elapsed());
             return Ok(Some(Grant {
                 fence,
                 count,
                 revision: index,
-            }))
+            }));
         }
         Response::Busy => return Ok(None),
         Response::Rejected(e) => return Err(e.into()),
@@ -93,6 +98,7 @@ pub async fn acquire(node: &Arc<NodeInner>, spec: AcquireSpec) -> Result<Option<
         name: spec.name.clone(),
         owner: spec.owner.clone(),
         call: Claim::of(&spec.origin),
+        caller: spec.caller.clone(),
         armed: true,
     };
     let deadline = spec.timeout.map(|t| Instant::now() + t);
@@ -102,6 +108,7 @@ pub async fn acquire(node: &Arc<NodeInner>, spec: AcquireSpec) -> Result<Option<
         match standing(node, &spec.name, &spec.owner) {
             Standing::Holding(fence, count) => {
                 cancel.armed = false;
+                node.metrics().on_granted_after(started.elapsed());
                 // At least `index`: the wait above saw it applied.
                 let revision = node.applied_index().max(index);
                 return Ok(Some(Grant {
@@ -181,7 +188,7 @@ async fn timed_out(node: &Arc<NodeInner>, spec: &AcquireSpec) -> Error {
         spec.name
     );
     let call = Claim::of(&spec.origin);
-    match cancel(node, &spec.name, &spec.owner, call).await {
+    match cancel(node, &spec.name, &spec.owner, call, &spec.caller).await {
         Ok(CancelOutcome::Dequeued | CancelOutcome::Released | CancelOutcome::NotFound) => {
             Error::Timeout(waited)
         }
@@ -190,7 +197,13 @@ async fn timed_out(node: &Arc<NodeInner>, spec: &AcquireSpec) -> Error {
              retry with a higher attempt to learn how it ended"
         )),
         Err(e) => {
-            keep_cancelling(node.clone(), spec.name.clone(), spec.owner.clone(), call);
+            keep_cancelling(
+                node.clone(),
+                spec.name.clone(),
+                spec.owner.clone(),
+                call,
+                spec.caller.clone(),
+            );
             Error::Unavailable(format!(
                 "{waited}, but could not cancel the wait ({e}): it may still be \
                  queued or granted; retry with a higher attempt to learn how it ended"
@@ -205,9 +218,11 @@ async fn cancel(
     name: &str,
     owner: &str,
     call: Claim,
+    caller: &Caller,
 ) -> Result<CancelOutcome, Error> {
     let request = Request {
         origin: None,
+        caller: caller.clone(),
         time_ms: wall_clock_ms(),
         command: Command::Cancel {
             name: name.to_string(),
@@ -226,14 +241,14 @@ async fn cancel(
 /// Proposes the Cancel for `call` in the background until it commits or the
 /// node stops. Harmless if the call's client retried meanwhile: the retry's
 /// higher attempt makes the cancel leave the wait alone.
-fn keep_cancelling(node: Arc<NodeInner>, name: String, owner: String, call: Claim) {
+fn keep_cancelling(node: Arc<NodeInner>, name: String, owner: String, call: Claim, caller: Caller) {
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
         return;
     };
     rt.spawn(async move {
         let mut pause = Duration::from_millis(100);
         while !node.is_stopping() {
-            match cancel(&node, &name, &owner, call).await {
+            match cancel(&node, &name, &owner, call, &caller).await {
                 Ok(_) => return,
                 Err(e) => {
                     tracing::warn!(name, owner, "cannot cancel an abandoned wait yet: {e}");
@@ -251,6 +266,7 @@ struct CancelOnDrop {
     name: String,
     owner: String,
     call: Claim,
+    caller: Caller,
     armed: bool,
 }
 
@@ -264,6 +280,7 @@ impl Drop for CancelOnDrop {
             std::mem::take(&mut self.name),
             std::mem::take(&mut self.owner),
             self.call,
+            std::mem::take(&mut self.caller),
         );
     }
 }

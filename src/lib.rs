@@ -23,10 +23,14 @@
 //! - [`node`]: [`Node`], a running node (replica + client API listener), for
 //!   `raftlock serve` and for embedding in an application.
 //! - [`service`]: the gRPC services Lease, Lock, Election and Cluster.
+//! - [`auth`]: who a client call comes from (token or certificate) and
+//!   what its roles let it touch; the auth file format in [`auth::policy`].
 //! - `grant_wait`: how a queued Acquire or Campaign is held open until its
 //!   grant is applied, and cancelled when the caller leaves.
 //! - `input`: bounds on client input, checked before anything is proposed.
 //! - [`status`]: the one mapping from internal errors to gRPC statuses.
+//! - [`observe`]: the admin listener (`/metrics`, `/healthz`, `/readyz`,
+//!   the status page), the gRPC health service and per-call metrics.
 //! - [`client`]: the Rust client (sessions, lock guards, semaphores,
 //!   elections, task locks, fencing), with [`blocking`] for non-async code;
 //!   [`error`]: its error type and the one mapping back from gRPC statuses.
@@ -41,6 +45,7 @@
 //! timer) and `raftlock_storage` (the pure lock state machine and its sled
 //! persistence). Dependencies point down only.
 
+pub mod auth;
 pub mod certs;
 pub mod cli;
 pub mod client;
@@ -49,6 +54,7 @@ pub mod error;
 mod grant_wait;
 mod input;
 pub mod node;
+pub mod observe;
 pub mod pb;
 pub mod service;
 pub mod status;

@@ -15,8 +15,11 @@ use tokio::task::JoinHandle;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::ServerTlsConfig;
 
+use crate::auth::policy::Policy;
+use crate::auth::Auth;
 use crate::client::{Client, ClientOptions, ClientTls};
 use crate::error::Error;
+use crate::observe::{bind_admin, health_service, serve_admin, RequestMetricsLayer};
 use crate::pb;
 use crate::service::{ClusterService, ElectionService, LeaseService, LockService};
 
@@ -30,6 +33,8 @@ pub struct Node {
     client_addr: SocketAddr,
     stop: watch::Sender<bool>,
     server: Option<JoinHandle<()>>,
+    /// The admin listener's address and task, if it runs.
+    admin: Option<(SocketAddr, JoinHandle<()>)>,
 }
 
 /// Builds a [`Node`]: the same settings as `raftlock serve`'s flags.
@@ -39,6 +44,7 @@ pub struct NodeBuilder {
     client_listener: Option<TcpListener>,
     peer_listener: Option<TcpListener>,
     filter: LinkFilter,
+    admin_listener: Option<TcpListener>,
 }
 
 impl NodeBuilder {
@@ -104,6 +110,18 @@ impl NodeBuilder {
         self.config.client_cert_auth = required;
         self
     }
+    /// Authenticate clients and check their roles with this auth file (see
+    /// docs/security.md); without it every client may do anything.
+    pub fn auth_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config.auth_file = Some(path.into());
+        self
+    }
+    /// Serve the admin endpoints (metrics, health, status page) on an
+    /// already bound listener (e.g. port 0), whatever `admin_addr` says.
+    pub fn admin_listener(mut self, listener: TcpListener) -> Self {
+        self.admin_listener = Some(listener);
+        self
+    }
     /// Share a link filter (tests cut links with it).
     pub fn link_filter(mut self, filter: LinkFilter) -> Self {
         self.filter = filter;
@@ -113,6 +131,12 @@ impl NodeBuilder {
     /// Binds the listeners, opens the data dir and starts serving.
     pub async fn start(self) -> Result<Node, Error> {
         let mut config = self.config;
+        // Read the auth file before anything binds or opens: a mistake in
+        // it must stop the node, never leave it serving without checks.
+        let auth = match &config.auth_file {
+            Some(path) => Auth::new(Some(Policy::load(path).map_err(Error::Startup)?)),
+            None => Auth::default(),
+        };
         let client_listener = match self.client_listener {
             Some(l) => l,
             None => TcpListener::bind(&config.client_addr).await.map_err(|e| {
@@ -129,6 +153,11 @@ impl NodeBuilder {
                 .map_err(|e| Error::Startup(e.to_string()))?
                 .to_string();
         }
+        let admin_listener = match (self.admin_listener, &config.admin_addr) {
+            (Some(l), _) => Some(l),
+            (None, Some(addr)) => Some(bind_admin(addr).await?),
+            (None, None) => None,
+        };
         let raft = RaftNode::start(config, self.peer_listener, self.filter)
             .await
             .map_err(|e| Error::Startup(e.to_string()))?;
@@ -136,17 +165,30 @@ impl NodeBuilder {
             .tls()
             .map(|tls| tls.client_server_config(raft.inner().config.client_cert_auth));
         let (stop, stop_rx) = watch::channel(false);
+        let auth_on = auth.enabled();
         let server = tokio::spawn(serve_clients(
             raft.inner().clone(),
+            auth,
             client_listener,
             client_tls,
-            stop_rx,
+            stop_rx.clone(),
         ));
+        let admin = match admin_listener {
+            Some(l) => Some(serve_admin(
+                raft.inner().clone(),
+                raft.tls().cloned(),
+                l,
+                stop_rx,
+            )?),
+            None => None,
+        };
         tracing::info!(
             id = raft.inner().id,
             %client_addr,
             peer_addr = %raft.peer_addr(),
             tls = raft.tls().is_some(),
+            auth = auth_on,
+            admin_addr = %admin.as_ref().map_or("off".to_string(), |(a, _)| a.to_string()),
             "node started"
         );
         Ok(Node {
@@ -154,6 +196,7 @@ impl NodeBuilder {
             client_addr,
             stop,
             server: Some(server),
+            admin,
         })
     }
 }
@@ -180,6 +223,10 @@ impl Node {
     /// The bound peer API address.
     pub fn peer_addr(&self) -> SocketAddr {
         self.raft.peer_addr()
+    }
+    /// The bound admin listener address, if it runs.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().map(|(addr, _)| *addr)
     }
     /// Whether both listeners serve TLS.
     pub fn tls_enabled(&self) -> bool {
@@ -255,6 +302,7 @@ impl Node {
                 tracing::warn!("client calls still running after 5 s; stopping anyway");
             }
         }
+        self.stop_admin().await;
         self.raft.shutdown().await;
     }
 }
@@ -268,7 +316,24 @@ impl Node {
         if let Some(server) = self.server.take() {
             server.abort();
         }
+        if let Some((_, admin)) = self.admin.take() {
+            admin.abort();
+        }
         self.raft.shutdown().await;
+    }
+
+    /// Stops the admin listener (told by `stop`), waiting up to 2 s for
+    /// a page or scrape in progress.
+    async fn stop_admin(&mut self) {
+        if let Some((_, admin)) = self.admin.take() {
+            let abort = admin.abort_handle();
+            if tokio::time::timeout(Duration::from_secs(2), admin)
+                .await
+                .is_err()
+            {
+                abort.abort();
+            }
+        }
     }
 }
 
@@ -277,11 +342,15 @@ impl Drop for Node {
         if let Some(server) = &self.server {
             server.abort();
         }
+        if let Some((_, admin)) = &self.admin {
+            admin.abort();
+        }
     }
 }
 
 async fn serve_clients(
     node: Arc<NodeInner>,
+    auth: Auth,
     listener: TcpListener,
     tls: Option<ServerTlsConfig>,
     mut stop: watch::Receiver<bool>,
@@ -298,21 +367,27 @@ async fn serve_clients(
         };
     }
     let result = server
+        .layer(RequestMetricsLayer::new(node.clone()))
         .tcp_nodelay(true)
         // Every queued Acquire or Campaign is an open stream; a client with
         // many waiting tasks shares one connection.
         .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
         .add_service(pb::lease_server::LeaseServer::new(LeaseService {
             node: node.clone(),
+            auth: auth.clone(),
         }))
         .add_service(pb::lock_server::LockServer::new(LockService {
             node: node.clone(),
+            auth: auth.clone(),
         }))
         .add_service(pb::election_server::ElectionServer::new(ElectionService {
             node: node.clone(),
+            auth: auth.clone(),
         }))
+        .add_service(health_service(node.clone()))
         .add_service(pb::cluster_server::ClusterServer::new(ClusterService {
             node,
+            auth,
         }))
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
             let _ = stop.changed().await;

@@ -63,6 +63,7 @@ fn command_code(e: &CommandError) -> Code {
         CommandError::TooManyWaiters { .. }
         | CommandError::TooManyLeases(_)
         | CommandError::TooManyClients(_) => Code::ResourceExhausted,
+        CommandError::PermissionDenied(_) => Code::PermissionDenied,
         // `CommandError` is non-exhaustive across crates; every variant
         // there is today is named above.
         _ => Code::Internal,
@@ -140,6 +141,10 @@ mod tests {
                 Code::InvalidArgument,
             ),
             (CommandError::TooManyClients(1), Code::ResourceExhausted),
+            (
+                CommandError::PermissionDenied("x".into()),
+                Code::PermissionDenied,
+            ),
         ];
         for (e, code) in cases {
             let unknown = outcome_unknown(&e);

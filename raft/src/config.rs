@@ -106,10 +106,20 @@ pub struct Config {
     /// Whether the client listener also requires a client certificate
     /// signed by `tls_ca`. Needs the TLS settings.
     pub client_cert_auth: bool,
+    /// Client authentication and roles: a TOML file of users (a token's
+    /// SHA-256, or a client certificate's name) and the roles they have
+    /// (`admin`, or name prefixes). `None`: every client may do anything,
+    /// the loopback default. See docs/security.md.
+    pub auth_file: Option<PathBuf>,
     /// Largest peer message this node accepts or sends, in bytes. Must hold
     /// a snapshot chunk (1 MiB) and the largest entry (about 1 MiB of
     /// payload), with room to spare.
     pub max_peer_message_bytes: usize,
+    /// Admin HTTP listener (`/metrics`, `/healthz`, `/readyz`, the status
+    /// page), `host:port`. `None` (the default): no admin listener. It has
+    /// no TLS or auth and shows every lock name and owner, so keep it on
+    /// loopback or behind a firewall (docs/operations.md).
+    pub admin_addr: Option<String>,
 }
 
 impl Default for Config {
@@ -133,7 +143,9 @@ impl Default for Config {
             tls_key: None,
             tls_ca: None,
             client_cert_auth: false,
+            auth_file: None,
             max_peer_message_bytes: DEFAULT_MAX_PEER_MESSAGE_BYTES,
+            admin_addr: None,
         }
     }
 }
@@ -237,9 +249,6 @@ impl Config {
     /// loopback without TLS: anyone on the network can then speak Raft to
     /// the peer port and call every client RPC. `None` when all is well.
     pub fn exposure_warning(&self) -> Option<String> {
-        if self.tls_enabled() {
-            return None;
-        }
         let exposed: Vec<&str> = [&self.client_addr, &self.peer_addr]
             .into_iter()
             .filter(|addr| !is_loopback(addr))
@@ -248,12 +257,23 @@ impl Config {
         if exposed.is_empty() {
             return None;
         }
-        Some(format!(
-            "listening on {} without TLS: anyone who can reach these ports can speak Raft \
-             to this node and call every client RPC, force-release included. Set \
-             --tls-cert, --tls-key and --tls-ca (see docs/security.md)",
-            exposed.join(" and ")
-        ))
+        let exposed = exposed.join(" and ");
+        let authenticated = self.auth_file.is_some() || self.client_cert_auth;
+        match (self.tls_enabled(), authenticated) {
+            (true, true) => None,
+            (false, _) => Some(format!(
+                "listening on {exposed} without TLS: anyone who can reach these ports can \
+                 speak Raft to this node, read tokens off the wire and call every client \
+                 RPC, force-release included. Set --tls-cert, --tls-key and --tls-ca, and \
+                 --auth-file (see docs/security.md)"
+            )),
+            (true, false) => Some(format!(
+                "listening on {exposed} without client authentication: any client that \
+                 can reach the client port may force-release any lock, revoke any lease \
+                 and change the membership. Set --auth-file for roles, or at least \
+                 --client-cert-auth (see docs/security.md)"
+            )),
+        }
     }
 
     pub fn tls_enabled(&self) -> bool {
@@ -401,7 +421,7 @@ mod tests {
     }
 
     #[test]
-    fn warns_when_exposed_without_tls() {
+    fn warns_when_exposed_without_tls_or_auth() {
         assert_eq!(Config::default().exposure_warning(), None);
         let local = Config {
             client_addr: "localhost:7379".into(),
@@ -426,7 +446,21 @@ mod tests {
             tls_ca: Some("ca.crt".into()),
             ..exposed
         };
-        assert_eq!(with_tls.exposure_warning(), None);
+        let warning = with_tls.exposure_warning().expect("a warning without auth");
+        assert!(
+            warning.contains("without client authentication"),
+            "{warning}"
+        );
+        let with_auth = Config {
+            auth_file: Some("auth.toml".into()),
+            ..with_tls.clone()
+        };
+        assert_eq!(with_auth.exposure_warning(), None);
+        let with_certs = Config {
+            client_cert_auth: true,
+            ..with_tls
+        };
+        assert_eq!(with_certs.exposure_warning(), None);
     }
 
     #[test]

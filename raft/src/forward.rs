@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use raftlock_storage::{LeaseId, NodeAddr, NodeId, Request, Response};
+use raftlock_storage::{Caller, LeaseId, NodeAddr, NodeId, Request, Response};
 
 use crate::error::Error;
 
@@ -14,8 +14,12 @@ pub enum Forwarded {
     /// Confirm leadership and name the log index a linearizable read must
     /// wait for.
     ReadIndex,
-    /// Renew a lease's deadline on the leader's timer.
-    KeepAlive(LeaseId),
+    /// Renew a lease's deadline on the leader's timer, for `caller` (who
+    /// must own the lease or be an admin).
+    KeepAlive {
+        id: LeaseId,
+        caller: Caller,
+    },
     /// Remaining time of a lease on the leader's timer.
     Remaining(LeaseId),
     /// Membership changes.

@@ -13,7 +13,7 @@ use openraft::error::{ChangeMembershipError, CheckIsLeaderError, ClientWriteErro
 use openraft::ChangeMembers;
 use tokio::time::Instant;
 
-use raftlock_storage::{LeaseId, NodeAddr, NodeId, Request, Response};
+use raftlock_storage::{Caller, CommandError, LeaseId, NodeAddr, NodeId, Request, Response};
 
 use crate::error::Error;
 use crate::forward::{ForwardReply, ForwardResult, Forwarded};
@@ -60,10 +60,18 @@ impl NodeInner {
             })
     }
 
-    /// Renews a lease on the leader; answers its TTL.
-    pub async fn keep_alive(&self, id: LeaseId) -> Result<u64, Error> {
-        match self.call_leader(Forwarded::KeepAlive(id)).await? {
-            ForwardReply::LeaseTtl(Some(ttl)) => Ok(ttl),
+    /// Renews a lease on the leader for `caller`; answers its TTL. Only
+    /// the identity that granted the lease, or an admin, may renew it.
+    pub async fn keep_alive(&self, id: LeaseId, caller: &Caller) -> Result<u64, Error> {
+        let call = Forwarded::KeepAlive {
+            id,
+            caller: caller.clone(),
+        };
+        match self.call_leader(call).await? {
+            ForwardReply::LeaseTtl(Some(ttl)) => {
+                self.metrics.on_keep_alive();
+                Ok(ttl)
+            }
             ForwardReply::LeaseTtl(None) => {
                 Err(raftlock_storage::CommandError::LeaseNotFound(id).into())
             }
@@ -107,7 +115,7 @@ impl NodeInner {
         let deadline = Instant::now() + self.config.leader_wait;
         loop {
             let result = if self.is_leader() {
-                self.serve_as_leader(call.clone()).await
+                self.serve_here(&call, deadline).await
             } else if let Some((leader, addr)) = self.leader().filter(|(id, _)| *id != self.id) {
                 let attempt = self.forward_attempt(&call, deadline);
                 match self
@@ -133,6 +141,30 @@ impl NodeInner {
                 }
                 other => return other,
             }
+        }
+    }
+
+    /// Serves `call` as the leader, giving up at `deadline` (membership
+    /// changes excepted: a learner may take long to catch up). A leader cut
+    /// off from its quorum cannot commit, and the caller hears so instead
+    /// of waiting for ever. The write may still commit later (if the leader
+    /// regains its quorum before a successor overwrites it): a retry with
+    /// the same request id is answered once, either way.
+    async fn serve_here(&self, call: &Forwarded, deadline: Instant) -> ForwardResult {
+        if matches!(
+            call,
+            Forwarded::AddLearner { .. } | Forwarded::Promote(_) | Forwarded::Remove(_)
+        ) {
+            return self.serve_as_leader(call.clone()).await;
+        }
+        match tokio::time::timeout_at(deadline, self.serve_as_leader(call.clone())).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::Unavailable(format!(
+                "no quorum within {:?}: node {} leads but a majority did not confirm; \
+                 the call may still take effect, and a retry with the same request id \
+                 is applied once",
+                self.config.leader_wait, self.id
+            ))),
         }
     }
 
@@ -162,7 +194,7 @@ impl NodeInner {
                 Ok(ForwardReply::Written { index, response })
             }
             Forwarded::ReadIndex => Ok(ForwardReply::ReadIndex(self.read_index().await?)),
-            Forwarded::KeepAlive(id) => {
+            Forwarded::KeepAlive { id, caller } => {
                 // Leadership must be confirmed by a quorum before renewing:
                 // a deposed leader renews nothing. A round confirmed moments
                 // ago still vouches for a renewal (leader lease); a lease
@@ -173,10 +205,10 @@ impl NodeInner {
                 if !leased {
                     self.linearize().await?;
                 }
-                let ttl = match self.renew(id) {
+                let ttl = match self.renew(id, &caller)? {
                     Err(KeepAliveRefused::NotFound | KeepAliveRefused::Expiring) if leased => {
                         self.linearize().await?;
-                        self.renew(id)
+                        self.renew(id, &caller)?
                     }
                     other => other,
                 };
@@ -292,16 +324,30 @@ impl NodeInner {
         self.read_rounds.leased(term, Instant::now())
     }
 
-    /// Moves lease `id`'s deadline to now + TTL if the applied state has it.
-    fn renew(&self, id: LeaseId) -> Result<u64, KeepAliveRefused> {
-        let state = self.state.clone();
-        self.timer.keep_alive(id, Instant::now(), move || {
-            state
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .lease(id)
-                .map(|l| l.ttl_ms)
-        })
+    /// Moves lease `id`'s deadline to now + TTL if the applied state has it
+    /// and `caller` may use it; refuses another identity's lease.
+    fn renew(&self, id: LeaseId, caller: &Caller) -> Result<Result<u64, KeepAliveRefused>, Error> {
+        let mut owner_refused = None;
+        let renewed = self.timer.keep_alive(id, Instant::now(), || {
+            let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+            let lease = state.lease(id)?;
+            if !caller.may_use_lease_of(lease.identity.as_deref()) {
+                owner_refused = Some(lease.identity.clone().unwrap_or_default());
+                return None;
+            }
+            Some(lease.ttl_ms)
+        });
+        if let Some(owner) = owner_refused {
+            let who = caller
+                .identity
+                .as_deref()
+                .unwrap_or("an unauthenticated caller");
+            return Err(CommandError::PermissionDenied(format!(
+                "{who} may not keep lease {id} alive: it belongs to {owner}"
+            ))
+            .into());
+        }
+        Ok(renewed)
     }
 
     /// A leader that removed itself keeps leading until the change is

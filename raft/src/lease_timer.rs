@@ -178,6 +178,16 @@ impl LeaseTimer {
         (due, next)
     }
 
+    /// Leases past their deadline that have not ended yet (their expiry
+    /// is due or in flight): the expiry backlog, for metrics.
+    pub fn backlog(&self, now: Instant) -> usize {
+        let d = self.lock();
+        d.queue
+            .iter()
+            .take_while(|(deadline, _)| *deadline <= now)
+            .count()
+    }
+
     /// The expiry of `ids` could not be proposed; try again on the next tick.
     pub fn unmark(&self, ids: &[LeaseId]) {
         let mut d = self.lock();

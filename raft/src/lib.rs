@@ -23,20 +23,30 @@
 //! - [`lease_timer`]: deadlines of every lease, tracked by the leader only.
 //! - [`waiters`]: routes applied events to callers waiting for a grant and to
 //!   election observers.
+//! - [`metrics`]: the node's Prometheus metrics; [`scrape`] sets the state
+//!   gauges when they are read; `raft_watch` counts elections, leader
+//!   changes and snapshots and logs them; `timed_log` times log appends.
+//! - [`health`]: liveness and readiness, for `/healthz`, `/readyz` and the
+//!   gRPC health service.
 //! - [`error`]: this crate's error enum.
 
 pub mod config;
 pub mod error;
 pub mod forward;
+pub mod health;
 pub mod leader_calls;
 pub mod lease_timer;
+pub mod metrics;
 pub mod network;
 pub mod node;
 pub mod peer_checks;
 pub mod peer_guard;
 pub mod peer_service;
 pub mod proposer;
+mod raft_watch;
 pub mod read_index;
+pub mod scrape;
+mod timed_log;
 pub mod tls;
 pub mod waiters;
 
@@ -47,6 +57,8 @@ pub mod pb {
 
 pub use config::{Config, ConfigError, InitialMember};
 pub use error::Error;
+pub use health::Health;
+pub use metrics::NodeMetrics;
 pub use network::LinkFilter;
 pub use node::{NodeStatus, RaftNode};
 pub use raftlock_storage as storage;

@@ -29,6 +29,7 @@ use tonic::transport::{Channel, Endpoint};
 use raftlock_storage::{NodeAddr, NodeId, TypeConfig};
 
 use crate::forward::{ForwardResult, Forwarded};
+use crate::metrics::NodeMetrics;
 use crate::pb::peer_client::PeerClient;
 use crate::peer_guard::PeerGuard;
 use crate::tls::NodeTls;
@@ -107,6 +108,8 @@ pub struct PeerNetwork {
     max_message: usize,
     /// This node's certificate and the cluster CA; `None`: plain text.
     tls: Option<NodeTls>,
+    /// Counts failed Raft RPCs per peer.
+    metrics: Arc<NodeMetrics>,
 }
 
 impl PeerNetwork {
@@ -116,6 +119,7 @@ impl PeerNetwork {
         guard: Arc<PeerGuard>,
         max_message: usize,
         tls: Option<NodeTls>,
+        metrics: Arc<NodeMetrics>,
     ) -> Self {
         PeerNetwork {
             id,
@@ -124,6 +128,7 @@ impl PeerNetwork {
             guard,
             max_message,
             tls,
+            metrics,
         }
     }
 
@@ -226,6 +231,7 @@ pub struct PeerConnection {
 }
 
 /// Which peer RPC to call.
+#[derive(Clone, Copy)]
 enum Rpc {
     Append,
     Vote,
@@ -248,8 +254,31 @@ impl PeerConnection {
         self.send(rpc, data, option).await
     }
 
-    /// Sends encoded `data` and decodes the checked reply.
+    /// Sends encoded `data` and decodes the checked reply; counts a
+    /// failure in `raftlock_peer_rpc_errors_total`.
     async fn send<Resp, E>(
+        &self,
+        rpc: Rpc,
+        data: Vec<u8>,
+        option: &RPCOption,
+    ) -> Result<Resp, RPCError<NodeId, NodeAddr, RaftError<NodeId, E>>>
+    where
+        Resp: DeserializeOwned,
+        E: std::error::Error + DeserializeOwned,
+    {
+        let result = self.exchange(rpc, data, option).await;
+        if result.is_err() {
+            let name = match rpc {
+                Rpc::Append => "append_entries",
+                Rpc::Vote => "vote",
+                Rpc::Snapshot => "install_snapshot",
+            };
+            self.net.metrics.on_peer_error(self.target, name);
+        }
+        result
+    }
+
+    async fn exchange<Resp, E>(
         &self,
         rpc: Rpc,
         data: Vec<u8>,

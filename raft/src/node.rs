@@ -20,12 +20,15 @@ use raftlock_storage::{Command, LeaseId, NodeAddr, NodeId, Request, SharedState,
 use crate::config::Config;
 use crate::error::Error;
 use crate::lease_timer::LeaseTimer;
+use crate::metrics::NodeMetrics;
 use crate::network::{LinkFilter, PeerNetwork};
 use crate::pb::peer_server::PeerServer;
 use crate::peer_guard::PeerGuard;
 use crate::peer_service::PeerService;
 use crate::proposer::Proposer;
+use crate::raft_watch::watch_raft;
 use crate::read_index::ReadIndexRounds;
+use crate::timed_log::TimedLogStore;
 use crate::tls::{peer_node_id, NodeTls};
 use crate::waiters::{route_events, Waiters};
 
@@ -65,6 +68,8 @@ pub struct NodeInner {
     /// retry elsewhere, and their waits are *not* cancelled: the caller did
     /// not go away, this node did.
     pub stopping: watch::Sender<bool>,
+    /// This node's Prometheus metrics.
+    pub(crate) metrics: Arc<NodeMetrics>,
 }
 
 /// A node's view of the cluster, for `cluster status`.
@@ -153,12 +158,14 @@ impl RaftNode {
             Some(log_store.clone()),
             config.election_timeout * 4,
         ));
+        let metrics = Arc::new(NodeMetrics::new());
         let net = PeerNetwork::new(
             config.id,
             filter,
             guard.clone(),
             config.max_peer_message_bytes,
             tls.clone(),
+            metrics.clone(),
         );
         refuse_if_running_elsewhere(&config, &log_store, &sm_store, &net).await?;
         let members = sm_store.applied_members();
@@ -166,7 +173,7 @@ impl RaftNode {
             config.id,
             Arc::new(raft_config),
             net.clone(),
-            log_store,
+            TimedLogStore::new(config.id, log_store, metrics.clone()),
             sm_store,
         )
         .await
@@ -185,7 +192,7 @@ impl RaftNode {
         let peer_tls = tls.as_ref().map(NodeTls::peer_server_config);
         let (changed, _) = broadcast::channel(1024);
         let (stop, stop_rx) = watch::channel(false);
-        let (proposer, proposing) = Proposer::start(raft.clone(), stop_rx.clone());
+        let (proposer, proposing) = Proposer::start(raft.clone(), stop_rx.clone(), metrics.clone());
         let inner = Arc::new(NodeInner {
             id: config.id,
             config,
@@ -201,6 +208,7 @@ impl RaftNode {
             proposer,
             read_rounds: ReadIndexRounds::default(),
             stopping: watch::channel(false).0,
+            metrics,
         });
         let tasks = vec![
             tokio::spawn(proposing),
@@ -209,7 +217,9 @@ impl RaftNode {
                 inner.waiters.clone(),
                 inner.timer.clone(),
                 inner.changed.clone(),
+                inner.metrics.clone(),
             )),
+            tokio::spawn(watch_raft(inner.clone(), stop_rx.clone())),
             tokio::spawn(track_leadership(inner.clone(), stop_rx.clone())),
             tokio::spawn(expire_leases(inner.clone(), stop_rx.clone())),
             tokio::spawn(serve_peers(inner.clone(), listener, peer_tls, stop_rx)),
@@ -366,6 +376,11 @@ impl NodeInner {
     /// The id of the cluster this node belongs to, once known.
     pub fn cluster_id(&self) -> Option<uuid::Uuid> {
         self.guard.cluster_id()
+    }
+
+    /// This node's Prometheus metrics.
+    pub fn metrics(&self) -> &NodeMetrics {
+        &self.metrics
     }
 
     /// Whether this node is stopping.
@@ -548,9 +563,14 @@ async fn expire_leases(node: Arc<NodeInner>, mut stop: watch::Receiver<bool>) {
 /// Proposes the expiry of `due` (marked expiring by the timer) and settles
 /// the marks with the outcome.
 async fn expire(node: Arc<NodeInner>, due: Vec<LeaseId>) {
-    tracing::debug!(count = due.len(), "expiring leases");
+    tracing::info!(
+        node = node.id,
+        count = due.len(),
+        "proposing a lease expiry batch"
+    );
     let req = Request {
         origin: None,
+        caller: Default::default(),
         time_ms: wall_clock_ms(),
         command: Command::ExpireLeases { ids: due.clone() },
     };

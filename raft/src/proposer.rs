@@ -13,12 +13,15 @@
 
 use openraft::error::ClientWriteError;
 use openraft::Raft;
+use std::sync::Arc;
+
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use raftlock_storage::{Command, NodeAddr, NodeId, Proposal, Request, Response, TypeConfig};
 
 use crate::error::Error;
+use crate::metrics::NodeMetrics;
 
 /// Entries proposed and not yet applied. Two let the leader flush one entry
 /// while the previous one is replicated; more would only split the queue
@@ -53,9 +56,10 @@ impl Proposer {
     pub fn start(
         raft: Raft<TypeConfig>,
         stop: watch::Receiver<bool>,
+        metrics: Arc<NodeMetrics>,
     ) -> (Proposer, impl std::future::Future<Output = ()>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Proposer { tx }, run(raft, rx, stop))
+        (Proposer { tx }, run(raft, rx, stop, metrics))
     }
 
     /// Replicates `request` (in an entry shared with other requests) and
@@ -74,6 +78,7 @@ async fn run(
     raft: Raft<TypeConfig>,
     mut rx: mpsc::UnboundedReceiver<Pending>,
     mut stop: watch::Receiver<bool>,
+    metrics: Arc<NodeMetrics>,
 ) {
     // Dropping the set at the end aborts the entries still in flight; their
     // callers' reply senders drop with them and they see `ShuttingDown`.
@@ -85,7 +90,7 @@ async fn run(
             first = rx.recv(), if in_flight.len() < MAX_IN_FLIGHT => {
                 let Some(first) = first else { break };
                 let batch = gather(first, &mut rx);
-                propose(&raft, batch, &mut in_flight).await;
+                propose(&raft, batch, &mut in_flight, &metrics).await;
             }
         }
     }
@@ -126,11 +131,18 @@ fn weight(request: &Request) -> usize {
     128 + variable
 }
 
-async fn propose(raft: &Raft<TypeConfig>, batch: Vec<Pending>, in_flight: &mut JoinSet<()>) {
+async fn propose(
+    raft: &Raft<TypeConfig>,
+    batch: Vec<Pending>,
+    in_flight: &mut JoinSet<()>,
+    metrics: &NodeMetrics,
+) {
     let (requests, replies): (Vec<Request>, Vec<_>) =
         batch.into_iter().map(|p| (p.request, p.reply)).unzip();
+    let writes = requests.len();
     match raft.client_write_ff(Proposal { requests }).await {
         Ok(applied) => {
+            metrics.on_proposed(writes);
             in_flight.spawn(async move {
                 let outcome = match applied.await {
                     Ok(Ok(written)) => Ok((written.log_id.index, written.data)),

@@ -174,18 +174,15 @@ impl NodeTls {
             .timeout(HANDSHAKE_TIMEOUT)
     }
 
-    /// The client listener: this node's certificate; with
-    /// `require_client_cert`, clients must present a certificate signed by
-    /// the cluster CA.
+    /// The client listener: this node's certificate. A client may present
+    /// a certificate signed by the cluster CA (its name is then an identity
+    /// for the auth file); with `require_client_cert` it must.
     pub fn client_server_config(&self, require_client_cert: bool) -> ServerTlsConfig {
-        let config = ServerTlsConfig::new()
+        ServerTlsConfig::new()
             .identity(self.identity())
-            .timeout(HANDSHAKE_TIMEOUT);
-        if require_client_cert {
-            config.client_ca_root(self.ca()).client_auth_optional(false)
-        } else {
-            config
-        }
+            .client_ca_root(self.ca())
+            .client_auth_optional(!require_client_cert)
+            .timeout(HANDSHAKE_TIMEOUT)
     }
 
     /// A channel to node `target`: presents this node's certificate and

@@ -14,6 +14,7 @@ use tokio::sync::{broadcast, mpsc};
 use raftlock_storage::{Applied, EndReason, Event, Fence};
 
 use crate::lease_timer::LeaseTimer;
+use crate::metrics::NodeMetrics;
 
 /// What a registered (name, owner) pair is told.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,16 +127,19 @@ pub async fn route_events(
     waiters: Waiters,
     timer: LeaseTimer,
     changed: broadcast::Sender<String>,
+    metrics: Arc<NodeMetrics>,
 ) {
     while let Some(applied) = rx.recv().await {
         match applied {
             Applied::Snapshot { .. } => {
+                metrics.on_snapshot_installed();
                 waiters.broadcast(Signal::Recheck);
                 // Observers re-read every name they watch.
                 let _ = changed.send(String::new());
             }
             Applied::Entry { events, .. } => {
                 for event in events {
+                    metrics.on_event(&event);
                     route(event, &waiters, &timer, &changed);
                 }
             }

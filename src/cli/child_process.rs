@@ -22,12 +22,21 @@ pub struct ChildProcess {
     program: String,
 }
 
+/// Why a command could not be started: the OS error's kind (for the exit
+/// code) and a message.
+#[derive(Debug)]
+pub struct SpawnError {
+    pub kind: std::io::ErrorKind,
+    pub message: String,
+}
+
 impl ChildProcess {
     /// Starts `argv` with `env` added to ours, inheriting stdio.
-    pub fn spawn(argv: &[String], env: &[(&str, String)]) -> Result<ChildProcess, String> {
-        let (program, args) = argv
-            .split_first()
-            .ok_or_else(|| "no command given after `--`".to_string())?;
+    pub fn spawn(argv: &[String], env: &[(&str, String)]) -> Result<ChildProcess, SpawnError> {
+        let (program, args) = argv.split_first().ok_or_else(|| SpawnError {
+            kind: std::io::ErrorKind::InvalidInput,
+            message: "no command given after `--`".to_string(),
+        })?;
         let mut command = Command::new(program);
         command
             .args(args)
@@ -38,12 +47,14 @@ impl ChildProcess {
             .process_group(0)
             // Should this process die of a bug, the command still stops.
             .kill_on_drop(true);
-        let child = command
-            .spawn()
-            .map_err(|e| format!("cannot run {program:?}: {e}; check the command and PATH"))?;
-        let group = child
-            .id()
-            .ok_or_else(|| format!("{program:?} exited before it could be watched"))?;
+        let child = command.spawn().map_err(|e| SpawnError {
+            kind: e.kind(),
+            message: format!("cannot run {program:?}: {e}; check the command and PATH"),
+        })?;
+        let group = child.id().ok_or_else(|| SpawnError {
+            kind: std::io::ErrorKind::Other,
+            message: format!("{program:?} exited before it could be watched"),
+        })?;
         Ok(ChildProcess {
             child,
             group,

@@ -24,13 +24,20 @@ const RESUBSCRIBE_AFTER: Duration = Duration::from_millis(500);
 pub struct ElectArgs {
     #[command(flatten)]
     endpoints: Endpoints,
-    /// Print leader changes instead of campaigning.
-    #[arg(long)]
+    /// Print leader changes instead of campaigning (`-l`, `--listen` as
+    /// etcdctl).
+    #[arg(long, short = 'l', visible_alias = "listen", conflicts_with = "leader")]
     observe: bool,
+    /// Print the current leader once and exit.
+    #[arg(long)]
+    leader: bool,
     /// Election name.
     name: String,
     /// Value to publish while leader (e.g. this instance's address).
-    #[arg(required_unless_present = "observe", conflicts_with = "observe")]
+    #[arg(
+        required_unless_present_any = ["observe", "leader"],
+        conflicts_with_all = ["observe", "leader"]
+    )]
     value: Option<String>,
     /// Lease TTL: how long leadership outlives this process if it dies.
     #[arg(long, value_name = "D", default_value = "15s", value_parser = parse_duration)]
@@ -84,12 +91,21 @@ impl LeaderLine {
 pub async fn run(args: ElectArgs) -> Result<ExitCode, String> {
     let mut interrupts = Interrupts::watch()?;
     let client = args.endpoints.connect().await?;
+    if args.leader {
+        let leader = client
+            .election(args.name.clone())
+            .leader()
+            .await
+            .map_err(|e| args.endpoints.explain(&e))?;
+        LeaderLine::new(&args.name, leader.as_ref()).print(args.endpoints.output)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     match &args.value {
         Some(value) if !args.observe => {
-            let lease = client
-                .grant_lease(args.ttl)
-                .await
-                .map_err(|e| args.endpoints.explain(&e))?;
+            let lease = tokio::select! {
+                r = client.grant_lease(args.ttl) => r.map_err(|e| args.endpoints.explain(&e))?,
+                _ = interrupts.recv() => return Ok(ExitCode::SUCCESS),
+            };
             let on_lease = client.with_lease(lease);
             let outcome = campaign(&args, &on_lease, value, &mut interrupts).await;
             revoke(&client, lease).await;
@@ -114,6 +130,10 @@ async fn campaign(
         _ = interrupts.recv() => return Ok(ExitCode::SUCCESS),
     };
     let fence = leadership.fence();
+    // Granted while paused and gone since? Then never claim to lead.
+    leadership
+        .ensure_valid()
+        .map_err(|e| format!("lost leadership of {name}: {e}"))?;
     match args.endpoints.output {
         Output::Json => print_json_line(&LeaderLine {
             name: name.clone(),

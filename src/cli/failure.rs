@@ -34,6 +34,14 @@ pub fn explain(error: &Error, endpoints: &[String]) -> String {
             "outcome unknown: {m}; check with `raftlock locks describe NAME` or \
              `raftlock lease list` before running again"
         ),
+        Error::Unauthenticated(m) => format!(
+            "unauthenticated: {m}; pass a token with RAFTLOCK_TOKEN (or --token), or a \
+             client certificate with --cert and --key"
+        ),
+        Error::PermissionDenied(m) => format!(
+            "permission denied: {m}; ask an operator for a role that allows it (the node's \
+             --auth-file)"
+        ),
         other => format!("{other}; see the server's log (RAFTLOCK_LOG=debug for more)"),
     }
 }

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::signals::Interrupts;
 use super::{print_json, print_json_line, Endpoints, Output};
 use crate::client::{Client, LeaseId};
-use crate::duration::{format_duration, parse_duration};
+use crate::duration::{format_duration, parse_duration_or_seconds};
 
 /// `raftlock lease ...`
 #[derive(Debug, clap::Args)]
@@ -23,12 +23,14 @@ pub struct LeaseArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum LeaseCommand {
-    /// Grant a lease with TTL (e.g. 10s); prints its id.
+    /// Grant a lease with TTL (10s, 1m30s, or bare seconds as etcdctl:
+    /// 10); prints its id.
     Grant {
-        #[arg(value_parser = parse_duration)]
+        #[arg(value_parser = parse_duration_or_seconds)]
         ttl: Duration,
     },
     /// Renew a lease every third of its TTL until interrupted.
+    #[command(visible_alias = "keep-alive")]
     Keepalive {
         id: LeaseId,
         /// Renew once and exit.
@@ -38,6 +40,7 @@ enum LeaseCommand {
     /// Revoke a lease, releasing every lock it holds.
     Revoke { id: LeaseId },
     /// A lease's TTL, time left, and the locks it holds or waits for.
+    #[command(visible_alias = "timetolive")]
     Ttl { id: LeaseId },
     /// Every live lease.
     List,

@@ -12,6 +12,21 @@
 //! group gets SIGTERM, then SIGKILL after `--grace`. SIGINT/SIGTERM sent to
 //! us are forwarded the same way. On every exit the lease is revoked, so a
 //! finished command never leaves a lock (or a lease) behind.
+//!
+//! # Exit codes
+//!
+//! | code | when |
+//! |---|---|
+//! | CMD's own | CMD ran and exited (a signal N: 128 + N) |
+//! | 0 | without CMD: held until interrupted |
+//! | 1 | any other error (refused by the cluster, bad TLS files, ...) |
+//! | 2 | usage (bad flags; from the argument parser) |
+//! | [`EXIT_BUSY`] 3 | `--timeout 0s` and the lock is held |
+//! | [`EXIT_TIMED_OUT`] 4 | not granted within `--timeout` |
+//! | [`EXIT_UNREACHABLE`] 5 | no node of the cluster answered |
+//! | [`EXIT_LOST`] 6 | the lock was lost (CMD, if running, was stopped) |
+//! | 126 / 127 | CMD cannot be run / was not found |
+//! | 130 / 143 | interrupted by SIGINT / SIGTERM |
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -24,6 +39,56 @@ use super::{print_json, Endpoints, Output};
 use crate::client::{Client, LeaseId, LockGuard};
 use crate::duration::{format_duration, parse_duration};
 use crate::error::Error;
+
+/// The exit codes, as `raftlock lock --help` lists them.
+pub const EXIT_CODES_HELP: &str = "Exit codes: CMD's own when it ran (128+N for signal N); \
+0 without CMD; 1 other errors; 2 usage; 3 busy (--timeout 0s); 4 timed out; \
+5 cluster unreachable; 6 lock lost (CMD was stopped); 126 CMD not executable; \
+127 CMD not found; 130/143 interrupted (SIGINT/SIGTERM).";
+
+/// Exit code: `--timeout 0s` found the lock held.
+pub const EXIT_BUSY: u8 = 3;
+/// Exit code: not granted within `--timeout`.
+pub const EXIT_TIMED_OUT: u8 = 4;
+/// Exit code: no node of the cluster answered.
+pub const EXIT_UNREACHABLE: u8 = 5;
+/// Exit code: the lock was lost.
+pub const EXIT_LOST: u8 = 6;
+
+/// A failure with its exit code and message.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    fn new(code: u8, message: String) -> Self {
+        Failure { code, message }
+    }
+
+    /// A client error, worded for this command line, with its code.
+    fn client(endpoints: &Endpoints, error: &Error) -> Self {
+        let code = match error {
+            Error::Unavailable(_) => EXIT_UNREACHABLE,
+            Error::Timeout(_) => EXIT_TIMED_OUT,
+            Error::LockLost(_) => EXIT_LOST,
+            _ => 1,
+        };
+        Failure::new(code, endpoints.explain(error))
+    }
+
+    /// Prints the message and answers the code.
+    fn report(self) -> ExitCode {
+        eprintln!("error: {}", self.message);
+        ExitCode::from(self.code)
+    }
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure::new(1, message)
+    }
+}
 
 /// Flags of `raftlock lock`.
 #[derive(Debug, clap::Args)]
@@ -39,14 +104,29 @@ pub struct LockArgs {
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     timeout: Option<Duration>,
     /// Take a shared (read) hold instead of an exclusive one.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "limit")]
     shared: bool,
+    /// A semaphore: up to N holders at once (as `consul lock -n N`). Every
+    /// user of the name must give the same N.
+    #[arg(short = 'n', long = "limit", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    limit: u32,
+    /// The owner token to hold the lock under (default: a fresh one per
+    /// run). Reusing a token re-enters a hold it already has.
+    #[arg(long, value_name = "TOKEN")]
+    owner: Option<String>,
     /// After SIGTERM, how long CMD may take to exit before SIGKILL.
     #[arg(long, value_name = "D", default_value = "5s", value_parser = parse_duration)]
     grace: Duration,
-    /// Command to run while holding the lock. Without one: print the fence
-    /// and hold until interrupted.
-    #[arg(last = true, value_name = "CMD")]
+    /// Command to run while holding the lock, with its arguments (after
+    /// `--`, or directly: everything after the name and raftlock's own
+    /// flags goes to the command). Without one: print the fence and hold
+    /// until interrupted.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
     command: Vec<String>,
 }
 
@@ -58,17 +138,23 @@ struct Held<'a> {
     lease: LeaseId,
 }
 
-/// Acquires, runs or holds, and always revokes the lease at the end.
+/// Acquires, runs or holds, and always revokes the lease at the end. The
+/// exit code says how it ended (see the module doc).
 pub async fn run(args: LockArgs) -> Result<ExitCode, String> {
     let mut interrupts = Interrupts::watch()?;
     let client = args.endpoints.connect().await?;
-    let lease = client
-        .grant_lease(args.ttl)
-        .await
-        .map_err(|e| args.endpoints.explain(&e))?;
+    // SIGINT/SIGTERM are honoured at every point, this wait included.
+    let granted = tokio::select! {
+        r = client.grant_lease(args.ttl) => r,
+        stop = interrupts.recv() => return Ok(ExitCode::from(stop.exit_code())),
+    };
+    let lease = match granted {
+        Ok(lease) => lease,
+        Err(e) => return Ok(Failure::client(&args.endpoints, &e).report()),
+    };
     let outcome = hold(&args, &client.with_lease(lease), lease, &mut interrupts).await;
     revoke(&client, lease).await;
-    outcome
+    Ok(outcome.unwrap_or_else(Failure::report))
 }
 
 /// Acquires on `lease` (through `on_lease`, which keeps it alive), then runs
@@ -78,7 +164,7 @@ async fn hold(
     on_lease: &Client,
     lease: LeaseId,
     interrupts: &mut Interrupts,
-) -> Result<ExitCode, String> {
+) -> Result<ExitCode, Failure> {
     let guard = tokio::select! {
         r = acquire(args, on_lease) => r?,
         stop = interrupts.recv() => return Ok(ExitCode::from(stop.exit_code())),
@@ -86,11 +172,17 @@ async fn hold(
     let fence = guard.fence();
     let lost = guard.lost();
     tokio::pin!(lost);
+    // The grant may have arrived while this process was paused, after its
+    // lease ran out: never start (or report holding) on a grant whose
+    // lease the cluster has not confirmed recently enough.
+    guard
+        .ensure_valid()
+        .map_err(|e| Failure::new(EXIT_LOST, lost_message(args, &e)))?;
 
     let code = if args.command.is_empty() {
         print_held(args, fence, lease)?;
         tokio::select! {
-            e = &mut lost => return Err(lost_message(args, &e)),
+            e = &mut lost => return Err(Failure::new(EXIT_LOST, lost_message(args, &e))),
             _ = interrupts.recv() => ExitCode::SUCCESS,
         }
     } else {
@@ -99,7 +191,14 @@ async fn hold(
             ("RAFTLOCK_FENCE", fence.to_string()),
             ("RAFTLOCK_LEASE", lease.to_string()),
         ];
-        let mut child = ChildProcess::spawn(&args.command, &env)?;
+        let mut child = ChildProcess::spawn(&args.command, &env).map_err(|e| {
+            let code = match e.kind {
+                std::io::ErrorKind::NotFound => 127,
+                std::io::ErrorKind::PermissionDenied => 126,
+                _ => 1,
+            };
+            Failure::new(code, e.message)
+        })?;
         tokio::select! {
             status = child.wait() => ExitCode::from(exit_code(status?)),
             stop = interrupts.recv() => {
@@ -111,10 +210,10 @@ async fn hold(
                     lost_message(args, &e),
                     format_duration(args.grace)
                 );
-                let status = child.stop("TERM", args.grace).await?;
                 // A command that exits 0 after losing its lock still did not
-                // finish under the lock: report failure either way.
-                ExitCode::from(exit_code(status).max(1))
+                // finish under the lock: the code says "lost" either way.
+                child.stop("TERM", args.grace).await?;
+                ExitCode::from(EXIT_LOST)
             }
         }
     };
@@ -125,13 +224,20 @@ async fn hold(
 }
 
 /// Waits per `--timeout` (`0s`: try once) for the lock.
-async fn acquire(args: &LockArgs, on_lease: &Client) -> Result<LockGuard, String> {
-    let owner = format!(
-        "raftlock-cli-{}-{}",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    );
-    let mut builder = on_lease.lock(args.name.clone()).owner(owner);
+async fn acquire(args: &LockArgs, on_lease: &Client) -> Result<LockGuard, Failure> {
+    let owner = args.owner.clone().unwrap_or_else(|| {
+        format!(
+            "raftlock-cli-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        )
+    });
+    let builder = if args.limit > 1 {
+        on_lease.semaphore(args.name.clone(), args.limit).builder(1)
+    } else {
+        on_lease.lock(args.name.clone())
+    };
+    let mut builder = builder.owner(owner);
     if args.shared {
         builder = builder.shared();
     }
@@ -142,7 +248,7 @@ async fn acquire(args: &LockArgs, on_lease: &Client) -> Result<LockGuard, String
     };
     result
         .map_err(|e| acquire_error(args, &e))?
-        .ok_or_else(|| busy(args))
+        .ok_or_else(|| Failure::new(EXIT_BUSY, busy(args)))
 }
 
 fn lost_message(args: &LockArgs, error: &Error) -> String {
@@ -160,15 +266,18 @@ fn busy(args: &LockArgs) -> String {
     )
 }
 
-fn acquire_error(args: &LockArgs, error: &Error) -> String {
+fn acquire_error(args: &LockArgs, error: &Error) -> Failure {
     match (error, args.timeout) {
-        (Error::Timeout(_), Some(timeout)) => format!(
-            "lock {0} is still held by someone else after {1}; raise --timeout, \
-             or see who holds it with `raftlock locks describe {0}`",
-            args.name,
-            format_duration(timeout)
+        (Error::Timeout(_), Some(timeout)) => Failure::new(
+            EXIT_TIMED_OUT,
+            format!(
+                "lock {0} is still held by someone else after {1}; raise --timeout, \
+                 or see who holds it with `raftlock locks describe {0}`",
+                args.name,
+                format_duration(timeout)
+            ),
         ),
-        _ => args.endpoints.explain(error),
+        _ => Failure::client(&args.endpoints, error),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The `raftlock` command line. Every command is library code so tests can
 //! run it; `main.rs` only calls [`main`].
 //!
-//! One file per command group: `serve`, `certs`, `cluster`, `lease_cmd`,
+//! One file per command group: `serve`, `certs`, `auth_cmd`, `cluster`, `lease_cmd`,
 //! `locks_cmd`, `lock_cmd` (run a command under a lock), `elect_cmd`.
 //! Shared pieces: [`crate::duration`] (`500ms`, `10s`, `2m`), `failure` (how errors
 //! are worded), `signals`, `child_process` (the supervised command) and
@@ -18,9 +18,11 @@ macro_rules! out {
     };
 }
 
+mod auth_cmd;
 mod certs;
 mod child_process;
 mod cluster;
+mod docs_cmd;
 mod elect_cmd;
 mod failure;
 mod lease_cmd;
@@ -51,6 +53,26 @@ const CONNECT_RETRY: Duration = Duration::from_secs(5);
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// How log lines are written to stderr: text, or json (one object a
+    /// line, fields flattened, for log shippers).
+    #[arg(
+        long,
+        global = true,
+        env = "RAFTLOCK_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text
+    )]
+    pub log_format: LogFormat,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum LogFormat {
+    /// Human-readable lines (colored on a terminal).
+    #[default]
+    Text,
+    /// One JSON object a line: timestamp, level, target, message and fields.
+    Json,
 }
 
 /// Top-level commands.
@@ -65,11 +87,21 @@ pub enum Command {
     /// Inspect locks, check fencing tokens, force-release (operators).
     Locks(locks_cmd::LocksArgs),
     /// Hold a lock while a command runs (or until interrupted).
+    #[command(after_help = lock_cmd::EXIT_CODES_HELP)]
     Lock(lock_cmd::LockArgs),
     /// Campaign in an election and hold leadership, or observe one.
     Elect(elect_cmd::ElectArgs),
     /// Create a cluster CA and node and client certificates for TLS.
     Certs(certs::CertsArgs),
+    /// Create client tokens and check auth files.
+    Auth(auth_cmd::AuthArgs),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the raftlock(1) man page (roff).
+    Man,
 }
 
 /// How results are printed.
@@ -106,6 +138,11 @@ pub struct Endpoints {
     /// The client certificate's private key (PEM).
     #[arg(long, global = true, env = "RAFTLOCK_KEY", requires = "cert")]
     pub key: Option<PathBuf>,
+    /// Bearer token for clusters that authenticate clients (`raftlock auth
+    /// create-token`). Prefer the environment variable: a flag shows in
+    /// the process list.
+    #[arg(long, global = true, env = "RAFTLOCK_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
 }
 
 impl Endpoints {
@@ -133,6 +170,7 @@ impl Endpoints {
         Ok(ClientOptions {
             retry_for: CONNECT_RETRY,
             tls,
+            token: self.token.clone(),
             ..ClientOptions::default()
         })
     }
@@ -190,11 +228,15 @@ pub fn main() -> ExitCode {
             _ => "warn,openraft=off,sled=warn",
         })
     });
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => logs.json().flatten_event(true).init(),
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -214,6 +256,9 @@ pub fn main() -> ExitCode {
             Command::Lock(args) => lock_cmd::run(args).await,
             Command::Elect(args) => elect_cmd::run(args).await,
             Command::Certs(args) => certs::run(args),
+            Command::Auth(args) => auth_cmd::run(args),
+            Command::Completions { shell } => docs_cmd::completions(shell),
+            Command::Man => docs_cmd::man(),
         }
     });
     // Do not wait for stray tasks (a dropped waiting call, a keep-alive).

@@ -56,6 +56,10 @@ pub struct ServeArgs {
     /// (16 MiB); at least 8 MiB.
     #[arg(long, env = "RAFTLOCK_MAX_PEER_MESSAGE_BYTES")]
     max_peer_message_bytes: Option<usize>,
+    /// Admin HTTP listener for /metrics, /healthz, /readyz and the status
+    /// page, e.g. 127.0.0.1:7381 ("off": none). Default: none.
+    #[arg(long, env = "RAFTLOCK_ADMIN_ADDR")]
+    admin_addr: Option<String>,
     /// UNSAFE, for tests only: acknowledge writes without fsync (sled's
     /// sync_file_range only). A power loss can lose acknowledged locks.
     #[arg(long, env = "RAFTLOCK_UNSAFE_NO_FSYNC", hide_short_help = true)]
@@ -74,6 +78,11 @@ pub struct ServeArgs {
     /// Clients must present a certificate signed by --tls-ca, too.
     #[arg(long, env = "RAFTLOCK_CLIENT_CERT_AUTH")]
     client_cert_auth: bool,
+    /// Client authentication and roles: a TOML file of users (token hash
+    /// or certificate name) and roles (admin, or lock-name patterns). See
+    /// docs/security.md; `raftlock auth create-token` makes a token.
+    #[arg(long, env = "RAFTLOCK_AUTH_FILE")]
+    auth_file: Option<std::path::PathBuf>,
 }
 
 impl ServeArgs {
@@ -121,6 +130,9 @@ impl ServeArgs {
         if self.tls_ca.is_some() {
             c.tls_ca = self.tls_ca.clone();
         }
+        if self.auth_file.is_some() {
+            c.auth_file = self.auth_file.clone();
+        }
         if let Some(v) = self.heartbeat_ms {
             c.heartbeat = std::time::Duration::from_millis(v);
         }
@@ -132,6 +144,9 @@ impl ServeArgs {
         }
         if let Some(v) = self.max_peer_message_bytes {
             c.max_peer_message_bytes = v;
+        }
+        if let Some(v) = &self.admin_addr {
+            c.admin_addr = (v != "off" && !v.is_empty()).then(|| v.clone());
         }
         c.validate().map_err(|e| e.to_string())?;
         Ok(c)
@@ -156,6 +171,9 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
             ""
         }
     );
+    if let Some(admin) = node.admin_addr() {
+        eprintln!("admin listener (metrics, health, status page) on http://{admin}/");
+    }
     let inner = node.inner().clone();
     let failure = tokio::select! {
         _ = interrupts.recv() => None,
@@ -168,5 +186,34 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
         // non-zero so a supervisor restarts it (or an operator looks).
         Some(reason) => Err(format!("raftlock node failed: {reason}")),
         None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command, LogFormat};
+
+    /// The config `raftlock serve ARGS` describes, and the log format.
+    fn parse(args: &[&str]) -> (raftlock_raft::Config, LogFormat) {
+        let argv = ["raftlock", "serve"].iter().chain(args);
+        let cli = Cli::try_parse_from(argv).expect("flags parse");
+        let Command::Serve(serve) = cli.command else {
+            panic!("not serve")
+        };
+        (serve.to_config().expect("valid config"), cli.log_format)
+    }
+
+    #[test]
+    fn admin_listener_is_off_unless_asked_for() {
+        let (config, format) = parse(&[]);
+        assert_eq!(config.admin_addr, None);
+        assert_eq!(format, LogFormat::Text);
+        let (config, format) = parse(&["--admin-addr", "127.0.0.1:7381", "--log-format", "json"]);
+        assert_eq!(config.admin_addr.as_deref(), Some("127.0.0.1:7381"));
+        assert_eq!(format, LogFormat::Json);
+        let (config, _) = parse(&["--admin-addr", "off"]);
+        assert_eq!(config.admin_addr, None);
     }
 }

@@ -231,6 +231,24 @@ impl Leadership {
         self.lease
     }
 
+    /// Checks, right now, that the leadership can still be trusted (see
+    /// [`LockGuard::ensure_valid`](super::LockGuard::ensure_valid)): call it
+    /// immediately before acting as leader.
+    pub fn ensure_valid(&self) -> Result<(), Error> {
+        let name = &self.name;
+        if let Some(why) = self.lost.reason() {
+            return Err(Error::LockLost(format!("leadership of {name:?}: {why}")));
+        }
+        match &self.hold {
+            Some((session, _)) => session
+                .check_trusted()
+                .map_err(|why| Error::LockLost(format!("leadership of {name:?}: {why}"))),
+            None => Err(Error::NotHeld(format!(
+                "leadership of {name:?} was resigned"
+            ))),
+        }
+    }
+
     /// Publishes a new value while leading.
     pub async fn proclaim(&self, value: impl Into<Vec<u8>>) -> Result<(), Error> {
         let value = value.into();

@@ -5,6 +5,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use tonic::metadata::AsciiMetadataValue;
+use tonic::service::interceptor::InterceptedService;
+use tonic::service::Interceptor;
 use tonic::transport::{Channel, Endpoint};
 use tonic::Status;
 
@@ -16,11 +19,44 @@ use crate::error::{from_status, leader_hint, Error};
 /// How long a call keeps retrying before it reports `Unavailable`.
 pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(15);
 
+/// What every call goes through: a channel that adds the bearer token.
+pub type Transport = InterceptedService<Channel, BearerToken>;
+
+/// Adds `authorization: Bearer TOKEN` to every call (or nothing).
+#[derive(Debug, Clone)]
+pub struct BearerToken(Option<AsciiMetadataValue>);
+
+impl BearerToken {
+    fn new(token: Option<&str>) -> Result<Self, Error> {
+        let Some(token) = token else {
+            return Ok(BearerToken(None));
+        };
+        let token = token.trim();
+        if token.is_empty() {
+            return Err(Error::InvalidArgument("the token is empty".into()));
+        }
+        let mut value: AsciiMetadataValue = format!("Bearer {token}")
+            .parse()
+            .map_err(|_| Error::InvalidArgument("a token must be printable ASCII".into()))?;
+        value.set_sensitive(true);
+        Ok(BearerToken(Some(value)))
+    }
+}
+
+impl Interceptor for BearerToken {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, Status> {
+        if let Some(value) = &self.0 {
+            req.metadata_mut().insert("authorization", value.clone());
+        }
+        Ok(req)
+    }
+}
+
 /// The cluster's client endpoints.
 #[derive(Debug)]
 pub struct Endpoints {
     addrs: Vec<String>,
-    channels: Vec<Channel>,
+    channels: Vec<Transport>,
     current: AtomicUsize,
     retry_for: Duration,
 }
@@ -33,7 +69,9 @@ impl Endpoints {
         addrs: &[String],
         retry_for: Duration,
         tls: Option<&ClientTls>,
+        token: Option<&str>,
     ) -> Result<Self, Error> {
+        let bearer = BearerToken::new(token)?;
         if addrs.is_empty() {
             return Err(Error::InvalidArgument("no endpoints given".into()));
         }
@@ -64,7 +102,10 @@ impl Endpoints {
                     Error::Tls(format!("TLS settings for {addr}: {}", error_chain(&e)))
                 })?;
             }
-            channels.push(endpoint.connect_lazy());
+            channels.push(InterceptedService::new(
+                endpoint.connect_lazy(),
+                bearer.clone(),
+            ));
             clean.push(addr);
         }
         Ok(Endpoints {
@@ -80,7 +121,7 @@ impl Endpoints {
         &self.addrs
     }
 
-    fn pick(&self) -> (usize, Channel) {
+    fn pick(&self) -> (usize, Transport) {
         let i = self.current.load(Ordering::Relaxed) % self.channels.len();
         (i, self.channels[i].clone())
     }
@@ -108,7 +149,7 @@ impl Endpoints {
     /// `call` must re-send the same request id on every attempt.
     pub async fn call<T, F, Fut>(&self, call: F) -> Result<T, Error>
     where
-        F: FnMut(Channel) -> Fut,
+        F: FnMut(Transport) -> Fut,
         Fut: std::future::Future<Output = Result<T, Status>>,
     {
         self.call_bounded(None, call).await
@@ -124,7 +165,7 @@ impl Endpoints {
         mut call: F,
     ) -> Result<T, Error>
     where
-        F: FnMut(Channel) -> Fut,
+        F: FnMut(Transport) -> Fut,
         Fut: std::future::Future<Output = Result<T, Status>>,
     {
         let deadline = tokio::time::Instant::now() + self.retry_for;

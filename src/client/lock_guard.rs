@@ -296,6 +296,36 @@ impl LockGuard {
         self.count
     }
 
+    /// Checks, right now, that the lock can still be trusted: it is not
+    /// lost, and its lease was confirmed by the cluster less than its TTL
+    /// minus the safety margin ago (monotonic clock). Call it immediately
+    /// before acting on the lock — starting a job, writing with its fence:
+    /// after a pause (SIGSTOP, a long GC, a suspended VM) the background
+    /// keep-alive cannot have noticed the loss yet, but this does, and then
+    /// marks the lock lost. [`Error::LockLost`] says why.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// let guard = client.lock("reports").acquire().await?;
+    /// guard.ensure_valid()?; // never start on a grant that may be gone
+    /// // ... the work ...
+    /// guard.release().await
+    /// # }
+    /// ```
+    pub fn ensure_valid(&self) -> Result<(), Error> {
+        let name = &self.spec.name;
+        if let Some(why) = self.lost.reason() {
+            return Err(Error::LockLost(format!("{name:?}: {why}")));
+        }
+        match &self.hold {
+            Some(hold) => hold
+                .session
+                .check_trusted()
+                .map_err(|why| Error::LockLost(format!("{name:?}: {why}"))),
+            None => Err(Error::NotHeld(format!("{name:?} was released"))),
+        }
+    }
+
     /// Whether [`lost`](Self::lost) has resolved.
     pub fn is_lost(&self) -> bool {
         self.lost.reason().is_some() || self.session_lost.reason().is_some()

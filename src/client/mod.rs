@@ -33,7 +33,7 @@ macro_rules! rpc {
         $self
             .inner
             .endpoints
-            .call(|ch: ::tonic::transport::Channel| {
+            .call(|ch: $crate::client::endpoints::Transport| {
                 let req = req.clone();
                 async move { $client::new(ch).$method(req).await.map(|r| r.into_inner()) }
             })
@@ -44,7 +44,7 @@ macro_rules! rpc {
         $self
             .inner
             .endpoints
-            .call_bounded(Some($limit), |ch: ::tonic::transport::Channel| {
+            .call_bounded(Some($limit), |ch: $crate::client::endpoints::Transport| {
                 let req = req.clone();
                 async move { $client::new(ch).$method(req).await.map(|r| r.into_inner()) }
             })
@@ -161,7 +161,12 @@ impl Client {
     {
         options.validate()?;
         let addrs: Vec<String> = endpoints.into_iter().map(Into::into).collect();
-        let endpoints = Endpoints::new(&addrs, options.retry_for, options.tls.as_ref())?;
+        let endpoints = Endpoints::new(
+            &addrs,
+            options.retry_for,
+            options.tls.as_ref(),
+            options.token.as_deref(),
+        )?;
         Ok(Client {
             session: Arc::new(SessionSlot::new(options.lease)),
             inner: Arc::new(Inner {

@@ -14,7 +14,7 @@ pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(10);
 
 /// Settings of a [`Client`]. Plain data with [`Default`]; build one with
 /// [`Client::builder`] or pass it to [`Client::connect_with`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ClientOptions {
     /// TTL of the session lease the client grants lazily on first use. It is
     /// renewed every third of the TTL; if the client dies, its locks are
@@ -38,6 +38,24 @@ pub struct ClientOptions {
     /// endpoints are written `https://...` (then TLS with the platform's
     /// trusted roots).
     pub tls: Option<ClientTls>,
+    /// A bearer token (`raftlock auth create-token`) sent with every call,
+    /// for clusters that authenticate clients by token. Sent as gRPC
+    /// metadata: use it with TLS, or it crosses the network in clear.
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token itself.
+        f.debug_struct("ClientOptions")
+            .field("session_ttl", &self.session_ttl)
+            .field("safety_margin", &self.safety_margin)
+            .field("retry_for", &self.retry_for)
+            .field("lease", &self.lease)
+            .field("tls", &self.tls)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 impl Default for ClientOptions {
@@ -48,6 +66,7 @@ impl Default for ClientOptions {
             retry_for: DEFAULT_RETRY_FOR,
             lease: None,
             tls: None,
+            token: None,
         }
     }
 }
@@ -124,6 +143,13 @@ impl ClientBuilder {
     /// Speak TLS to every endpoint; see [`ClientOptions::tls`].
     pub fn tls(mut self, tls: ClientTls) -> Self {
         self.options.tls = Some(tls);
+        self
+    }
+
+    /// Authenticate every call with this bearer token; see
+    /// [`ClientOptions::token`].
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.options.token = Some(token.into());
         self
     }
 

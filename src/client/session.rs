@@ -8,6 +8,12 @@
 //! TTL; when they keep failing past that point, or the server says the
 //! lease is gone, the session is lost and every hold on it reports so.
 //!
+//! The keeper publishes that point as the session's trust window; code
+//! about to act on a hold asks [`Session::check_trusted`] first, which
+//! answers from the monotonic clock at once. The keeper's own timer can
+//! only fire once the process runs again, so after a pause (SIGSTOP, a
+//! long GC, a suspended VM) the window is what tells the truth first.
+//!
 //! Force-release is noticed by asking `Check(name, fence)` for every hold
 //! on the session once per keep-alive round (one linearizable read per hold
 //! per third of the TTL); no server change is needed for it.
@@ -31,6 +37,9 @@ pub(crate) struct Session {
     pub lease: LeaseId,
     /// Tripped once the lease can no longer be trusted.
     pub lost: Tripwire,
+    /// Until when the lease is trusted: the last confirmation's send time
+    /// plus the TTL, minus the safety margin. Moved only by the keeper.
+    trusted_until: Arc<Mutex<Instant>>,
     /// Holds to check for force-release each round.
     held: Arc<Mutex<HeldSet>>,
     /// The keep-alive task; aborted when the session goes away.
@@ -99,25 +108,52 @@ impl Session {
         let lost = Tripwire::new();
         let held = Arc::new(Mutex::new(HeldSet::default()));
         let rpc = client.detached();
+        let margin = client.options().margin_for(ttl);
+        let trusted_until = Arc::new(Mutex::new(trust_end(valid_until, margin)));
         let keeper = Keeper {
             rpc: rpc.clone(),
             lease,
             ttl,
-            margin: client.options().margin_for(ttl),
+            margin,
             renew,
             lost: lost.clone(),
             held: held.clone(),
+            trusted_until: trusted_until.clone(),
         };
         let task = tokio::spawn(keeper.run(valid_until));
         Arc::new(Session {
             lease,
             lost,
+            trusted_until,
             held,
             keeper: task.abort_handle(),
             owned: AtomicBool::new(owned),
             rpc,
             runtime: Handle::current(),
         })
+    }
+
+    /// `Ok` if the lease is still trusted now: not lost, and confirmed by
+    /// the cluster recently enough (TTL minus the safety margin ago, on the
+    /// monotonic clock). Otherwise the session is marked lost (so every
+    /// hold on it reports the loss) and the reason returned.
+    pub fn check_trusted(&self) -> Result<(), String> {
+        if let Some(why) = self.lost.reason() {
+            return Err(why);
+        }
+        let until = *self.trusted_until.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        if now < until {
+            return Ok(());
+        }
+        let why = format!(
+            "lease {} lost: its last confirmation is older than its TTL minus the safety \
+             margin ({:?} past the end of trust; was the process paused?)",
+            self.lease,
+            now - until
+        );
+        self.lost.trip(why.clone());
+        Err(why)
     }
 
     /// Adds a hold to the force-release checks.
@@ -185,6 +221,13 @@ struct Keeper {
     renew: bool,
     lost: Tripwire,
     held: Arc<Mutex<HeldSet>>,
+    /// Shared with the session: see [`Session::check_trusted`].
+    trusted_until: Arc<Mutex<Instant>>,
+}
+
+/// The end of trust in a lease valid until `valid_until`.
+fn trust_end(valid_until: Instant, margin: Duration) -> Instant {
+    valid_until.checked_sub(margin).unwrap_or(valid_until)
 }
 
 impl Keeper {
@@ -210,6 +253,9 @@ impl Keeper {
                     Ok(Ok(ttl)) => {
                         valid_until = sent + ttl;
                         next = sent + interval;
+                        let mut trusted =
+                            self.trusted_until.lock().unwrap_or_else(|e| e.into_inner());
+                        *trusted = trust_end(valid_until, self.margin);
                     }
                     Ok(Err(Error::LeaseExpired(_))) => {
                         return self.trip("the server says it expired or was revoked")

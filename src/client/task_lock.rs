@@ -96,6 +96,8 @@ impl TaskLock {
         let Some(guard) = self.try_acquire().await? else {
             return Ok(None);
         };
+        // Never start the job on a grant that may already be gone.
+        guard.ensure_valid()?;
         let out = job().await;
         if let Err(e) = guard.finish().await {
             tracing::warn!("task lock: {e}");
@@ -120,6 +122,15 @@ impl TaskGuard {
     /// The fencing token of this run.
     pub fn fence(&self) -> u64 {
         self.guard.as_ref().map_or(0, LockGuard::fence)
+    }
+
+    /// Checks, right now, that the hold can still be trusted (see
+    /// [`LockGuard::ensure_valid`]).
+    pub fn ensure_valid(&self) -> Result<(), Error> {
+        match &self.guard {
+            Some(guard) => guard.ensure_valid(),
+            None => Err(Error::NotHeld("the task lock was finished".into())),
+        }
     }
 
     /// Whether the hold ended early (`max_hold` about to pass, revoked or

@@ -7,12 +7,14 @@ use raftlock_raft::Error;
 use raftlock_storage::NodeAddr;
 use tonic::{Request, Response as Reply, Status};
 
+use crate::auth::Auth;
 use crate::pb;
 use crate::status::to_status;
 
 /// Serves `raftlock.v1.Cluster`.
 pub struct ClusterService {
     pub(crate) node: Arc<NodeInner>,
+    pub(crate) auth: Auth,
 }
 
 impl ClusterService {
@@ -51,8 +53,9 @@ fn node_id(id: u64) -> Result<u64, Status> {
 impl pb::cluster_server::Cluster for ClusterService {
     async fn status(
         &self,
-        _req: Request<pb::StatusRequest>,
+        req: Request<pb::StatusRequest>,
     ) -> Result<Reply<pb::StatusResponse>, Status> {
+        self.auth.authenticate(&req)?;
         let s = self.node.status();
         Ok(Reply::new(pb::StatusResponse {
             node_id: s.id,
@@ -70,6 +73,9 @@ impl pb::cluster_server::Cluster for ClusterService {
         &self,
         req: Request<pb::AddLearnerRequest>,
     ) -> Result<Reply<pb::MembershipResponse>, Status> {
+        self.auth
+            .authenticate(&req)?
+            .check_admin("changing the membership")?;
         let req = req.into_inner();
         let id = node_id(req.id)?;
         if req.peer_addr.is_empty() || req.client_addr.is_empty() {
@@ -89,6 +95,9 @@ impl pb::cluster_server::Cluster for ClusterService {
         &self,
         req: Request<pb::PromoteRequest>,
     ) -> Result<Reply<pb::MembershipResponse>, Status> {
+        self.auth
+            .authenticate(&req)?
+            .check_admin("changing the membership")?;
         let id = node_id(req.into_inner().id)?;
         let revision = self.node.promote(id).await.map_err(to_status)?;
         Ok(self.answer(revision))
@@ -98,6 +107,9 @@ impl pb::cluster_server::Cluster for ClusterService {
         &self,
         req: Request<pb::RemoveRequest>,
     ) -> Result<Reply<pb::MembershipResponse>, Status> {
+        self.auth
+            .authenticate(&req)?
+            .check_admin("changing the membership")?;
         let id = node_id(req.into_inner().id)?;
         let revision = self.node.remove(id).await.map_err(to_status)?;
         Ok(self.answer(revision))

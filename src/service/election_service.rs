@@ -15,6 +15,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response as Reply, Status};
 
 use super::{header, read, unexpected, write};
+use crate::auth::Auth;
 use crate::grant_wait::{acquire, AcquireSpec};
 use crate::input;
 use crate::pb;
@@ -23,6 +24,7 @@ use crate::status::to_status;
 /// Serves `raftlock.v1.Election`.
 pub struct ElectionService {
     pub(crate) node: Arc<NodeInner>,
+    pub(crate) auth: Auth,
 }
 
 /// The leader of `name` as the wire shows it (without header).
@@ -48,9 +50,11 @@ impl pb::election_server::Election for ElectionService {
         &self,
         req: Request<pb::CampaignRequest>,
     ) -> Result<Reply<pb::CampaignResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
+        who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
         input::lease(req.lease).map_err(to_status)?;
         input::value(&req.value).map_err(to_status)?;
@@ -64,6 +68,7 @@ impl pb::election_server::Election for ElectionService {
                 .then(|| std::time::Duration::from_millis(req.wait_timeout_ms)),
             value: Some(req.value),
             origin,
+            caller: who.caller().clone(),
         };
         let grant = acquire(&self.node, spec).await.map_err(to_status)?;
         let grant = grant.ok_or_else(|| Status::internal("campaign answered busy"))?;
@@ -77,9 +82,11 @@ impl pb::election_server::Election for ElectionService {
         &self,
         req: Request<pb::ProclaimRequest>,
     ) -> Result<Reply<pb::ProclaimResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
+        who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
         input::value(&req.value).map_err(to_status)?;
         let command = Command::Proclaim {
@@ -87,7 +94,7 @@ impl pb::election_server::Election for ElectionService {
             owner: req.owner,
             value: req.value,
         };
-        let (index, response) = write(&self.node, origin, command)
+        let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
         let Response::Proclaimed = response else {
@@ -102,8 +109,10 @@ impl pb::election_server::Election for ElectionService {
         &self,
         req: Request<pb::LeaderRequest>,
     ) -> Result<Reply<pb::LeaderResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
         input::name(&req.name).map_err(to_status)?;
+        who.check_name(&req.name)?;
         let (revision, mut leader) = read(&self.node, req.local, |s| leader_of(s, &req.name))
             .await
             .map_err(to_status)?;
@@ -117,8 +126,10 @@ impl pb::election_server::Election for ElectionService {
         &self,
         req: Request<pb::ObserveRequest>,
     ) -> Result<Reply<Self::ObserveStream>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let name = req.into_inner().name;
         input::name(&name).map_err(to_status)?;
+        who.check_name(&name)?;
         // Subscribe before the first read so no change falls between them.
         let changes = self.node.changed.subscribe();
         let (revision, first) = read(&self.node, false, |s| leader_of(s, &name))
@@ -140,16 +151,18 @@ impl pb::election_server::Election for ElectionService {
         &self,
         req: Request<pb::ResignRequest>,
     ) -> Result<Reply<pb::ResignResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
+        who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
         let command = Command::Cancel {
             name: req.name.clone(),
             owner: req.owner.clone(),
             call: None,
         };
-        let (index, response) = write(&self.node, origin, command)
+        let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
         match response {

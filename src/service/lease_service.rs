@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use raftlock_raft::node::NodeInner;
 use raftlock_raft::Error;
-use raftlock_storage::{Command, CommandError, Response};
+use raftlock_storage::{Caller, Command, CommandError, Response};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::Stream;
 use tonic::{Request, Response as Reply, Status, Streaming};
 
 use super::{header, read, unexpected, write};
+use crate::auth::Auth;
 use crate::input;
 use crate::pb;
 use crate::status::to_status;
@@ -19,6 +20,7 @@ use crate::status::to_status;
 /// Serves `raftlock.v1.Lease`.
 pub struct LeaseService {
     pub(crate) node: Arc<NodeInner>,
+    pub(crate) auth: Auth,
 }
 
 #[tonic::async_trait]
@@ -27,16 +29,14 @@ impl pb::lease_server::Lease for LeaseService {
         &self,
         req: Request<pb::LeaseGrantRequest>,
     ) -> Result<Reply<pb::LeaseGrantResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::ttl_ms(req.ttl_ms).map_err(to_status)?;
-        let (index, response) = write(
-            &self.node,
-            origin,
-            Command::GrantLease { ttl_ms: req.ttl_ms },
-        )
-        .await
-        .map_err(to_status)?;
+        let command = Command::GrantLease { ttl_ms: req.ttl_ms };
+        let (index, response) = write(&self.node, origin, who.caller(), command)
+            .await
+            .map_err(to_status)?;
         let Response::LeaseGranted { id, ttl_ms } = response else {
             return Err(to_status(unexpected(response)));
         };
@@ -51,10 +51,12 @@ impl pb::lease_server::Lease for LeaseService {
         &self,
         req: Request<pb::LeaseRevokeRequest>,
     ) -> Result<Reply<pb::LeaseRevokeResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::lease(req.id).map_err(to_status)?;
-        let (index, response) = write(&self.node, origin, Command::RevokeLease { id: req.id })
+        let command = Command::RevokeLease { id: req.id };
+        let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
         let Response::LeaseRevoked { released, .. } = response else {
@@ -70,8 +72,11 @@ impl pb::lease_server::Lease for LeaseService {
         &self,
         req: Request<pb::LeaseKeepAliveRequest>,
     ) -> Result<Reply<pb::LeaseKeepAliveResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let id = req.into_inner().id;
-        let ttl_ms = renew(&self.node, id).await.map_err(to_status)?;
+        let ttl_ms = renew(&self.node, id, who.caller())
+            .await
+            .map_err(to_status)?;
         Ok(Reply::new(keep_alive_reply(&self.node, id, ttl_ms)))
     }
 
@@ -81,8 +86,15 @@ impl pb::lease_server::Lease for LeaseService {
         &self,
         req: Request<Streaming<pb::LeaseKeepAliveRequest>>,
     ) -> Result<Reply<Self::KeepAliveStreamStream>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let (tx, rx) = mpsc::channel(16);
-        tokio::spawn(serve_keep_alives(self.node.clone(), req.into_inner(), tx));
+        let caller = who.caller().clone();
+        tokio::spawn(serve_keep_alives(
+            self.node.clone(),
+            caller,
+            req.into_inner(),
+            tx,
+        ));
         Ok(Reply::new(Box::pin(ReceiverStream::new(rx))))
     }
 
@@ -90,20 +102,25 @@ impl pb::lease_server::Lease for LeaseService {
         &self,
         req: Request<pb::LeaseTimeToLiveRequest>,
     ) -> Result<Reply<pb::LeaseTimeToLiveResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
         input::lease(req.id).map_err(to_status)?;
         let (revision, found) = read(&self.node, req.local, |s| {
             s.lease(req.id).map(|l| {
+                if !who.may_see_lease_of(l.identity.as_deref()) {
+                    return Err(who.lease_denied(req.id, l.identity.as_deref()));
+                }
                 let attachments = s
                     .lease_attachments(req.id)
                     .into_iter()
                     .map(|(name, owner, held)| pb::LeaseAttachment { name, owner, held })
                     .collect::<Vec<_>>();
-                (l.ttl_ms, attachments)
+                Ok((l.ttl_ms, attachments))
             })
         })
         .await
         .map_err(to_status)?;
+        let found = found.transpose()?;
         let Some((granted_ttl_ms, attachments)) = found else {
             return Err(to_status(CommandError::LeaseNotFound(req.id).into()));
         };
@@ -125,9 +142,11 @@ impl pb::lease_server::Lease for LeaseService {
         &self,
         req: Request<pb::LeaseListRequest>,
     ) -> Result<Reply<pb::LeaseListResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let local = req.into_inner().local;
         let (revision, leases) = read(&self.node, local, |s| {
             s.leases()
+                .filter(|l| who.may_see_lease_of(l.identity.as_deref()))
                 .map(|l| pb::LeaseInfo {
                     id: l.id,
                     ttl_ms: l.ttl_ms,
@@ -146,10 +165,10 @@ impl pb::lease_server::Lease for LeaseService {
 type KeepAliveReplies =
     Pin<Box<dyn Stream<Item = Result<pb::LeaseKeepAliveResponse, Status>> + Send>>;
 
-/// Renews lease `id`; answers its TTL.
-async fn renew(node: &NodeInner, id: u64) -> Result<u64, Error> {
+/// Renews lease `id` for `caller`; answers its TTL.
+async fn renew(node: &NodeInner, id: u64, caller: &Caller) -> Result<u64, Error> {
     input::lease(id)?;
-    node.keep_alive(id).await
+    node.keep_alive(id, caller).await
 }
 
 fn keep_alive_reply(node: &NodeInner, id: u64, ttl_ms: u64) -> pb::LeaseKeepAliveResponse {
@@ -164,6 +183,7 @@ fn keep_alive_reply(node: &NodeInner, id: u64, ttl_ms: u64) -> pb::LeaseKeepAliv
 /// a renewal fails for a reason other than "lease gone", or the node stops.
 async fn serve_keep_alives(
     node: Arc<NodeInner>,
+    caller: Caller,
     mut requests: Streaming<pb::LeaseKeepAliveRequest>,
     replies: mpsc::Sender<Result<pb::LeaseKeepAliveResponse, Status>>,
 ) {
@@ -178,7 +198,7 @@ async fn serve_keep_alives(
         let Ok(Some(req)) = next else {
             return; // closed by the client, or broken
         };
-        let reply = match renew(&node, req.id).await {
+        let reply = match renew(&node, req.id, &caller).await {
             Ok(ttl_ms) => Ok(keep_alive_reply(&node, req.id, ttl_ms)),
             Err(Error::Rejected(CommandError::LeaseNotFound(_))) => {
                 Ok(keep_alive_reply(&node, req.id, 0))

@@ -11,6 +11,7 @@ use raftlock_storage::{Command, Mode, Response};
 use tonic::{Request, Response as Reply, Status};
 
 use super::{header, read, unexpected, write};
+use crate::auth::Auth;
 use crate::grant_wait::{acquire, AcquireSpec};
 use crate::input;
 use crate::pb;
@@ -22,6 +23,7 @@ const DEFAULT_LIST_LIMIT: usize = 1000;
 /// Serves `raftlock.v1.Lock`.
 pub struct LockService {
     pub(crate) node: Arc<NodeInner>,
+    pub(crate) auth: Auth,
 }
 
 #[tonic::async_trait]
@@ -30,9 +32,11 @@ impl pb::lock_server::Lock for LockService {
         &self,
         req: Request<pb::AcquireRequest>,
     ) -> Result<Reply<pb::AcquireResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
+        who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
         input::lease(req.lease).map_err(to_status)?;
         let mode = input::mode(req.mode, req.permits, req.limit).map_err(to_status)?;
@@ -45,6 +49,7 @@ impl pb::lock_server::Lock for LockService {
             timeout: (req.wait_timeout_ms > 0).then(|| Duration::from_millis(req.wait_timeout_ms)),
             value: None,
             origin,
+            caller: who.caller().clone(),
         };
         let grant = acquire(&self.node, spec).await.map_err(to_status)?;
         let revision = grant.map(|g| g.revision).unwrap_or(0);
@@ -60,15 +65,17 @@ impl pb::lock_server::Lock for LockService {
         &self,
         req: Request<pb::ReleaseRequest>,
     ) -> Result<Reply<pb::ReleaseResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
+        who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
         let command = Command::Release {
             name: req.name,
             owner: req.owner,
         };
-        let (index, response) = write(&self.node, origin, command)
+        let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
         let Response::Released { remaining } = response else {
@@ -84,9 +91,11 @@ impl pb::lock_server::Lock for LockService {
         &self,
         req: Request<pb::CancelRequest>,
     ) -> Result<Reply<pb::CancelResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
+        who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
         // The client's own cancel: ends the wait or hold whoever claimed it.
         let command = Command::Cancel {
@@ -94,7 +103,7 @@ impl pb::lock_server::Lock for LockService {
             owner: req.owner,
             call: None,
         };
-        let (index, response) = write(&self.node, origin, command)
+        let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
         let Response::Cancelled { outcome } = response else {
@@ -117,10 +126,13 @@ impl pb::lock_server::Lock for LockService {
         &self,
         req: Request<pb::ForceReleaseRequest>,
     ) -> Result<Reply<pb::ForceReleaseResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
-        let (index, response) = write(&self.node, origin, Command::ForceRelease { name: req.name })
+        who.check_admin("force-release")?;
+        let command = Command::ForceRelease { name: req.name };
+        let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
         let Response::ForceReleased { holders } = response else {
@@ -136,8 +148,10 @@ impl pb::lock_server::Lock for LockService {
         &self,
         req: Request<pb::CheckRequest>,
     ) -> Result<Reply<pb::CheckResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
         input::name(&req.name).map_err(to_status)?;
+        who.check_name(&req.name)?;
         let (revision, valid) = read(&self.node, req.local, |s| s.check(&req.name, req.fence))
             .await
             .map_err(to_status)?;
@@ -151,8 +165,10 @@ impl pb::lock_server::Lock for LockService {
         &self,
         req: Request<pb::DescribeRequest>,
     ) -> Result<Reply<pb::DescribeResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
         input::name(&req.name).map_err(to_status)?;
+        who.check_name(&req.name)?;
         let now = wall_clock_ms();
         let (revision, lock) = read(&self.node, req.local, |s| {
             s.lock(&req.name).map(|l| lock_info(l, now))
@@ -169,6 +185,7 @@ impl pb::lock_server::Lock for LockService {
         &self,
         req: Request<pb::ListLocksRequest>,
     ) -> Result<Reply<pb::ListLocksResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
         let limit = if req.limit == 0 {
             DEFAULT_LIST_LIMIT
@@ -177,8 +194,17 @@ impl pb::lock_server::Lock for LockService {
         };
         let now = wall_clock_ms();
         let (revision, locks) = read(&self.node, req.local, |s| {
-            s.locks_with_prefix(&req.prefix, limit)
+            // Only the names the caller may use; with authentication off
+            // that is every name, and the first `limit` are read as before.
+            let scan = if who.may_use_every_name() {
+                limit
+            } else {
+                usize::MAX
+            };
+            s.locks_with_prefix(&req.prefix, scan)
                 .into_iter()
+                .filter(|l| who.may_use(&l.name))
+                .take(limit)
                 .map(|l| lock_info(l, now))
                 .collect::<Vec<_>>()
         })

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use raftlock_raft::node::{wall_clock_ms, NodeInner};
 use raftlock_raft::Error;
 use raftlock_storage::state::LockState;
-use raftlock_storage::{ClientSeq, Command, Request, Response};
+use raftlock_storage::{Caller, ClientSeq, Command, Request, Response};
 
 pub use cluster_service::ClusterService;
 pub use election_service::ElectionService;
@@ -30,14 +30,17 @@ fn header(node: &NodeInner, revision: u64) -> Option<pb::Header> {
     })
 }
 
-/// Replicates a client command; a state-machine refusal becomes an error.
+/// Replicates a client command for `caller`; a state-machine refusal
+/// becomes an error.
 async fn write(
     node: &NodeInner,
     origin: ClientSeq,
+    caller: &Caller,
     command: Command,
 ) -> Result<(u64, Response), Error> {
     let request = Request {
         origin: Some(origin),
+        caller: caller.clone(),
         time_ms: wall_clock_ms(),
         command,
     };

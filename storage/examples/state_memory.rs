@@ -64,6 +64,7 @@ fn main() {
                 attempt: 0,
                 anonymous: false,
             }),
+            caller: Default::default(),
             time_ms: 1_795_000_000_000,
             command,
         }

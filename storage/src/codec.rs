@@ -16,8 +16,9 @@ use crate::error::Error;
 /// The record format this build writes and reads. Raised whenever a stored
 /// record changes shape, so that an older data dir is refused rather than
 /// misread. 3: remembered replies carry their command's fingerprint, leases
-/// the client that granted them, request ids the `anonymous` flag.
-pub const FORMAT: u8 = 3;
+/// the client that granted them, request ids the `anonymous` flag. 4:
+/// requests carry their caller, leases the identity that granted them.
+pub const FORMAT: u8 = 4;
 
 /// Format byte plus CRC32C.
 const HEADER_LEN: usize = 5;

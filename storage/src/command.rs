@@ -118,11 +118,38 @@ impl Claim {
     }
 }
 
+/// Who sent a request, as the node that took it authenticated them. The
+/// node decides; the state machine only compares identities, so every
+/// replica decides alike whatever its own settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Caller {
+    /// The authenticated identity (a token's user or a certificate's
+    /// name). `None` when the node runs without authentication: such a
+    /// caller may use leases granted without an identity only.
+    pub identity: Option<String>,
+    /// The identity has the admin role: it may act through any lease and
+    /// force-release any lock.
+    pub admin: bool,
+}
+
+impl Caller {
+    /// Whether this caller may act through a lease granted by `owner`
+    /// (`None`: granted without authentication, open to every caller).
+    pub fn may_use_lease_of(&self, owner: Option<&str>) -> bool {
+        match owner {
+            None => true,
+            Some(owner) => self.admin || self.identity.as_deref() == Some(owner),
+        }
+    }
+}
+
 /// One replicated command with its origin.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Request {
     /// `None` for commands the cluster issues itself (lease expiry).
     pub origin: Option<ClientSeq>,
+    /// Who asked (empty for commands the cluster issues itself).
+    pub caller: Caller,
     /// Proposer's wall clock in ms since the Unix epoch; informational only.
     pub time_ms: u64,
     /// What to do.
@@ -186,17 +213,19 @@ pub enum Command {
     },
 }
 
-impl Command {
+impl Request {
     /// What a retry must repeat: the first 8 bytes (big-endian) of the
-    /// SHA-256 of the command's postcard encoding. The command is the whole
-    /// payload; the request's origin and `time_ms` (which differ between
-    /// re-sends of one request) are not part of it. SHA-256 and postcard's
-    /// encoding are fixed by their specifications, so every replica and
-    /// every build that reads the same log computes the same value.
+    /// SHA-256 of the postcard encoding of the caller's identity and the
+    /// command. The request's origin and `time_ms` (which differ between
+    /// re-sends of one request) are not part of it; the identity is, so a
+    /// request id cannot be replayed by another identity to read or claim
+    /// a reply. SHA-256 and postcard's encoding are fixed by their
+    /// specifications, so every replica and every build that reads the same
+    /// log computes the same value.
     pub fn fingerprint(&self) -> u64 {
-        // A command always encodes: the log stores it in this encoding.
-        let bytes = postcard::to_stdvec(self)
-            .unwrap_or_else(|e| unreachable!("a Command failed to encode: {e}"));
+        // A request always encodes: the log stores it in this encoding.
+        let bytes = postcard::to_stdvec(&(&self.caller.identity, &self.command))
+            .unwrap_or_else(|e| unreachable!("a Request failed to encode: {e}"));
         let digest = Sha256::digest(&bytes);
         let mut head = [0u8; FINGERPRINT_BYTES];
         head.copy_from_slice(&digest[..FINGERPRINT_BYTES]);
@@ -304,4 +333,8 @@ pub enum CommandError {
          new client ids are refused until leases end"
     )]
     TooManyClients(usize),
+    /// The caller may not do this: another identity's lease, or an
+    /// operator command without the admin role.
+    #[error("{0}")]
+    PermissionDenied(String),
 }

@@ -39,8 +39,8 @@ pub mod state;
 pub mod types;
 
 pub use command::{
-    slot, slot_index, Claim, ClientSeq, Command, CommandError, Fence, LeaseId, Mode, Proposal,
-    Request, Response, MAX_REQUESTS_PER_ENTRY,
+    slot, slot_index, Caller, Claim, ClientSeq, Command, CommandError, Fence, LeaseId, Mode,
+    Proposal, Request, Response, MAX_REQUESTS_PER_ENTRY,
 };
 pub use disk_sync::SyncMode;
 pub use error::Error;

@@ -68,6 +68,7 @@ async fn requests_sharing_an_entry_get_their_own_increasing_slots() -> TestResul
     let (_log, mut sm, _rx) = open_dir(dir.path())?;
     let request = |command| Request {
         origin: None,
+        caller: Default::default(),
         time_ms: 1000,
         command,
     };

@@ -111,6 +111,7 @@ async fn a_large_expiry_is_applied_off_the_runtime_and_snapshotted() -> TestResu
         log_id: log_id(1, 1, 4),
         payload: EntryPayload::Normal(Proposal::from(Request {
             origin: None,
+            caller: Default::default(),
             time_ms: 1000,
             command: Command::ExpireLeases { ids },
         })),

@@ -73,6 +73,11 @@ impl TestCluster {
         Self::start(n, base, true).await
     }
 
+    /// Like [`with_tls`](Self::with_tls) with custom base settings.
+    pub async fn with_tls_config(n: u64, base: Config) -> TestCluster {
+        Self::start(n, base, true).await
+    }
+
     async fn start(n: u64, base: Config, tls: bool) -> TestCluster {
         // Node logs, captured with the test's output: `RUST_LOG=info`.
         let _ = tracing_subscriber::fmt()

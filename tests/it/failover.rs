@@ -398,3 +398,34 @@ async fn a_restored_leader_does_not_read_behind_an_acknowledged_write() {
     );
     cluster.shutdown().await;
 }
+
+/// A leader cut off from its quorum answers a write with UNAVAILABLE "no
+/// quorum within 5s" instead of holding the caller for ever. Without the deadline
+/// on the leader's own writes (`serve_here`) the call never returns and
+/// this test fails at its 60 s bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_without_quorum_answers_instead_of_hanging() {
+    let cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let options = raftlock::client::ClientOptions {
+        retry_for: Duration::from_millis(500),
+        ..cluster.client_options()
+    };
+    let endpoint = cluster.addrs[&leader].0.to_string();
+    let client = Client::connect_with([endpoint], options).await.unwrap();
+    cluster.isolate(leader);
+    let answer = tokio::time::timeout(
+        Duration::from_secs(60),
+        client.grant_lease(Duration::from_secs(10)),
+    )
+    .await
+    .expect("the write returned within 60 s");
+    match answer {
+        Err(raftlock::Error::Unavailable(why)) => {
+            assert!(why.contains("no quorum") || why.contains("leader"), "{why}")
+        }
+        other => panic!("expected UNAVAILABLE, got {other:?}"),
+    }
+    cluster.heal();
+    cluster.shutdown().await;
+}

@@ -2,6 +2,7 @@
 //! loopback, driven through the Rust client. One binary, one fixture
 //! ([`cluster::TestCluster`]).
 
+mod auth;
 mod bad_input;
 mod cli;
 mod client_blocking;
@@ -15,5 +16,6 @@ mod lease_expiry;
 mod leases;
 mod locks;
 mod membership;
+mod observe;
 mod peer_attacks;
 mod tls;

@@ -135,6 +135,7 @@ async fn a_forged_append_cannot_release_a_held_lock_on_a_follower() {
     );
     let release = Request {
         origin: None,
+        caller: Default::default(),
         time_ms: 0,
         command: Command::ForceRelease { name: "res".into() },
     };

@@ -55,11 +55,12 @@ impl LeaseTable {
     }
 
     /// Creates a lease whose id is the step's slot, granted by client
-    /// `granted_by`.
+    /// `granted_by` for `identity`.
     pub(super) fn grant(
         &mut self,
         ttl_ms: u64,
         granted_by: Option<Uuid>,
+        identity: Option<String>,
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
         check_ttl(ttl_ms)?;
@@ -81,6 +82,7 @@ impl LeaseTable {
                 ttl_ms,
                 granted_at_ms: step.time_ms,
                 granted_by,
+                identity,
             },
         );
         step.changes.events.push(Event::LeaseGranted { id, ttl_ms });

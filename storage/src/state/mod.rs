@@ -18,9 +18,11 @@
 //! - `session_table`: the exactly-once reply table: replies with their
 //!   command's fingerprint, clients with live leases pinned, the others
 //!   forgotten least recently seen first;
+//! - `authority`: who may act through a lease, and who may force-release;
 //! - `bounds`: the input checks on names, owners, values, modes and TTLs.
 
 mod acquisition;
+mod authority;
 mod bounds;
 mod lease_table;
 mod lock_table;
@@ -35,9 +37,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::command::{
-    Claim, ClientSeq, Command, CommandError, Fence, LeaseId, Mode, Request, Response,
-};
+use crate::command::{Claim, Command, CommandError, Fence, LeaseId, Mode, Request, Response};
 use crate::event::{EndReason, Event};
 
 use acquisition::AcquireRequest;
@@ -58,6 +58,10 @@ pub struct Lease {
     /// client request id). While the lease lives, that client's replies are
     /// never forgotten.
     pub granted_by: Option<Uuid>,
+    /// The authenticated identity that granted it (`None` without
+    /// authentication). Only that identity, or an admin, may keep it
+    /// alive, revoke it, or acquire, release, cancel or proclaim through it.
+    pub identity: Option<String>,
 }
 
 /// One holder of a lock.
@@ -232,7 +236,7 @@ impl LockState {
         let Some(origin) = &request.origin else {
             return self.execute(slot, request, changes);
         };
-        let fingerprint = request.command.fingerprint();
+        let fingerprint = request.fingerprint();
         match self.sessions.admit(origin, fingerprint, slot) {
             Admission::Replay(reply) => {
                 // A retried wait: the retry is now the call that owns it.
@@ -254,6 +258,9 @@ impl LockState {
 
     /// Runs the command itself; a refusal leaves `changes` untouched.
     fn execute(&mut self, slot: u64, request: &Request, changes: &mut Changes) -> Response {
+        if let Err(e) = self.authorize(request) {
+            return Response::Rejected(e);
+        }
         let mut step = Step {
             slot,
             time_ms: request.time_ms,
@@ -261,9 +268,7 @@ impl LockState {
             changes,
         };
         let result = match &request.command {
-            Command::GrantLease { ttl_ms } => {
-                self.grant_lease(*ttl_ms, request.origin.as_ref(), &mut step)
-            }
+            Command::GrantLease { ttl_ms } => self.grant_lease(*ttl_ms, request, &mut step),
             Command::RevokeLease { id } => self.revoke_lease(*id, &mut step),
             Command::ExpireLeases { ids } => Ok(self.expire_leases(ids, &mut step)),
             Command::Acquire {
@@ -302,16 +307,21 @@ impl LockState {
         result.unwrap_or_else(Response::Rejected)
     }
 
-    /// Grants a lease; the client that asked (unless anonymous) stays
-    /// remembered while the lease lives.
+    /// Grants a lease to the caller's identity; the client that asked
+    /// (unless anonymous) stays remembered while the lease lives.
     fn grant_lease(
         &mut self,
         ttl_ms: u64,
-        origin: Option<&ClientSeq>,
+        request: &Request,
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
-        let granted_by = origin.filter(|o| !o.anonymous).map(|o| o.client);
-        let response = self.leases.grant(ttl_ms, granted_by, step)?;
+        let granted_by = request
+            .origin
+            .as_ref()
+            .filter(|o| !o.anonymous)
+            .map(|o| o.client);
+        let identity = request.caller.identity.clone();
+        let response = self.leases.grant(ttl_ms, granted_by, identity, step)?;
         if let Some(client) = granted_by {
             self.sessions.pin(client);
         }

@@ -67,6 +67,7 @@ pub fn normal(index: u64, command: Command) -> Entry<TypeConfig> {
         log_id: log_id(1, 1, index),
         payload: EntryPayload::Normal(Proposal::from(Request {
             origin,
+            caller: Default::default(),
             time_ms: 1000,
             command,
         })),

@@ -66,6 +66,11 @@ struct RunArgs {
     /// Where node data, logs, the history, summary.txt and timeline.png go.
     #[arg(long, default_value = "chaos-out")]
     out: PathBuf,
+    /// TLS on both listeners, mutual TLS between peers, and client
+    /// authentication: the workload runs with a token whose role covers
+    /// only its own lock names.
+    #[arg(long)]
+    secure: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -218,6 +223,7 @@ pub fn main() -> ExitCode {
                 seed,
                 ttl: Duration::from_millis(a.ttl_ms),
                 out: a.out,
+                secure: a.secure,
             };
             match runtime.block_on(run(&cfg)) {
                 Ok(outcome) => {

@@ -39,6 +39,8 @@ pub struct ClientPlan<'a> {
     pub ttl: Duration,
     /// Where each client's stderr goes.
     pub dir: &'a Path,
+    /// Extra environment (a secure run's CA and token).
+    pub env: &'a [(&'static str, String)],
 }
 
 impl ClientProcs {
@@ -59,6 +61,7 @@ impl ClientProcs {
                 .args(["--seed", &plan.seed.to_string()])
                 .args(["--duration-ms", &plan.duration.as_millis().to_string()])
                 .args(["--ttl-ms", &plan.ttl.as_millis().to_string()])
+                .envs(plan.env.iter().map(|(k, v)| (*k, v.as_str())))
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(err)

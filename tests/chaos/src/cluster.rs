@@ -16,6 +16,7 @@ use std::time::Duration;
 use tokio::process::{Child, Command};
 
 use crate::proxy::Network;
+use crate::secure::Secure;
 use crate::Error;
 
 /// Raft timing the nodes run with: raftlock's defaults, passed explicitly
@@ -59,6 +60,8 @@ pub struct Cluster {
     initial_cluster: String,
     nodes: BTreeMap<u64, NodeProc>,
     pub net: Network,
+    /// TLS and auth files, in `--secure` runs.
+    secure: Option<Secure>,
 }
 
 /// Sends `signal` to `pid`.
@@ -150,7 +153,14 @@ impl Cluster {
             initial_cluster,
             nodes,
             net,
+            secure: None,
         })
+    }
+
+    /// Runs the nodes with TLS and client authentication from their next
+    /// start on.
+    pub fn set_secure(&mut self, secure: Secure) {
+        self.secure = Some(secure);
     }
 
     /// Passes `args` to every node's `serve` from its next start on.
@@ -239,6 +249,12 @@ impl Cluster {
             .args(["--heartbeat-ms", &self.timing.0.to_string()])
             .args(["--election-timeout-ms", &self.timing.1.to_string()])
             .args(["--snapshot-after", &self.snapshot_after.to_string()])
+            .args(
+                self.secure
+                    .as_ref()
+                    .map(|s| s.node_args(id))
+                    .unwrap_or_default(),
+            )
             .args(&self.node_args)
             .env("RAFTLOCK_LOG", "info,openraft=warn,sled=warn")
             .stdin(Stdio::null())
@@ -329,9 +345,10 @@ impl Cluster {
                 continue;
             }
             let addr = node.spec.client_addr.to_string();
-            let Ok(client) =
-                raftlock::Client::connect_with_retry([addr], Duration::from_millis(300)).await
-            else {
+            let Ok(options) = crate::secure::client_options(Duration::from_millis(300)) else {
+                continue;
+            };
+            let Ok(client) = raftlock::Client::connect_with([addr], options).await else {
                 continue;
             };
             if let Ok(Ok(status)) =

@@ -21,6 +21,7 @@
 //! - [`checker`]: linearizability search and the safety checks;
 //! - [`report`] and [`timeline`]: the one-screen summary and the PNG;
 //! - [`run`]: one whole run, from flags to verdict;
+//! - [`secure`]: the `--secure` mode (TLS, mutual TLS, client auth);
 //! - [`powerloss`]: the power-loss test (rounds of load, power cut,
 //!   restart and checks; `docs/powerloss.md`);
 //! - [`cli`]: the command line.
@@ -38,6 +39,7 @@ pub mod proxy;
 pub mod register;
 pub mod report;
 pub mod run;
+pub mod secure;
 pub mod timeline;
 pub mod workload;
 

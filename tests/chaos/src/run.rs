@@ -17,6 +17,7 @@ use crate::history::History;
 use crate::nemesis::{Fault, Nemesis};
 use crate::register::RegisterServer;
 use crate::report::Report;
+use crate::secure::Secure;
 use crate::Error;
 
 /// What a run does.
@@ -33,6 +34,9 @@ pub struct RunConfig {
     /// Clients' lease TTL.
     pub ttl: Duration,
     pub out: PathBuf,
+    /// TLS on both listeners, mutual TLS between peers and client
+    /// authentication (see [`crate::secure`]).
+    pub secure: bool,
 }
 
 /// What a run found.
@@ -54,11 +58,21 @@ pub async fn run(cfg: &RunConfig) -> Result<RunOutcome, Error> {
         std::fs::remove_dir_all(&nodes_dir).map_err(Error::io("clear old node dirs"))?;
     }
     eprintln!(
-        "raftlock-chaos: seed {} ({} nodes, {} clients, {:?})",
-        cfg.seed, cfg.nodes, cfg.clients, cfg.duration
+        "raftlock-chaos: seed {} ({} nodes, {} clients, {:?}{})",
+        cfg.seed,
+        cfg.nodes,
+        cfg.clients,
+        cfg.duration,
+        if cfg.secure { ", TLS + auth" } else { "" }
     );
     let t0 = now_ns();
     let mut cluster = Cluster::new(&cfg.binary, &nodes_dir, cfg.nodes).await?;
+    let mut client_env = Vec::new();
+    if cfg.secure {
+        let secure = Secure::create(&nodes_dir.join("certs"), cfg.nodes)?;
+        client_env = secure.client_env();
+        cluster.set_secure(secure);
+    }
     cluster.start_all()?;
     let leader = cluster.wait_for_leader(Duration::from_secs(60)).await?;
     eprintln!("raftlock-chaos: cluster up, leader {leader}");
@@ -73,6 +87,7 @@ pub async fn run(cfg: &RunConfig) -> Result<RunOutcome, Error> {
         duration: cfg.duration,
         ttl: cfg.ttl,
         dir: &cfg.out,
+        env: &client_env,
     })?;
     let started = Instant::now();
     let faults: Vec<Fault> = {

@@ -5,16 +5,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{next_line, spawn, terminate, wait_exit};
+use super::{describe, next_line, run, spawn, terminate, wait_exit};
 use crate::cluster::TestCluster;
 
 #[tokio::test]
 async fn cli_elect_and_observe() {
     let cluster = TestCluster::new(3).await;
-    let (mut observer, mut changes) = spawn(
-        &cluster,
-        &["elect", "--observe", "scheduler", "--output", "json"],
-    );
+    let (mut observer, mut changes) =
+        spawn(&cluster, &["elect", "-l", "scheduler", "--output", "json"]);
     let change = |line: String| -> Value { serde_json::from_str(&line).expect("json line") };
     assert_eq!(change(next_line(&mut changes).await)["has_leader"], false);
 
@@ -35,6 +33,15 @@ async fn cli_elect_and_observe() {
     let seen = change(next_line(&mut changes).await);
     assert_eq!(seen["value"], "alpha");
     assert_eq!(seen["fence"], elected["fence"]);
+    // One-shot `--leader` prints the same leader and exits.
+    let once = run(
+        &cluster,
+        &["elect", "scheduler", "--leader", "--output", "json"],
+    )
+    .await;
+    assert!(once.status.success(), "{}", describe(&once));
+    let once = change(String::from_utf8_lossy(&once.stdout).trim().to_string());
+    assert_eq!(once["fence"], elected["fence"]);
 
     // A second candidate waits until the first resigns.
     let (mut beta, mut beta_out) = spawn(&cluster, &args("beta"));

@@ -41,3 +41,24 @@ async fn cli_rejects_bad_durations_and_unreachable_clusters() {
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
     cluster.shutdown().await;
 }
+
+/// Shell completions and the man page come from the same definition as
+/// `--help`: every command is in them.
+#[tokio::test]
+async fn cli_prints_completions_and_a_man_page() {
+    let cluster = TestCluster::new(1).await;
+    let bash = run(&cluster, &["completions", "bash"]).await;
+    assert!(bash.status.success(), "{}", describe(&bash));
+    let script = String::from_utf8_lossy(&bash.stdout);
+    for command in ["lock", "lease", "elect", "auth", "timetolive"] {
+        assert!(script.contains(command), "bash completions lack {command}");
+    }
+    let man = run(&cluster, &["man"]).await;
+    assert!(man.status.success(), "{}", describe(&man));
+    let page = String::from_utf8_lossy(&man.stdout);
+    assert!(
+        page.starts_with(".ie") && page.contains(".TH raftlock 1"),
+        "{page}"
+    );
+    cluster.shutdown().await;
+}

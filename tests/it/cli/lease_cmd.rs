@@ -14,9 +14,21 @@ async fn cli_lease_grant_keepalive_ttl_list_revoke() {
     let id = granted["id"].as_u64().expect("lease id");
     let id_arg = id.to_string();
 
+    // etcdctl's spellings: bare seconds for a TTL, `keep-alive`, `timetolive`.
+    let bare = json(&cluster, &["lease", "grant", "7", "--output", "json"]).await;
+    assert_eq!(bare["ttl_ms"], 7_000);
+    let bare_id = bare["id"].as_u64().expect("lease id").to_string();
+    let alias = json(
+        &cluster,
+        &["lease", "timetolive", &bare_id, "--output", "json"],
+    )
+    .await;
+    assert_eq!(alias["granted_ttl_ms"], 7_000);
+    json(&cluster, &["lease", "revoke", &bare_id, "--output", "json"]).await;
+
     let kept = json(
         &cluster,
-        &["lease", "keepalive", &id_arg, "--once", "--output", "json"],
+        &["lease", "keep-alive", &id_arg, "--once", "--output", "json"],
     )
     .await;
     assert_eq!(kept["id"], id);

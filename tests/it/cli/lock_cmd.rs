@@ -61,7 +61,7 @@ async fn cli_lock_gives_up_after_timeout_when_held() {
         &["lock", "busy", "--timeout", "300ms", "--", "true"],
     )
     .await;
-    assert_ne!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(4), "timed out: {}", describe(&out));
     assert!(started.elapsed() < Duration::from_secs(10));
     let err = stderr_of(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -72,7 +72,7 @@ async fn cli_lock_gives_up_after_timeout_when_held() {
 
     // Try-only: `--timeout 0s`.
     let out = run(&cluster, &["lock", "busy", "--timeout", "0s"]).await;
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(3), "busy: {}", describe(&out));
     assert!(stderr_of(&out).contains("held by someone else"));
 
     // It gave up cleanly: only the holder's lease remains, nobody waits.
@@ -105,7 +105,7 @@ async fn cli_lock_stops_command_when_lease_is_revoked() {
     let revoked = Instant::now();
     let status = wait_exit(&mut child, Duration::from_secs(10)).await;
     let took = revoked.elapsed();
-    assert!(!status.success(), "{status}");
+    assert_eq!(status.code(), Some(6), "lost: {status}");
     // Noticed within a keep-alive round (a third of the TTL); `sleep` dies
     // on SIGTERM at once.
     assert!(took < Duration::from_secs(4), "took {took:?}");
@@ -165,5 +165,155 @@ async fn cli_lock_without_command_holds_until_terminated() {
     assert!(status.success(), "{status}");
     assert!(!client.check("manual", fence).await.unwrap());
     assert_eq!(client.leases().await.unwrap(), Vec::new());
+    cluster.shutdown().await;
+}
+
+/// A queued `raftlock lock res --ttl 1s -- CMD` is stopped (SIGSTOP) while
+/// it waits; the lock is granted to it while it is stopped, its lease runs
+/// out at the server, and another client takes the lock. On SIGCONT the
+/// CLI must not start CMD: the grant can no longer be trusted. Without
+/// `LockGuard::ensure_valid` before the spawn, the CLI processed the grant
+/// it received while stopped and started CMD inside the other client's
+/// hold, noticing the loss only afterwards (issue 17).
+#[tokio::test]
+async fn cli_lock_never_starts_its_command_on_a_grant_lost_while_paused() {
+    let cluster = TestCluster::new(3).await;
+    let client = cluster.client().await;
+    let first = client.grant_lease(TTL).await.unwrap();
+    client
+        .acquire(&Acquire::exclusive("res", "first", first))
+        .await
+        .unwrap()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let script = format!("touch {}", marker.display());
+    let (mut cli, _stdout) = spawn(
+        &cluster,
+        &["lock", "res", "--ttl", "1s", "--", "sh", "-c", &script],
+    );
+    let queued = |info: &Option<raftlock::client::LockInfo>| {
+        info.as_ref().is_some_and(|i| !i.waiters.is_empty())
+    };
+    wait_for(&client, "res", "the CLI to queue", queued).await;
+    let pid = cli.id().expect("the CLI runs").to_string();
+    signal(&pid, "STOP");
+
+    // Granted while stopped, then its lease runs out and "second" takes it.
+    client.release("res", "first").await.unwrap();
+    wait_for(&client, "res", "the lock to be free again", |info| {
+        info.is_none()
+    })
+    .await;
+    let second = client.grant_lease(TTL).await.unwrap();
+    let fence = client
+        .acquire(&Acquire::exclusive("res", "second", second))
+        .await
+        .unwrap()
+        .expect("the lock is free")
+        .fence;
+
+    signal(&pid, "CONT");
+    let status = wait_exit(&mut cli, Duration::from_secs(30)).await;
+    assert_eq!(status.code(), Some(6), "lost: {status}");
+    assert!(
+        !marker.exists(),
+        "the CLI ran its command on a grant it had lost"
+    );
+    assert!(
+        client.check("res", fence).await.unwrap(),
+        "second still holds"
+    );
+    cluster.shutdown().await;
+}
+
+/// The documented exit codes that need no lock contention: a command that
+/// is not found (127) or cannot be run (126), and an unreachable cluster
+/// (5); none leaves a lease behind.
+#[tokio::test]
+async fn cli_lock_exit_codes_say_what_happened() {
+    let cluster = TestCluster::new(1).await;
+    let out = run(&cluster, &["lock", "a", "--", "no-such-command-raftlock"]).await;
+    assert_eq!(out.status.code(), Some(127), "{}", describe(&out));
+    assert!(stderr_of(&out).contains("PATH"), "{}", describe(&out));
+    let dir = tempfile::tempdir().unwrap();
+    let not_executable = dir.path().join("script");
+    std::fs::write(&not_executable, "#!/bin/sh\n").unwrap();
+    let path = not_executable.display().to_string();
+    let out = run(&cluster, &["lock", "a", "--", &path]).await;
+    assert_eq!(out.status.code(), Some(126), "{}", describe(&out));
+    let out = run(
+        &cluster,
+        &["lock", "a", "--endpoints", "127.0.0.1:1", "--", "true"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(5), "{}", describe(&out));
+    let client = cluster.client().await;
+    assert_eq!(client.leases().await.unwrap(), Vec::new());
+    cluster.shutdown().await;
+}
+
+/// Sends SIGSTOP / SIGCONT.
+fn signal(pid: &str, name: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([&format!("-{name}"), pid])
+        .status()
+        .expect("run kill")
+        .success();
+    assert!(ok, "kill -{name} {pid}");
+}
+
+/// Polls `describe(name)` until `ready` holds (60 s at most).
+async fn wait_for(
+    client: &raftlock::Client,
+    name: &str,
+    what: &str,
+    ready: impl Fn(&Option<raftlock::client::LockInfo>) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let info = client.describe(name).await.unwrap();
+        if ready(&info) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "waited 60 s for {what}: {info:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `lock -n 2` is a semaphore (two holders at once, the third is busy);
+/// a command may follow the name without `--`; `--owner` names the hold.
+#[tokio::test]
+async fn cli_lock_semaphore_owner_and_command_without_separator() {
+    let cluster = TestCluster::new(1).await;
+    let client = cluster.client().await;
+    let (mut first, _o1) = spawn(&cluster, &["lock", "pool", "-n", "2", "sleep", "30"]);
+    let (mut second, _o2) = spawn(
+        &cluster,
+        &[
+            "lock", "pool", "--limit", "2", "--owner", "me-2", "sleep", "30",
+        ],
+    );
+    wait_for(&client, "pool", "two holders", |info| {
+        info.as_ref().is_some_and(|i| i.holders.len() == 2)
+    })
+    .await;
+    let info = client.describe("pool").await.unwrap().unwrap();
+    assert!(info.holders.iter().any(|h| h.owner == "me-2"), "{info:?}");
+    let out = run(
+        &cluster,
+        &["lock", "pool", "-n", "2", "--timeout", "0s", "true"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(3), "busy: {}", describe(&out));
+    terminate(&first);
+    terminate(&second);
+    wait_exit(&mut first, Duration::from_secs(10)).await;
+    wait_exit(&mut second, Duration::from_secs(10)).await;
+    let out = run(&cluster, &["lock", "pool", "-n", "2", "sh", "-c", "exit 7"]).await;
+    assert_eq!(out.status.code(), Some(7), "{}", describe(&out));
     cluster.shutdown().await;
 }

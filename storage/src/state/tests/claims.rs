@@ -147,6 +147,7 @@ fn claims_survive_a_snapshot() {
         h.index + 1,
         &Request {
             origin: None,
+            caller: Default::default(),
             time_ms: 0,
             command: server_cancel("m", "w", &origin(1, 0)),
         },

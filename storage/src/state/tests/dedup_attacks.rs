@@ -89,6 +89,7 @@ fn a_reused_request_id_with_another_command_is_refused() {
     // The real retry replays, whatever its clock says.
     let retry = Request {
         origin: Some(seq(c, 2, 2)),
+        caller: Default::default(),
         time_ms: 999_999,
         command: take_m,
     };

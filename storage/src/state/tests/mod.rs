@@ -1,6 +1,7 @@
 //! Unit tests for the lock state machine: a small harness that applies
 //! commands at increasing log indexes and checks the invariants after each.
 
+mod authority;
 mod claims;
 mod dedup_attacks;
 mod leases;
@@ -45,6 +46,7 @@ impl Harness {
     fn run(&mut self, command: Command) -> (Response, Changes) {
         self.run_request(Request {
             origin: None,
+            caller: Default::default(),
             time_ms: 1_000 + self.index,
             command,
         })
@@ -54,6 +56,7 @@ impl Harness {
     fn run_as(&mut self, origin: ClientSeq, command: Command) -> (Response, Changes) {
         self.run_request(Request {
             origin: Some(origin),
+            caller: Default::default(),
             time_ms: 1_000 + self.index,
             command,
         })
@@ -141,7 +144,13 @@ fn seq(client: Uuid, seq: u64, acked_below: u64) -> ClientSeq {
 /// What the reply table keeps of `response` to `command`.
 fn stored(command: &Command, response: Response) -> StoredReply {
     StoredReply {
-        fingerprint: command.fingerprint(),
+        fingerprint: Request {
+            origin: None,
+            caller: Default::default(),
+            time_ms: 0,
+            command: command.clone(),
+        }
+        .fingerprint(),
         response,
     }
 }

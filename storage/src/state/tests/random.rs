@@ -186,6 +186,7 @@ fn run_seed(seed: u64, steps: usize) {
             });
             Request {
                 origin,
+                caller: Default::default(),
                 time_ms: step as u64,
                 command,
             }

@@ -182,6 +182,7 @@ fn too_many_waiters() {
     for i in 0..MAX_WAITERS_PER_LOCK {
         let request = Request {
             origin: None,
+            caller: Default::default(),
             time_ms: 0,
             command: acquire("m", &format!("w{i}"), l, Mode::Exclusive, true),
         };
@@ -211,6 +212,7 @@ fn too_many_leases() {
             ttl_ms: 1_000,
             granted_at_ms: 0,
             granted_by: None,
+            identity: None,
         })
         .collect();
     let mut h = Harness::new();
@@ -223,6 +225,7 @@ fn too_many_leases() {
     let mut changes = Changes::default();
     let request = Request {
         origin: None,
+        caller: Default::default(),
         time_ms: 0,
         command: Command::GrantLease { ttl_ms: 1_000 },
     };

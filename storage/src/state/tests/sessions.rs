@@ -128,6 +128,7 @@ fn the_least_recently_seen_client_is_evicted() {
     let mut state = LockState::default().with_client_capacity(CAPACITY);
     let noop = |client: u128| Request {
         origin: Some(seq(Uuid::from_u128(client), 0, 0)),
+        caller: Default::default(),
         time_ms: 0,
         command: Command::ExpireLeases { ids: vec![] },
     };

@@ -77,7 +77,8 @@ pub async fn run(cfg: ClientConfig) -> Result<(), Error> {
             }
         }
     });
-    let client = Client::connect_with_retry(cfg.endpoints.clone(), Duration::from_secs(4)).await?;
+    let options = crate::secure::client_options(Duration::from_secs(4))?;
+    let client = Client::connect_with(cfg.endpoints.clone(), options).await?;
     let deadline = Instant::now() + cfg.duration;
     let kinds = [
         Kind::Exclusive("x0"),

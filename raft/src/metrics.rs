@@ -1,0 +1,436 @@
+//! A node's Prometheus metrics: one registry per node (a test process runs
+//! several), every name prefixed `raftlock_`, with help text and unit.
+//!
+//! Counters move where things happen: applied events (every node applies
+//! every entry, so each node counts every grant), the proposer (batches),
+//! the peer transport (errors), the client-facing request layer, and the
+//! task that watches openraft's metrics (elections, leader changes,
+//! snapshots). Gauges that describe state (term, indexes, leases, locks,
+//! per-peer lag) are set from the node when `/metrics` is scraped, by
+//! [`crate::scrape`]. The pure state machine knows none of this.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::{Registry, Unit};
+
+use raftlock_storage::{EndReason, Event, NodeId};
+
+/// A label set: (name, value) pairs.
+pub type Labels = Vec<(&'static str, String)>;
+
+/// A family of counters keyed by labels.
+type Counters = Family<Labels, Counter>;
+/// A family of gauges keyed by labels.
+type Gauges = Family<Labels, Gauge>;
+/// A family of histograms keyed by labels.
+type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
+
+/// Latency buckets: 100 µs to about 52 s, doubling.
+fn latency() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_1, 2.0, 20))
+}
+
+/// Wait and hold-time buckets: 1 ms to about 9 h, times four.
+fn long_durations() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 4.0, 13))
+}
+
+/// Every metric of one node.
+pub struct NodeMetrics {
+    registry: Registry,
+    // Raft, set at scrape time.
+    pub(crate) term: Gauge,
+    pub(crate) is_leader: Gauge,
+    pub(crate) leader_id: Gauge,
+    pub(crate) last_log_index: Gauge,
+    /// Only on the leader: followers do not know the commit index.
+    pub(crate) commit_index: Gauges,
+    pub(crate) applied_index: Gauge,
+    pub(crate) snapshot_index: Gauge,
+    pub(crate) log_entries: Gauge,
+    pub(crate) voters: Gauge,
+    pub(crate) learners: Gauge,
+    // Raft, counted as it happens.
+    pub(crate) elections: Counter,
+    pub(crate) leader_changes: Counter,
+    pub(crate) snapshots_built: Counter,
+    pub(crate) snapshots_installed: Counter,
+    pub(crate) snapshot_size: Gauge,
+    proposals: Counter,
+    proposed_entries: Counter,
+    requests_per_entry: Histogram,
+    log_append: Histogram,
+    log_append_entries: Histogram,
+    // Locks and leases, set at scrape time.
+    pub(crate) leases: Gauge,
+    pub(crate) locks_held: Gauge,
+    pub(crate) holders: Gauge,
+    pub(crate) waiters: Gauge,
+    pub(crate) expiry_backlog: Gauges,
+    // Locks and leases, counted from applied events.
+    grants: Counter,
+    releases: Counters,
+    lease_grants: Counter,
+    lease_ends: Counters,
+    keep_alives: Counter,
+    wait_time: Histogram,
+    hold_time: Histogram,
+    // Client requests.
+    requests: Counters,
+    request_time: Histograms,
+    // Peers.
+    pub(crate) peer_lag: Gauges,
+    peer_errors: Counters,
+    /// When each current hold began on this node, for the hold-time
+    /// histogram; bounded by the number of live holds.
+    holds: Mutex<HashMap<(String, String), Instant>>,
+    /// Snapshots installed so far, so the Raft watcher can tell a built
+    /// snapshot from an installed one.
+    pub(crate) installs_seen: AtomicU64,
+}
+
+impl Default for NodeMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl NodeMetrics {
+    /// A fresh set of metrics, registered under `raftlock_`.
+    pub fn new() -> Self {
+        let mut r = Registry::with_prefix("raftlock");
+        let m = NodeMetrics {
+            registry: Registry::default(),
+            term: Gauge::default(),
+            is_leader: Gauge::default(),
+            leader_id: Gauge::default(),
+            last_log_index: Gauge::default(),
+            commit_index: Gauges::default(),
+            applied_index: Gauge::default(),
+            snapshot_index: Gauge::default(),
+            log_entries: Gauge::default(),
+            voters: Gauge::default(),
+            learners: Gauge::default(),
+            elections: Counter::default(),
+            leader_changes: Counter::default(),
+            snapshots_built: Counter::default(),
+            snapshots_installed: Counter::default(),
+            snapshot_size: Gauge::default(),
+            proposals: Counter::default(),
+            proposed_entries: Counter::default(),
+            requests_per_entry: Histogram::new(exponential_buckets(1.0, 2.0, 12)),
+            log_append: latency(),
+            log_append_entries: Histogram::new(exponential_buckets(1.0, 2.0, 12)),
+            leases: Gauge::default(),
+            locks_held: Gauge::default(),
+            holders: Gauge::default(),
+            waiters: Gauge::default(),
+            expiry_backlog: Gauges::default(),
+            grants: Counter::default(),
+            releases: Counters::default(),
+            lease_grants: Counter::default(),
+            lease_ends: Counters::default(),
+            keep_alives: Counter::default(),
+            wait_time: long_durations(),
+            hold_time: long_durations(),
+            requests: Counters::default(),
+            request_time: Histograms::new_with_constructor(latency),
+            peer_lag: Gauges::default(),
+            peer_errors: Counters::default(),
+            holds: Mutex::default(),
+            installs_seen: AtomicU64::new(0),
+        };
+        m.register(&mut r);
+        NodeMetrics { registry: r, ..m }
+    }
+
+    /// Registers every metric in `r`. The one list of names, help texts
+    /// and units (docs/operations.md lists the same).
+    fn register(&self, r: &mut Registry) {
+        let raft = r.sub_registry_with_prefix("raft");
+        raft.register("term", "Current Raft term", self.term.clone());
+        raft.register(
+            "is_leader",
+            "1 if this node is the Raft leader, else 0",
+            self.is_leader.clone(),
+        );
+        raft.register(
+            "leader_id",
+            "Id of the leader this node knows, 0 if none",
+            self.leader_id.clone(),
+        );
+        raft.register(
+            "last_log_index",
+            "Index of the last entry in this node's log",
+            self.last_log_index.clone(),
+        );
+        raft.register(
+            "commit_index",
+            "Highest index a quorum of voters stored (reported by the leader only)",
+            self.commit_index.clone(),
+        );
+        raft.register(
+            "applied_index",
+            "Index of the last entry applied to the lock state",
+            self.applied_index.clone(),
+        );
+        raft.register(
+            "snapshot_index",
+            "Last index covered by this node's snapshot",
+            self.snapshot_index.clone(),
+        );
+        raft.register(
+            "log_entries",
+            "Entries kept in the log (last index minus purged index)",
+            self.log_entries.clone(),
+        );
+        raft.register("voters", "Voting members", self.voters.clone());
+        raft.register("learners", "Non-voting members", self.learners.clone());
+        raft.register(
+            "elections",
+            "Terms this node has seen begin (each new term is one election)",
+            self.elections.clone(),
+        );
+        raft.register(
+            "leader_changes",
+            "Times this node learned of a new leader",
+            self.leader_changes.clone(),
+        );
+        raft.register(
+            "snapshots_built",
+            "Snapshots this node built from its own state",
+            self.snapshots_built.clone(),
+        );
+        raft.register(
+            "snapshots_installed",
+            "Snapshots this node installed from the leader",
+            self.snapshots_installed.clone(),
+        );
+        raft.register_with_unit(
+            "snapshot_size",
+            "Size of this node's current snapshot",
+            Unit::Bytes,
+            self.snapshot_size.clone(),
+        );
+        raft.register(
+            "proposals",
+            "Client writes this node proposed as leader",
+            self.proposals.clone(),
+        );
+        raft.register(
+            "proposed_entries",
+            "Log entries this node proposed as leader (writes are batched into entries)",
+            self.proposed_entries.clone(),
+        );
+        raft.register(
+            "writes_per_entry",
+            "Client writes packed into one proposed log entry",
+            self.requests_per_entry.clone(),
+        );
+        raft.register_with_unit(
+            "log_append",
+            "Time to write a batch of log entries and sync it to disk",
+            Unit::Seconds,
+            self.log_append.clone(),
+        );
+        raft.register(
+            "log_append_entries",
+            "Log entries per appended (and synced) batch",
+            self.log_append_entries.clone(),
+        );
+        let lock = r.sub_registry_with_prefix("lock");
+        lock.register(
+            "held",
+            "Locks with at least one holder",
+            self.locks_held.clone(),
+        );
+        lock.register("holders", "Holders over all locks", self.holders.clone());
+        lock.register(
+            "waiters",
+            "Queued waiters over all locks",
+            self.waiters.clone(),
+        );
+        lock.register(
+            "grants",
+            "Lock grants applied (immediate and off the queue)",
+            self.grants.clone(),
+        );
+        lock.register(
+            "releases",
+            "Holds ended, by reason: released, lease_revoked, lease_expired, force_released",
+            self.releases.clone(),
+        );
+        lock.register_with_unit(
+            "wait",
+            "Time from an Acquire or Campaign reaching this node to its grant",
+            Unit::Seconds,
+            self.wait_time.clone(),
+        );
+        lock.register_with_unit(
+            "hold",
+            "Time a hold lasted, from its grant to its end, as this node applied them",
+            Unit::Seconds,
+            self.hold_time.clone(),
+        );
+        let lease = r.sub_registry_with_prefix("lease");
+        lease.register("live", "Live leases", self.leases.clone());
+        lease.register("grants", "Leases granted", self.lease_grants.clone());
+        lease.register(
+            "ends",
+            "Leases ended, by reason: revoked, expired",
+            self.lease_ends.clone(),
+        );
+        lease.register(
+            "keepalives",
+            "Lease keep-alives answered through this node",
+            self.keep_alives.clone(),
+        );
+        lease.register(
+            "expiry_backlog",
+            "Leases past their deadline whose expiry is not applied yet (leader only)",
+            self.expiry_backlog.clone(),
+        );
+        let grpc = r.sub_registry_with_prefix("grpc");
+        grpc.register(
+            "requests",
+            "Client API calls served by this node, by RPC and gRPC status code",
+            self.requests.clone(),
+        );
+        grpc.register_with_unit(
+            "request_duration",
+            "Client API call latency, by RPC and gRPC status code (streams: until they end)",
+            Unit::Seconds,
+            self.request_time.clone(),
+        );
+        let peer = r.sub_registry_with_prefix("peer");
+        peer.register(
+            "replication_lag_entries",
+            "Entries the leader has that a peer has not stored (leader only)",
+            self.peer_lag.clone(),
+        );
+        peer.register(
+            "rpc_errors",
+            "Failed Raft RPCs to a peer, by peer and RPC",
+            self.peer_errors.clone(),
+        );
+    }
+
+    /// The metrics in the Prometheus (OpenMetrics) text format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+
+    /// Counts one applied event.
+    pub fn on_event(&self, event: &Event) {
+        match event {
+            Event::Granted { name, owner, .. } => {
+                self.grants.inc();
+                self.hold_map()
+                    .entry((name.clone(), owner.clone()))
+                    .or_insert_with(Instant::now);
+            }
+            Event::HoldEnded {
+                name,
+                owner,
+                reason,
+                ..
+            } => {
+                self.releases
+                    .get_or_create(&vec![("reason", hold_reason(*reason).to_string())])
+                    .inc();
+                let started = self.hold_map().remove(&(name.clone(), owner.clone()));
+                if let Some(started) = started {
+                    self.hold_time.observe(started.elapsed().as_secs_f64());
+                }
+            }
+            Event::LeaseGranted { .. } => {
+                self.lease_grants.inc();
+            }
+            Event::LeaseEnded { reason, .. } => {
+                let reason = match reason {
+                    EndReason::LeaseExpired => "expired",
+                    _ => "revoked",
+                };
+                self.lease_ends
+                    .get_or_create(&vec![("reason", reason.to_string())])
+                    .inc();
+            }
+            Event::WaitEnded { .. } | Event::Changed { .. } => {}
+        }
+    }
+
+    /// A snapshot replaced the state: holds from before it are not timed.
+    pub fn on_snapshot_installed(&self) {
+        self.snapshots_installed.inc();
+        self.installs_seen.fetch_add(1, Ordering::Relaxed);
+        self.hold_map().clear();
+    }
+
+    /// One proposed entry carrying `writes` client writes.
+    pub fn on_proposed(&self, writes: usize) {
+        self.proposals.inc_by(writes as u64);
+        self.proposed_entries.inc();
+        self.requests_per_entry.observe(writes as f64);
+    }
+
+    /// One log append of `entries` entries, written and synced in `took`.
+    pub fn on_log_append(&self, entries: usize, took: Duration) {
+        self.log_append.observe(took.as_secs_f64());
+        self.log_append_entries.observe(entries as f64);
+    }
+
+    /// One keep-alive answered.
+    pub fn on_keep_alive(&self) {
+        self.keep_alives.inc();
+    }
+
+    /// A grant reached a caller `waited` after its Acquire arrived.
+    pub fn on_granted_after(&self, waited: Duration) {
+        self.wait_time.observe(waited.as_secs_f64());
+    }
+
+    /// A Raft RPC to `peer` failed.
+    pub fn on_peer_error(&self, peer: NodeId, rpc: &'static str) {
+        self.peer_errors
+            .get_or_create(&vec![("peer", peer.to_string()), ("rpc", rpc.to_string())])
+            .inc();
+    }
+
+    /// One client API call: `rpc` as `Service/Method`, its gRPC status
+    /// code, and how long it took.
+    pub fn on_request(&self, rpc: &str, code: &str, took: Duration) {
+        let labels = vec![("rpc", rpc.to_string()), ("code", code.to_string())];
+        self.requests.get_or_create(&labels).inc();
+        self.request_time
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+    }
+
+    fn hold_map(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Instant>> {
+        self.holds.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The `reason` label of a hold that ended.
+fn hold_reason(reason: EndReason) -> &'static str {
+    match reason {
+        EndReason::Released => "released",
+        EndReason::LeaseRevoked => "lease_revoked",
+        EndReason::LeaseExpired => "lease_expired",
+        EndReason::ForceReleased => "force_released",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,571 @@
+//! Client authentication and roles on a real 3-node cluster: every RPC
+//! without a known identity is refused `UNAUTHENTICATED`; a client whose
+//! roles do not cover a name, or who acts through another identity's lease,
+//! or calls an operator RPC without the admin role, is refused
+//! `PERMISSION_DENIED` — and none of it changes a lease or a lock, while
+//! the honest client keeps being served.
+//!
+//! The attacker talks to a follower, so forwarded writes and keep-alives
+//! carry its identity to the leader. How each test fails without its
+//! defence is in its doc comment.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use raftlock::auth::policy::token_sha256;
+use raftlock::client::ClientOptions;
+use raftlock::pb;
+use raftlock::pb::cluster_client::ClusterClient;
+use raftlock::pb::election_client::ElectionClient;
+use raftlock::pb::lease_client::LeaseClient;
+use raftlock::pb::lock_client::LockClient;
+use raftlock::{Client, Config, Error};
+use raftlock_storage::state::{Lease, Lock};
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Status};
+
+use crate::cluster::{test_config, TestCluster};
+
+const JOBS_TOKEN: &str = "jobs-token-0123456789";
+const BILLING_TOKEN: &str = "billing-token-0123456789";
+const OPS_TOKEN: &str = "ops-token-0123456789";
+
+/// The auth file of the test clusters: `jobs` may use `jobs/*` and
+/// `shared/*`, `billing` may use `billing/*` and `shared/*`, `ops` is an
+/// admin, and the TLS cluster's `test` client certificate has `jobs`'s role.
+fn auth_file(dir: &std::path::Path) -> PathBuf {
+    let text = format!(
+        r#"
+        [roles.jobs]
+        names = ["jobs/*", "shared/*"]
+
+        [roles.billing]
+        names = ["billing/*", "shared/*"]
+
+        [[users]]
+        name = "jobs"
+        token_sha256 = "{}"
+        roles = ["jobs"]
+
+        [[users]]
+        name = "billing"
+        token_sha256 = "{}"
+        roles = ["billing"]
+
+        [[users]]
+        name = "ops"
+        token_sha256 = "{}"
+        roles = ["admin"]
+
+        [[users]]
+        name = "test"
+        roles = ["jobs"]
+        "#,
+        token_sha256(JOBS_TOKEN),
+        token_sha256(BILLING_TOKEN),
+        token_sha256(OPS_TOKEN),
+    );
+    let path = dir.join("auth.toml");
+    std::fs::write(&path, text).expect("write the auth file");
+    path
+}
+
+/// A 3-node cluster that authenticates clients with [`auth_file`].
+async fn cluster(dir: &tempfile::TempDir) -> TestCluster {
+    let base = Config {
+        auth_file: Some(auth_file(dir.path())),
+        ..test_config()
+    };
+    TestCluster::with_config(3, base).await
+}
+
+/// Raw gRPC to one node, with a token or none: exactly what a hostile
+/// client can send.
+struct Raw {
+    channel: Channel,
+    token: Option<&'static str>,
+}
+
+impl Raw {
+    fn new(cluster: &TestCluster, node: u64, token: Option<&'static str>) -> Raw {
+        let addr = cluster.addrs[&node].0;
+        let channel = Endpoint::from_shared(format!("http://{addr}"))
+            .expect("endpoint")
+            .connect_lazy();
+        Raw { channel, token }
+    }
+
+    fn req<T>(&self, message: T) -> tonic::Request<T> {
+        let mut req = tonic::Request::new(message);
+        if let Some(token) = self.token {
+            let value = format!("Bearer {token}").parse().expect("metadata");
+            req.metadata_mut().insert("authorization", value);
+        }
+        req.set_timeout(Duration::from_secs(10));
+        req
+    }
+
+    fn lease(&self) -> LeaseClient<Channel> {
+        LeaseClient::new(self.channel.clone())
+    }
+    fn lock(&self) -> LockClient<Channel> {
+        LockClient::new(self.channel.clone())
+    }
+    fn election(&self) -> ElectionClient<Channel> {
+        ElectionClient::new(self.channel.clone())
+    }
+    fn cluster(&self) -> ClusterClient<Channel> {
+        ClusterClient::new(self.channel.clone())
+    }
+
+    async fn grant(&self) -> Result<u64, Status> {
+        let req = pb::LeaseGrantRequest {
+            request_id: None,
+            ttl_ms: 60_000,
+        };
+        Ok(self.lease().grant(self.req(req)).await?.into_inner().id)
+    }
+
+    async fn acquire(&self, name: &str, owner: &str, lease: u64) -> Result<u64, Status> {
+        let req = pb::AcquireRequest {
+            name: name.into(),
+            owner: owner.into(),
+            lease,
+            ..Default::default()
+        };
+        let reply = self.lock().acquire(self.req(req)).await?.into_inner();
+        assert!(reply.acquired, "{name} was busy");
+        Ok(reply.fence)
+    }
+
+    async fn campaign(&self, name: &str, owner: &str, lease: u64) -> Result<u64, Status> {
+        let req = pb::CampaignRequest {
+            name: name.into(),
+            owner: owner.into(),
+            lease,
+            value: b"v".to_vec(),
+            ..Default::default()
+        };
+        Ok(self
+            .election()
+            .campaign(self.req(req))
+            .await?
+            .into_inner()
+            .fence)
+    }
+
+    /// Every RPC of the client API once, as this caller, aimed at what
+    /// `victim` holds: `(rpc, outcome)`.
+    async fn every_rpc(&self, victim: &Victim) -> Vec<(&'static str, Result<(), Status>)> {
+        let lease = victim.lease;
+        let lock = |name: &str, owner: &str| (name.to_string(), owner.to_string());
+        let (name, owner) = lock(&victim.lock, &victim.owner);
+        let (election, candidate) = lock(&victim.election, &victim.candidate);
+        let mut out = Vec::new();
+        macro_rules! call {
+            ($rpc:literal, $e:expr) => {
+                out.push(($rpc, $e.await.map(drop)));
+            };
+        }
+        call!("Lease.Grant", self.grant());
+        call!(
+            "Lease.Revoke",
+            self.lease().revoke(self.req(pb::LeaseRevokeRequest {
+                request_id: None,
+                id: lease,
+            }))
+        );
+        call!(
+            "Lease.KeepAlive",
+            self.lease()
+                .keep_alive(self.req(pb::LeaseKeepAliveRequest { id: lease }))
+        );
+        call!("Lease.KeepAliveStream", async {
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            tx.send(pb::LeaseKeepAliveRequest { id: lease })
+                .await
+                .expect("queue a keep-alive");
+            let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+            let mut replies = self.lease().keep_alive_stream(self.req(stream)).await?;
+            let reply = replies.get_mut().message().await?;
+            drop(tx);
+            reply.ok_or_else(|| Status::unknown("stream ended without a reply"))
+        });
+        call!(
+            "Lease.TimeToLive",
+            self.lease()
+                .time_to_live(self.req(pb::LeaseTimeToLiveRequest {
+                    id: lease,
+                    local: false
+                }))
+        );
+        call!(
+            "Lease.List",
+            self.lease()
+                .list(self.req(pb::LeaseListRequest { local: false }))
+        );
+        call!(
+            "Lock.Acquire (re-enter as the victim)",
+            self.acquire(&name, &owner, lease)
+        );
+        call!(
+            "Lock.Acquire (victim's lease)",
+            self.acquire("shared/other", "intruder", lease)
+        );
+        call!(
+            "Lock.Release",
+            self.lock().release(self.req(pb::ReleaseRequest {
+                request_id: None,
+                name: name.clone(),
+                owner: owner.clone(),
+            }))
+        );
+        call!(
+            "Lock.Cancel",
+            self.lock().cancel(self.req(pb::CancelRequest {
+                request_id: None,
+                name: name.clone(),
+                owner: owner.clone(),
+            }))
+        );
+        call!(
+            "Lock.ForceRelease",
+            self.lock().force_release(self.req(pb::ForceReleaseRequest {
+                request_id: None,
+                name: name.clone(),
+            }))
+        );
+        call!(
+            "Lock.Check",
+            self.lock().check(self.req(pb::CheckRequest {
+                name: name.clone(),
+                fence: victim.fence,
+                local: false,
+            }))
+        );
+        call!(
+            "Lock.Describe",
+            self.lock().describe(self.req(pb::DescribeRequest {
+                name: name.clone(),
+                local: false,
+            }))
+        );
+        call!(
+            "Lock.List",
+            self.lock().list(self.req(pb::ListLocksRequest::default()))
+        );
+        call!(
+            "Election.Campaign",
+            self.campaign(&election, "intruder", lease)
+        );
+        call!(
+            "Election.Proclaim",
+            self.election().proclaim(self.req(pb::ProclaimRequest {
+                request_id: None,
+                name: election.clone(),
+                owner: candidate.clone(),
+                value: b"forged".to_vec(),
+            }))
+        );
+        call!(
+            "Election.Resign",
+            self.election().resign(self.req(pb::ResignRequest {
+                request_id: None,
+                name: election.clone(),
+                owner: candidate.clone(),
+            }))
+        );
+        call!(
+            "Election.Leader",
+            self.election().leader(self.req(pb::LeaderRequest {
+                name: election.clone(),
+                local: false,
+            }))
+        );
+        call!(
+            "Election.Observe",
+            self.election().observe(self.req(pb::ObserveRequest {
+                name: election.clone(),
+            }))
+        );
+        call!(
+            "Cluster.Status",
+            self.cluster().status(self.req(pb::StatusRequest {}))
+        );
+        call!(
+            "Cluster.AddLearner",
+            self.cluster().add_learner(self.req(pb::AddLearnerRequest {
+                id: 9,
+                peer_addr: "127.0.0.1:1".into(),
+                client_addr: "127.0.0.1:2".into(),
+            }))
+        );
+        call!(
+            "Cluster.Promote",
+            self.cluster()
+                .promote(self.req(pb::PromoteRequest { id: 3 }))
+        );
+        call!(
+            "Cluster.Remove",
+            self.cluster().remove(self.req(pb::RemoveRequest { id: 3 }))
+        );
+        out
+    }
+}
+
+/// What the honest `jobs` client holds: a lease, a lock and a leadership.
+struct Victim {
+    lease: u64,
+    lock: String,
+    owner: String,
+    fence: u64,
+    election: String,
+    candidate: String,
+}
+
+async fn victim(jobs: &Raw) -> Victim {
+    let lease = jobs.grant().await.expect("jobs grants a lease");
+    let fence = jobs
+        .acquire("shared/db", "jobs-task", lease)
+        .await
+        .expect("jobs takes shared/db");
+    jobs.campaign("shared/leader", "jobs-cand", lease)
+        .await
+        .expect("jobs leads shared/leader");
+    Victim {
+        lease,
+        lock: "shared/db".into(),
+        owner: "jobs-task".into(),
+        fence,
+        election: "shared/leader".into(),
+        candidate: "jobs-cand".into(),
+    }
+}
+
+/// The leases and locks on `node`, once it applied everything.
+async fn leases_and_locks(cluster: &TestCluster, node: u64) -> (Vec<Lease>, Vec<Lock>) {
+    let index = cluster
+        .node(cluster.wait_for_leader().await)
+        .status()
+        .applied_index;
+    cluster.wait_applied(node, index).await;
+    let state = cluster.node(node).inner().state.read().expect("state");
+    let parts = state.to_parts();
+    (parts.leases, parts.locks)
+}
+
+/// Without an identity — no token, an unknown token, a malformed header —
+/// every RPC is refused UNAUTHENTICATED and nothing changes. Without the
+/// authentication in the services (an auth file ignored), the anonymous
+/// caller is answered: it revokes the lease, force-releases the lock and
+/// removes node 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_rpc_needs_a_known_identity() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cluster = cluster(&dir).await;
+    let leader = cluster.wait_for_leader().await;
+    let follower = cluster.others(leader)[0];
+    let jobs = Raw::new(&cluster, leader, Some(JOBS_TOKEN));
+    let victim = victim(&jobs).await;
+    let before = leases_and_locks(&cluster, leader).await;
+
+    for token in [None, Some("not-a-token"), Some("")] {
+        let attacker = Raw::new(&cluster, follower, token);
+        for (rpc, outcome) in attacker.every_rpc(&victim).await {
+            let status = outcome.expect_err(rpc);
+            assert_eq!(
+                status.code(),
+                Code::Unauthenticated,
+                "{rpc} with token {token:?}: {status:?}"
+            );
+        }
+    }
+    assert_eq!(leases_and_locks(&cluster, leader).await, before);
+    assert_eq!(cluster.node(3).status().members.len(), 3);
+    // The honest client is still served.
+    let check = jobs
+        .lock()
+        .check(jobs.req(pb::CheckRequest {
+            name: victim.lock.clone(),
+            fence: victim.fence,
+            local: false,
+        }))
+        .await
+        .expect("check");
+    assert!(check.into_inner().valid);
+    cluster.shutdown().await;
+}
+
+/// An authenticated client outside its rights: `billing` may use
+/// `shared/*` names but not `jobs`'s lease, its hold, its candidacy or the
+/// operator calls. Every call touching them is PERMISSION_DENIED with a
+/// message naming the missing right; calls within its rights (its own
+/// lease, Check and Describe of a shared name, Status) are served, and List
+/// shows none of `jobs`'s leases. Nothing of `jobs`'s changes. Without the
+/// state machine's lease check (`state::authority`), `billing` releases
+/// `jobs`'s lock and revokes its lease; without the keep-alive check it
+/// renews `jobs`'s lease; without the edge checks it force-releases and
+/// removes node 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_client_cannot_act_beyond_its_roles() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cluster = cluster(&dir).await;
+    let leader = cluster.wait_for_leader().await;
+    let follower = cluster.others(leader)[0];
+    let jobs = Raw::new(&cluster, leader, Some(JOBS_TOKEN));
+    let victim = victim(&jobs).await;
+    let before = leases_and_locks(&cluster, leader).await;
+
+    let billing = Raw::new(&cluster, follower, Some(BILLING_TOKEN));
+    let allowed = [
+        "Lease.Grant",
+        "Lease.List",
+        "Lock.Check",
+        "Lock.Describe",
+        "Lock.List",
+        "Election.Leader",
+        "Election.Observe",
+        "Cluster.Status",
+    ];
+    for (rpc, outcome) in billing.every_rpc(&victim).await {
+        if allowed.contains(&rpc) {
+            outcome.unwrap_or_else(|e| panic!("{rpc} within billing's rights: {e:?}"));
+            continue;
+        }
+        let status = outcome.expect_err(rpc);
+        assert_eq!(status.code(), Code::PermissionDenied, "{rpc}: {status:?}");
+        let message = status.message();
+        assert!(
+            message.contains("billing")
+                && (message.contains("belongs to jobs")
+                    || message.contains("admin role")
+                    || message.contains("jobs/")),
+            "{rpc}: the refusal names the missing right: {message}"
+        );
+    }
+    // Names outside its roles are refused even for reads.
+    let read = billing
+        .lock()
+        .describe(billing.req(pb::DescribeRequest {
+            name: "jobs/secret".into(),
+            local: false,
+        }))
+        .await
+        .expect_err("describe outside billing's names");
+    assert_eq!(read.code(), Code::PermissionDenied, "{read:?}");
+    let leases = billing
+        .lease()
+        .list(billing.req(pb::LeaseListRequest { local: false }))
+        .await
+        .expect("list")
+        .into_inner()
+        .leases;
+    assert!(
+        leases.iter().all(|l| l.id != victim.lease),
+        "billing sees jobs's lease: {leases:?}"
+    );
+
+    // Nothing of jobs's changed (billing's own new leases aside).
+    let (leases_after, locks_after) = leases_and_locks(&cluster, leader).await;
+    let jobs_leases: Vec<_> = leases_after
+        .into_iter()
+        .filter(|l| l.identity.as_deref() == Some("jobs"))
+        .collect();
+    assert_eq!(jobs_leases, before.0);
+    assert_eq!(locks_after, before.1);
+    assert_eq!(cluster.node(3).status().members.len(), 3);
+
+    // The owner and an admin are served.
+    jobs.lock()
+        .release(jobs.req(pb::ReleaseRequest {
+            request_id: None,
+            name: victim.lock.clone(),
+            owner: victim.owner.clone(),
+        }))
+        .await
+        .expect("jobs releases its own lock");
+    let ops = Raw::new(&cluster, follower, Some(OPS_TOKEN));
+    ops.lease()
+        .revoke(ops.req(pb::LeaseRevokeRequest {
+            request_id: None,
+            id: victim.lease,
+        }))
+        .await
+        .expect("an admin revokes any lease");
+    cluster.shutdown().await;
+}
+
+/// The Rust client's token option, and the error kinds it maps refusals
+/// to. Without `ClientOptions::token` reaching the interceptor, the client
+/// is refused as unauthenticated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_client_authenticates_with_its_token() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cluster = cluster(&dir).await;
+    let endpoints: Vec<String> = cluster.addrs.values().map(|(c, _)| c.to_string()).collect();
+    let with = |token: Option<&str>| ClientOptions {
+        token: token.map(str::to_string),
+        retry_for: Duration::from_secs(5),
+        ..ClientOptions::default()
+    };
+    let jobs = Client::connect_with(endpoints.clone(), with(Some(JOBS_TOKEN)))
+        .await
+        .expect("client");
+    let guard = jobs
+        .lock("jobs/nightly")
+        .acquire()
+        .await
+        .expect("jobs locks its name");
+    let err = jobs
+        .lock("billing/invoices")
+        .acquire()
+        .await
+        .expect_err("a name outside its roles");
+    assert!(matches!(err, Error::PermissionDenied(_)), "{err:?}");
+    let anonymous = Client::connect_with(endpoints, with(None))
+        .await
+        .expect("client");
+    let err = anonymous
+        .grant_lease(Duration::from_secs(5))
+        .await
+        .expect_err("no token");
+    assert!(matches!(err, Error::Unauthenticated(_)), "{err:?}");
+    guard.release().await.expect("release");
+    cluster.shutdown().await;
+}
+
+/// With TLS, a client certificate is an identity: `test` (the fixture's
+/// client certificate) is listed with `jobs`'s role, so it may lock
+/// `jobs/*` but not `billing/*`; a node's own client (`Node::client`,
+/// which presents the node certificate) is an admin. Without the
+/// certificate half of `Auth::authenticate`, both are refused as
+/// unauthenticated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_client_certificate_is_an_identity() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = Config {
+        auth_file: Some(auth_file(dir.path())),
+        ..test_config()
+    };
+    let cluster = TestCluster::with_tls_config(3, base).await;
+    let client = cluster.client().await;
+    let guard = client
+        .lock("jobs/cert")
+        .acquire()
+        .await
+        .expect("test locks jobs/cert");
+    let err = client
+        .lock("billing/cert")
+        .acquire()
+        .await
+        .expect_err("outside the role");
+    assert!(matches!(err, Error::PermissionDenied(_)), "{err:?}");
+    let node_client = cluster.node(1).client().await.expect("node client");
+    let released = node_client
+        .force_release("jobs/cert")
+        .await
+        .expect("a node's own client is an admin");
+    assert_eq!(released, 1);
+    drop(guard);
+    cluster.shutdown().await;
+}

@@ -1,0 +1,288 @@
+//! The admin listener from outside: `/metrics` counters move as the
+//! operations say, `/readyz` follows a node's cut from the quorum, the
+//! status page's data names holders and waiters, and the gRPC health
+//! service answers on the client port.
+//!
+//! Waits are generous and poll (the machine may be slow and busy); no
+//! assertion depends on how fast anything happens.
+
+use std::time::Duration;
+
+use raftlock::client::Acquire;
+use raftlock::Config;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::cluster::{test_config, TestCluster};
+
+/// Long enough for anything on a starved machine.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A cluster whose nodes serve the admin endpoints on port 0 and take a
+/// snapshot every 40 entries.
+async fn cluster_with_admin(n: u64) -> TestCluster {
+    let base = Config {
+        admin_addr: Some("127.0.0.1:0".into()),
+        snapshot_after_entries: 40,
+        ..test_config()
+    };
+    TestCluster::with_config(n, base).await
+}
+
+/// `GET path` on node `id`'s admin listener: (status code, body).
+async fn get(cluster: &TestCluster, id: u64, path: &str) -> (u16, String) {
+    let addr = cluster.node(id).admin_addr().expect("admin listener");
+    let mut stream = TcpStream::connect(addr).await.expect("connect admin");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.expect("read");
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("a status code");
+    (code, body.to_string())
+}
+
+/// The value of the series `series` (name and labels as written) in a
+/// scrape, 0 if absent.
+fn value(scrape: &str, series: &str) -> f64 {
+    scrape
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| {
+            let (name, v) = l.rsplit_once(' ')?;
+            (name == series).then(|| v.parse().ok())?
+        })
+        .unwrap_or(0.0)
+}
+
+/// Polls until `series` on node `id` reaches `at_least`.
+async fn wait_for(cluster: &TestCluster, id: u64, series: &str, at_least: f64) -> f64 {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let (code, scrape) = get(cluster, id, "/metrics").await;
+        assert_eq!(code, 200);
+        let v = value(&scrape, series);
+        if v >= at_least {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{series} on node {id} stayed at {v} (wanted {at_least})"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn metrics_count_grants_expiries_and_leader_changes() {
+    let mut cluster = cluster_with_admin(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let client = cluster.client_of(leader).await;
+
+    let (code, scrape) = get(&cluster, leader, "/metrics").await;
+    assert_eq!(code, 200);
+    assert_eq!(value(&scrape, "raftlock_raft_is_leader"), 1.0);
+    assert_eq!(value(&scrape, "raftlock_raft_leader_id"), leader as f64);
+    assert!(scrape.contains("# TYPE raftlock_lock_grants counter"));
+
+    // Two grants and one release on a long lease; one grant on a short
+    // lease that is left to expire.
+    let lease = client.grant_lease(Duration::from_secs(30)).await.unwrap();
+    for owner in ["a", "b"] {
+        let spec = Acquire::exclusive(format!("obs/{owner}"), owner, lease);
+        client.acquire(&spec).await.unwrap().expect("granted");
+    }
+    client.release("obs/a", "a").await.unwrap();
+    let short = client
+        .grant_lease(Duration::from_millis(300))
+        .await
+        .unwrap();
+    let spec = Acquire::exclusive("obs/short", "s", short);
+    client.acquire(&spec).await.unwrap().expect("granted");
+
+    for id in cluster.running() {
+        // Every node applies every entry, so every node counts them.
+        wait_for(&cluster, id, "raftlock_lock_grants_total", 3.0).await;
+        wait_for(
+            &cluster,
+            id,
+            "raftlock_lock_releases_total{reason=\"released\"}",
+            1.0,
+        )
+        .await;
+        wait_for(
+            &cluster,
+            id,
+            "raftlock_lease_ends_total{reason=\"expired\"}",
+            1.0,
+        )
+        .await;
+        wait_for(
+            &cluster,
+            id,
+            "raftlock_lock_releases_total{reason=\"lease_expired\"}",
+            1.0,
+        )
+        .await;
+    }
+    let acquires = "raftlock_grpc_requests_total{rpc=\"raftlock.v1.Lock/Acquire\",code=\"Ok\"}";
+    wait_for(&cluster, leader, acquires, 3.0).await;
+    // Enough entries for a snapshot.
+    for _ in 0..50 {
+        client.grant_lease(Duration::from_secs(30)).await.unwrap();
+    }
+    wait_for(&cluster, leader, "raftlock_raft_snapshots_built_total", 1.0).await;
+    wait_for(&cluster, leader, "raftlock_raft_snapshot_size_bytes", 1.0).await;
+    let (_, scrape) = get(&cluster, leader, "/metrics").await;
+    assert!(value(&scrape, "raftlock_raft_proposals_total") >= 5.0);
+    assert!(value(&scrape, "raftlock_raft_log_append_seconds_count") >= 1.0);
+    assert!(value(&scrape, "raftlock_lock_held") >= 1.0);
+
+    // Kill the leader: a survivor sees the leader change.
+    let survivor = cluster.others(leader)[0];
+    let (_, before) = get(&cluster, survivor, "/metrics").await;
+    let changes = value(&before, "raftlock_raft_leader_changes_total");
+    cluster.kill(leader).await;
+    let new_leader = cluster.wait_for_leader().await;
+    assert_ne!(new_leader, leader);
+    wait_for(
+        &cluster,
+        survivor,
+        "raftlock_raft_leader_changes_total",
+        changes + 1.0,
+    )
+    .await;
+    wait_for(
+        &cluster,
+        survivor,
+        "raftlock_raft_leader_id",
+        new_leader as f64,
+    )
+    .await;
+    wait_for(&cluster, new_leader, "raftlock_raft_is_leader", 1.0).await;
+    let (_, scrape) = get(&cluster, new_leader, "/metrics").await;
+    assert!(value(&scrape, "raftlock_raft_elections_total") >= 1.0);
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn readyz_turns_503_when_cut_off_and_200_after() {
+    let cluster = cluster_with_admin(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let follower = cluster.others(leader)[0];
+    assert_eq!(get(&cluster, follower, "/healthz").await.0, 200);
+    wait_ready(&cluster, follower, 200).await;
+
+    cluster.isolate(follower);
+    let body = wait_ready(&cluster, follower, 503).await;
+    assert!(body.contains("\"reason\""), "{body}");
+    // Cut off, it is still alive.
+    assert_eq!(get(&cluster, follower, "/healthz").await.0, 200);
+
+    cluster.heal();
+    wait_ready(&cluster, follower, 200).await;
+    cluster.shutdown().await;
+}
+
+/// Polls `/readyz` on `id` until it answers `code`; returns the body.
+async fn wait_ready(cluster: &TestCluster, id: u64, code: u16) -> String {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let (got, body) = get(cluster, id, "/readyz").await;
+        if got == code {
+            return body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "/readyz on node {id} stayed {got} (wanted {code}): {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn status_data_names_holder_waiter_and_leader() {
+    let cluster = cluster_with_admin(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let client = cluster.client().await;
+    let lease = client.grant_lease(Duration::from_secs(30)).await.unwrap();
+    let spec = Acquire::exclusive("jobs/nightly", "holder-1", lease);
+    client.acquire(&spec).await.unwrap().expect("granted");
+    let waiting = {
+        let client = client.clone();
+        let spec = Acquire::exclusive("jobs/nightly", "waiter-2", lease);
+        tokio::spawn(async move { client.acquire(&spec).await })
+    };
+    let follower = cluster.others(leader)[0];
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let status = loop {
+        let (code, body) = get(&cluster, follower, "/api/status").await;
+        assert_eq!(code, 200);
+        let status: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+        if body.contains("waiter-2") {
+            break status;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no waiter: {body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(status["leader"], leader);
+    let lock = &status["locks"][0];
+    assert_eq!(lock["name"], "jobs/nightly");
+    assert_eq!(lock["holders"][0]["owner"], "holder-1");
+    assert_eq!(lock["waiters"][0]["owner"], "waiter-2");
+    let members = status["members"].as_array().expect("members");
+    assert_eq!(members.len(), 3);
+    let roles: Vec<&str> = members.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(
+        roles.iter().filter(|r| **r == "leader").count(),
+        1,
+        "{roles:?}"
+    );
+    let (code, page) = get(&cluster, follower, "/").await;
+    assert_eq!(code, 200);
+    assert!(page.contains("/api/status"));
+    waiting.abort();
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn grpc_health_service_answers_on_the_client_port() {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::health_client::HealthClient;
+    use tonic_health::pb::HealthCheckRequest;
+
+    let cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let addr = format!("http://{}", cluster.addrs[&leader].0);
+    let channel = tonic::transport::Endpoint::from_shared(addr)
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    let mut health = HealthClient::new(channel);
+    for service in ["", "raftlock.v1.Lock"] {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let request = HealthCheckRequest {
+                service: service.into(),
+            };
+            let status = health.check(request).await.expect("check").into_inner();
+            if status.status == ServingStatus::Serving as i32 {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "not serving");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let unknown = HealthCheckRequest {
+        service: "no.such.Service".into(),
+    };
+    let err = health.check(unknown).await.expect_err("unknown service");
+    assert_eq!(err.code(), tonic::Code::NotFound);
+    cluster.shutdown().await;
+}
