@@ -6,6 +6,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::env::set_var("PROTOC", protoc);
     println!("cargo:rerun-if-changed=proto/raftlock/v1/raftlock.proto");
     tonic_prost_build::configure()
+        // A request that does not decode is INVALID_ARGUMENT, not INTERNAL.
+        .codec_path("raftlock_raft::message_codec::MessageCodec")
         .compile_protos(&["proto/raftlock/v1/raftlock.proto"], &["proto"])?;
     Ok(())
 }

@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use raftlock_raft::bounded_listener::bounded_incoming;
 use raftlock_raft::node::{NodeInner, NodeStatus};
 use raftlock_raft::tls::node_dns_name;
 use raftlock_raft::{Config, InitialMember, LinkFilter, RaftNode};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::ServerTlsConfig;
 
 use crate::auth::policy::Policy;
@@ -25,6 +25,10 @@ use crate::service::{ClusterService, ElectionService, LeaseService, LockService}
 
 /// Most concurrent calls on one client connection.
 const MAX_STREAMS_PER_CONNECTION: u32 = 65_536;
+
+/// Largest header block of one client call (a bearer token and request
+/// metadata fit many times over).
+const MAX_HEADER_LIST_BYTES: u32 = 64 << 10;
 
 /// A running node. [`shutdown`](Node::shutdown) stops it in order; dropping
 /// it instead aborts its tasks, like a crash (the data on disk stays).
@@ -366,9 +370,23 @@ async fn serve_clients(
             }
         };
     }
+    // A node whose Raft core stopped on its own stops serving clients at
+    // once, embedded or not: it must not answer as a zombie (forwarding
+    // writes, say) until its process exits.
+    let core = node.clone();
+    let limits = node.config.client_listener_limits();
+    let incoming = bounded_incoming(
+        listener,
+        limits.clone(),
+        "client",
+        node.metrics().listener("client"),
+    );
     let result = server
         .layer(RequestMetricsLayer::new(node.clone()))
-        .tcp_nodelay(true)
+        .http2_keepalive_interval(Some(limits.keepalive_interval))
+        .http2_keepalive_timeout(Some(limits.keepalive_timeout))
+        // Headers of a client call are small; a flood of huge ones is not.
+        .http2_max_header_list_size(Some(MAX_HEADER_LIST_BYTES))
         // Every queued Acquire or Campaign is an open stream; a client with
         // many waiting tasks shares one connection.
         .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
@@ -389,8 +407,13 @@ async fn serve_clients(
             node,
             auth,
         }))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
-            let _ = stop.changed().await;
+        .serve_with_incoming_shutdown(incoming, async move {
+            tokio::select! {
+                _ = stop.changed() => {}
+                reason = core.failed() => {
+                    tracing::error!("client listener closed: {reason}");
+                }
+            }
         })
         .await;
     if let Err(e) = result {

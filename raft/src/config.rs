@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bounded_listener::ListenerLimits;
 use raftlock_storage::{Bootstrap, NodeAddr, NodeId, OpenOptions, SyncMode};
 
 /// Default of [`Config::max_peer_message_bytes`].
@@ -120,6 +121,23 @@ pub struct Config {
     /// no TLS or auth and shows every lock name and owner, so keep it on
     /// loopback or behind a firewall (docs/operations.md).
     pub admin_addr: Option<String>,
+    /// Client connections this node holds open at once; one more is
+    /// accepted and closed at once. Keep it below the process's open-file
+    /// limit (`ulimit -n`).
+    pub max_client_connections: usize,
+    /// Client connections from one source IP address held open at once.
+    /// The peer listener has its own, fixed budget (256 connections, 64 per
+    /// address), so a client flood never takes the peers' places.
+    pub max_connections_per_ip: usize,
+    /// Time a new connection (client or peer) has to send its first bytes
+    /// (the HTTP/2 preface, or a TLS ClientHello); a silent or half-open
+    /// connection is closed then.
+    pub handshake_timeout: Duration,
+    /// A connection (client or peer) that sends nothing for this long is
+    /// closed. The node pings every connection at a quarter of it and closes
+    /// one that does not answer within another quarter, so a live client
+    /// always has something to send.
+    pub idle_timeout: Duration,
 }
 
 impl Default for Config {
@@ -146,6 +164,10 @@ impl Default for Config {
             auth_file: None,
             max_peer_message_bytes: DEFAULT_MAX_PEER_MESSAGE_BYTES,
             admin_addr: None,
+            max_client_connections: 10_000,
+            max_connections_per_ip: 1_000,
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -177,6 +199,10 @@ pub enum ConfigError {
     ClientCertAuthWithoutTls,
     #[error("max peer message size {0} bytes is below the {MIN_PEER_MESSAGE_BYTES} a snapshot chunk and the largest entry need")]
     PeerMessageTooSmall(usize),
+    #[error("max_client_connections ({total}) and max_connections_per_ip ({per_ip}) must be at least 1, and the per-address cap at most the total")]
+    ConnectionLimits { total: usize, per_ip: usize },
+    #[error("handshake timeout ({handshake:?}) must be at least 100ms and idle timeout ({idle:?}) at least 1s")]
+    ConnectionTimeouts { handshake: Duration, idle: Duration },
 }
 
 impl Config {
@@ -208,6 +234,7 @@ impl Config {
                 self.max_peer_message_bytes,
             ));
         }
+        self.validate_connections()?;
         let mut seen = std::collections::BTreeSet::new();
         for m in &self.initial_cluster {
             if m.id == 0 {
@@ -221,6 +248,44 @@ impl Config {
             return Err(ConfigError::SelfNotInCluster(self.id));
         }
         self.validate_tls()
+    }
+
+    /// Connection budgets that can admit someone, and timeouts a real
+    /// handshake and keep-alive can meet.
+    fn validate_connections(&self) -> Result<(), ConfigError> {
+        let (total, per_ip) = (self.max_client_connections, self.max_connections_per_ip);
+        if total == 0 || per_ip == 0 || per_ip > total {
+            return Err(ConfigError::ConnectionLimits { total, per_ip });
+        }
+        let (handshake, idle) = (self.handshake_timeout, self.idle_timeout);
+        if handshake < Duration::from_millis(100) || idle < Duration::from_secs(1) {
+            return Err(ConfigError::ConnectionTimeouts { handshake, idle });
+        }
+        Ok(())
+    }
+
+    /// The client listener's budget.
+    pub fn client_listener_limits(&self) -> ListenerLimits {
+        ListenerLimits {
+            max_connections: self.max_client_connections,
+            max_connections_per_ip: self.max_connections_per_ip,
+            ..self.timeouts(ListenerLimits::client_default())
+        }
+    }
+
+    /// The peer listener's budget: fixed caps, this config's timeouts.
+    pub fn peer_listener_limits(&self) -> ListenerLimits {
+        self.timeouts(ListenerLimits::peer_default())
+    }
+
+    fn timeouts(&self, base: ListenerLimits) -> ListenerLimits {
+        ListenerLimits {
+            handshake_timeout: self.handshake_timeout,
+            idle_timeout: self.idle_timeout,
+            keepalive_interval: self.idle_timeout / 4,
+            keepalive_timeout: self.idle_timeout / 4,
+            ..base
+        }
     }
 
     /// TLS is all three files or none; client certificates need TLS.

@@ -13,6 +13,10 @@
 //! - [`peer_guard`]: the envelope on every peer message (cluster id, sender,
 //!   receiver, boot count, incarnation) and its checks.
 //! - [`peer_checks`]: bounds on terms and indexes in Raft messages.
+//! - [`bounded_listener`]: the connection budget of both listeners
+//!   (connections in all and per address, handshake and idle timeouts).
+//! - [`message_codec`]: the gRPC codec of both APIs (a malformed message is
+//!   `INVALID_ARGUMENT`).
 //! - [`tls`]: [`NodeTls`], the certificate files read at start, the
 //!   rustls settings of both listeners and of peer channels, and the names
 //!   (`node-N.raftlock`, `raftlock:client:NAME`) certificates carry.
@@ -30,12 +34,14 @@
 //!   gRPC health service.
 //! - [`error`]: this crate's error enum.
 
+pub mod bounded_listener;
 pub mod config;
 pub mod error;
 pub mod forward;
 pub mod health;
 pub mod leader_calls;
 pub mod lease_timer;
+pub mod message_codec;
 pub mod metrics;
 pub mod network;
 pub mod node;

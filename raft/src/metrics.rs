@@ -21,6 +21,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 
+use crate::bounded_listener::ListenerMetrics;
 use raftlock_storage::{EndReason, Event, NodeId};
 
 /// A label set: (name, value) pairs.
@@ -89,6 +90,10 @@ pub struct NodeMetrics {
     // Peers.
     pub(crate) peer_lag: Gauges,
     peer_errors: Counters,
+    // Connections, per listener ("client", "peer").
+    connections_open: Gauges,
+    connections_refused: Counters,
+    connections_timed_out: Counters,
     /// When each current hold began on this node, for the hold-time
     /// histogram; bounded by the number of live holds.
     holds: Mutex<HashMap<(String, String), Instant>>,
@@ -145,6 +150,9 @@ impl NodeMetrics {
             request_time: Histograms::new_with_constructor(latency),
             peer_lag: Gauges::default(),
             peer_errors: Counters::default(),
+            connections_open: Gauges::default(),
+            connections_refused: Counters::default(),
+            connections_timed_out: Counters::default(),
             holds: Mutex::default(),
             installs_seen: AtomicU64::new(0),
         };
@@ -321,6 +329,22 @@ impl NodeMetrics {
             "Failed Raft RPCs to a peer, by peer and RPC",
             self.peer_errors.clone(),
         );
+        let conn = r.sub_registry_with_prefix("connections");
+        conn.register(
+            "open",
+            "Connections open now, by listener (client, peer)",
+            self.connections_open.clone(),
+        );
+        conn.register(
+            "refused",
+            "Connections closed at accept, by listener and reason (full: the listener's cap; per_ip: the source address's cap)",
+            self.connections_refused.clone(),
+        );
+        conn.register(
+            "timed_out",
+            "Connections closed for sending no handshake or nothing at all in time, by listener",
+            self.connections_timed_out.clone(),
+        );
     }
 
     /// The metrics in the Prometheus (OpenMetrics) text format.
@@ -405,6 +429,37 @@ impl NodeMetrics {
         self.peer_errors
             .get_or_create(&vec![("peer", peer.to_string()), ("rpc", rpc.to_string())])
             .inc();
+    }
+
+    /// The metrics a listener named `listener` ("client", "peer") reports
+    /// its connections to.
+    pub fn listener(&self, listener: &'static str) -> ListenerMetrics {
+        let of = |reason: Option<&str>| {
+            let mut labels: Labels = vec![("listener", listener.to_string())];
+            if let Some(r) = reason {
+                labels.push(("reason", r.to_string()));
+            }
+            labels
+        };
+        // One statement each: `get_or_create` holds the family's lock until
+        // its guard drops, and a second call in the same expression would
+        // wait for it for ever.
+        let open = self.connections_open.get_or_create(&of(None)).clone();
+        let refused_full = self
+            .connections_refused
+            .get_or_create(&of(Some("full")))
+            .clone();
+        let refused_per_ip = self
+            .connections_refused
+            .get_or_create(&of(Some("per_ip")))
+            .clone();
+        let timed_out = self.connections_timed_out.get_or_create(&of(None)).clone();
+        ListenerMetrics {
+            open,
+            refused_full,
+            refused_per_ip,
+            timed_out,
+        }
     }
 
     /// One client API call: `rpc` as `Service/Method`, its gRPC status

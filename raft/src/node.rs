@@ -11,12 +11,12 @@ use tokio::net::TcpListener;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::ServerTlsConfig;
 
 use raftlock_storage::{Command, LeaseId, NodeAddr, NodeId, Request, SharedState, TypeConfig};
 
+use crate::bounded_listener::bounded_incoming;
 use crate::config::Config;
 use crate::error::Error;
 use crate::lease_timer::LeaseTimer;
@@ -595,6 +595,13 @@ async fn serve_peers(
 ) {
     let tls_on = tls.is_some();
     let limit = node.config.max_peer_message_bytes;
+    let limits = node.config.peer_listener_limits();
+    let incoming = bounded_incoming(
+        listener,
+        limits.clone(),
+        "peer",
+        node.metrics.listener("peer"),
+    );
     let service = PeerServer::new(PeerService { node })
         .max_decoding_message_size(limit)
         .max_encoding_message_size(limit);
@@ -619,13 +626,14 @@ async fn serve_peers(
         };
     }
     let result = server
-        .tcp_nodelay(true)
+        .http2_keepalive_interval(Some(limits.keepalive_interval))
+        .http2_keepalive_timeout(Some(limits.keepalive_timeout))
         // openraft drops a leadership check's slower RPC once a quorum has
         // answered, which resets its stream; h2's default budget of 20 such
         // resets would make this server close the leader's connection.
         .http2_max_pending_accept_reset_streams(Some(65_536))
         .add_service(service)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
+        .serve_with_incoming_shutdown(incoming, async move {
             let _ = stop.changed().await;
         })
         .await;

@@ -56,6 +56,22 @@ pub struct ServeArgs {
     /// (16 MiB); at least 8 MiB.
     #[arg(long, env = "RAFTLOCK_MAX_PEER_MESSAGE_BYTES")]
     max_peer_message_bytes: Option<usize>,
+    /// Client connections held open at once; more are closed at accept.
+    /// Default 10000 (keep it below `ulimit -n`).
+    #[arg(long, env = "RAFTLOCK_MAX_CLIENT_CONNECTIONS")]
+    max_client_connections: Option<usize>,
+    /// Client connections held open at once from one IP address. Default
+    /// 1000.
+    #[arg(long, env = "RAFTLOCK_MAX_CONNECTIONS_PER_IP")]
+    max_connections_per_ip: Option<usize>,
+    /// A new connection that has not sent its handshake after this many ms
+    /// is closed. Default 10000.
+    #[arg(long, env = "RAFTLOCK_HANDSHAKE_TIMEOUT_MS")]
+    handshake_timeout_ms: Option<u64>,
+    /// A connection that sends nothing for this many ms is closed; the node
+    /// pings every connection at a quarter of it. Default 60000.
+    #[arg(long, env = "RAFTLOCK_IDLE_TIMEOUT_MS")]
+    idle_timeout_ms: Option<u64>,
     /// Admin HTTP listener for /metrics, /healthz, /readyz and the status
     /// page, e.g. 127.0.0.1:7381 ("off": none). Default: none.
     #[arg(long, env = "RAFTLOCK_ADMIN_ADDR")]
@@ -145,6 +161,18 @@ impl ServeArgs {
         if let Some(v) = self.max_peer_message_bytes {
             c.max_peer_message_bytes = v;
         }
+        if let Some(v) = self.max_client_connections {
+            c.max_client_connections = v;
+        }
+        if let Some(v) = self.max_connections_per_ip {
+            c.max_connections_per_ip = v;
+        }
+        if let Some(v) = self.handshake_timeout_ms {
+            c.handshake_timeout = std::time::Duration::from_millis(v);
+        }
+        if let Some(v) = self.idle_timeout_ms {
+            c.idle_timeout = std::time::Duration::from_millis(v);
+        }
         if let Some(v) = &self.admin_addr {
             c.admin_addr = (v != "off" && !v.is_empty()).then(|| v.clone());
         }
@@ -215,5 +243,37 @@ mod tests {
         assert_eq!(format, LogFormat::Json);
         let (config, _) = parse(&["--admin-addr", "off"]);
         assert_eq!(config.admin_addr, None);
+    }
+
+    #[test]
+    fn connection_limits_come_from_flags_and_are_checked() {
+        let (config, _) = parse(&[
+            "--max-client-connections",
+            "100",
+            "--max-connections-per-ip",
+            "10",
+            "--handshake-timeout-ms",
+            "2000",
+            "--idle-timeout-ms",
+            "30000",
+        ]);
+        let limits = config.client_listener_limits();
+        assert_eq!(
+            (limits.max_connections, limits.max_connections_per_ip),
+            (100, 10)
+        );
+        assert_eq!(limits.handshake_timeout, std::time::Duration::from_secs(2));
+        assert_eq!(
+            limits.keepalive_interval,
+            std::time::Duration::from_millis(7500)
+        );
+        let peer = config.peer_listener_limits();
+        assert_eq!(peer.idle_timeout, std::time::Duration::from_secs(30));
+        let argv = ["raftlock", "serve", "--max-connections-per-ip", "0"];
+        let Command::Serve(serve) = Cli::try_parse_from(argv).expect("flags parse").command else {
+            panic!("not serve")
+        };
+        let err = serve.to_config().expect_err("a cap of 0 admits nobody");
+        assert!(err.contains("max_connections_per_ip"), "{err}");
     }
 }

@@ -10,6 +10,7 @@ mod client_election;
 mod client_locks;
 mod client_recipes;
 mod cluster;
+mod connection_attacks;
 mod exactly_once;
 mod failover;
 mod lease_expiry;

@@ -296,3 +296,48 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         }
     }
 }
+
+/// A Raft core that stops on its own (here: shut down behind the node's
+/// back, as a storage failure or an openraft assertion would end it) makes
+/// the node report the failure, which `raftlock serve` turns into a
+/// non-zero exit, and stop serving clients; the other two keep the cluster
+/// going. Without the watch on the core (`report_fatal`) the node stays up
+/// as a zombie and `failed()` never resolves (this test then fails at its
+/// 30 s bound).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_raft_core_stops_reports_it_and_stops_serving() {
+    let cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let victim = cluster.others(leader)[0];
+    let inner = cluster.node(victim).inner().clone();
+    inner.raft.shutdown().await.expect("stop the core");
+    let reason = tokio::time::timeout(Duration::from_secs(30), inner.failed())
+        .await
+        .expect("the node reports its stopped core");
+    assert!(reason.contains("Raft core"), "{reason}");
+    assert!(inner.is_stopping(), "the node keeps serving half-alive");
+    let options = raftlock::client::ClientOptions {
+        retry_for: Duration::from_millis(300),
+        ..cluster.client_options()
+    };
+    let endpoint = cluster.addrs[&victim].0.to_string();
+    let client = raftlock::Client::connect_with([endpoint], options)
+        .await
+        .expect("client");
+    let answer = client.grant_lease(TTL).await;
+    assert!(
+        matches!(answer, Err(raftlock::Error::Unavailable(_))),
+        "the stopped node answered {answer:?}"
+    );
+    let survivors = cluster.others(victim);
+    let client = raftlock::Client::connect_with(
+        survivors.iter().map(|id| cluster.addrs[id].0.to_string()),
+        cluster.client_options(),
+    )
+    .await
+    .expect("client");
+    client
+        .grant_lease(TTL)
+        .await
+        .expect("the others still serve");
+}

@@ -28,6 +28,7 @@ fn every_metric_has_its_name_type_help_and_unit() {
     // one only on the leader.
     m.on_request("raftlock.v1.Lock/Acquire", "Ok", Duration::from_millis(3));
     m.on_peer_error(2, "vote");
+    let _client = m.listener("client");
     m.commit_index.get_or_create(&Vec::new()).set(1);
     m.expiry_backlog.get_or_create(&Vec::new()).set(0);
     m.peer_lag
@@ -81,6 +82,9 @@ fn every_metric_has_its_name_type_help_and_unit() {
         ("raftlock_grpc_request_duration_seconds", "histogram"),
         ("raftlock_peer_replication_lag_entries", "gauge"),
         ("raftlock_peer_rpc_errors", "counter"),
+        ("raftlock_connections_open", "gauge"),
+        ("raftlock_connections_refused", "counter"),
+        ("raftlock_connections_timed_out", "counter"),
     ];
     for (name, kind) in expected {
         assert_eq!(type_of(&text, name), Some(kind), "{name} in:\n{text}");
