@@ -25,8 +25,6 @@
 //! - [`service`]: the gRPC services Lease, Lock, Election and Cluster.
 //! - [`auth`]: who a client call comes from (token or certificate) and
 //!   what its roles let it touch; the auth file format in [`auth::policy`].
-//! - `grant_wait`: how a queued Acquire or Campaign is held open until its
-//!   grant is applied, and cancelled when the caller leaves.
 //! - `input`: bounds on client input, checked before anything is proposed.
 //! - [`status`]: the one mapping from internal errors to gRPC statuses.
 //! - [`observe`]: the admin listener (`/metrics`, `/healthz`, `/readyz`,
@@ -51,7 +49,6 @@ pub mod cli;
 pub mod client;
 pub mod duration;
 pub mod error;
-mod grant_wait;
 mod input;
 pub mod node;
 pub mod observe;

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use raftlock_raft::bounded_listener::bounded_incoming;
-use raftlock_raft::node::{NodeInner, NodeStatus};
+use raftlock_raft::node::NodeStatus;
+use raftlock_raft::storage::state::LockState;
 use raftlock_raft::tls::node_dns_name;
+use raftlock_raft::Replica;
 use raftlock_raft::{Config, InitialMember, LinkFilter, RaftNode};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -167,7 +169,7 @@ impl NodeBuilder {
             .map_err(|e| Error::Startup(e.to_string()))?;
         let client_tls = raft
             .tls()
-            .map(|tls| tls.client_server_config(raft.inner().config.client_cert_auth));
+            .map(|tls| tls.client_server_config(raft.inner().config().client_cert_auth));
         let (stop, stop_rx) = watch::channel(false);
         let auth_on = auth.enabled();
         let server = tokio::spawn(serve_clients(
@@ -187,7 +189,7 @@ impl NodeBuilder {
             None => None,
         };
         tracing::info!(
-            id = raft.inner().id,
+            id = raft.inner().id(),
             %client_addr,
             peer_addr = %raft.peer_addr(),
             tls = raft.tls().is_some(),
@@ -218,7 +220,7 @@ impl Node {
 
     /// This node's Raft id.
     pub fn id(&self) -> u64 {
-        self.raft.inner().id
+        self.raft.inner().id()
     }
     /// The bound client API address.
     pub fn client_addr(&self) -> SocketAddr {
@@ -271,26 +273,55 @@ impl Node {
         };
         Client::connect_with([addr.to_string()], options).await
     }
+
     /// This node's view of the cluster.
     pub fn status(&self) -> NodeStatus {
         self.raft.inner().status()
     }
-    /// The replica's internals, for the serving layer and tests.
-    pub fn inner(&self) -> &Arc<NodeInner> {
+
+    /// The id of the cluster this node belongs to, once it knows one.
+    pub fn cluster_id(&self) -> Option<uuid::Uuid> {
+        self.raft.inner().cluster_id()
+    }
+
+    /// This node's metrics in the Prometheus text format, as `/metrics` on
+    /// the admin listener serves them.
+    pub fn metrics_text(&self) -> String {
+        self.raft.inner().scrape_metrics()
+    }
+
+    /// Runs `f` on the lock state this node has applied, without a read
+    /// barrier: what this one node knows now (a client's local read).
+    pub fn read_state<R>(&self, f: impl FnOnce(&LockState) -> R) -> R {
+        self.raft.inner().read_state(f)
+    }
+
+    /// Resolves with the reason if this node's Raft core stops on its own
+    /// (a storage failure, a broken invariant). The node has then stopped
+    /// serving; an application embedding it should shut it down and exit or
+    /// restart it. `raftlock serve` exits non-zero.
+    pub async fn failed(&self) -> String {
+        self.raft.inner().failed().await
+    }
+
+    /// Stops the Raft core behind the node's back, as a storage failure
+    /// would: for tests of what [`Node::failed`] promises.
+    #[doc(hidden)]
+    pub async fn stop_raft_core(&self) {
+        self.raft.inner().stop_core().await
+    }
+
+    /// The replica, for the serving layer.
+    pub(crate) fn inner(&self) -> &Arc<Replica> {
         self.raft.inner()
     }
 
     /// Waits until this node knows a leader, up to `timeout`.
     pub async fn wait_for_leader(&self, timeout: Duration) -> Result<u64, Error> {
-        let m = self
-            .inner()
-            .raft
-            .wait(Some(timeout))
-            .metrics(|m| m.current_leader.is_some(), "leader known")
+        self.inner()
+            .wait_for_leader(timeout)
             .await
-            .map_err(|e| Error::Unavailable(format!("no leader after {timeout:?}: {e}")))?;
-        m.current_leader
-            .ok_or_else(|| Error::Unavailable("no leader".into()))
+            .ok_or_else(|| Error::Unavailable(format!("no leader after {timeout:?}")))
     }
 
     /// Stops accepting client calls, lets in-flight ones finish (up to 5 s),
@@ -353,7 +384,7 @@ impl Drop for Node {
 }
 
 async fn serve_clients(
-    node: Arc<NodeInner>,
+    node: Arc<Replica>,
     auth: Auth,
     listener: TcpListener,
     tls: Option<ServerTlsConfig>,
@@ -374,7 +405,7 @@ async fn serve_clients(
     // once, embedded or not: it must not answer as a zombie (forwarding
     // writes, say) until its process exits.
     let core = node.clone();
-    let limits = node.config.client_listener_limits();
+    let limits = node.config().client_listener_limits();
     let incoming = bounded_incoming(
         listener,
         limits.clone(),

@@ -55,13 +55,3 @@ impl Error {
         matches!(self, Error::NotLeader { .. } | Error::Unavailable(_))
     }
 }
-
-impl From<openraft::error::Fatal<NodeId>> for Error {
-    /// openraft stopped (the node is shutting down) or failed.
-    fn from(e: openraft::error::Fatal<NodeId>) -> Self {
-        match e {
-            openraft::error::Fatal::Stopped => Error::ShuttingDown,
-            other => Error::Internal(other.to_string()),
-        }
-    }
-}

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use raftlock_storage::NodeId;
 
-use crate::node::NodeInner;
+use crate::replica::Replica;
 
 /// Most entries a ready node may have in its log and not yet applied.
 pub const READY_MAX_LAG: u64 = 1_000;
@@ -48,7 +48,7 @@ pub struct Health {
     pub applied_index: u64,
 }
 
-impl NodeInner {
+impl Replica {
     /// Whether the node is alive: the Raft core runs and it is not
     /// stopping.
     pub fn liveness(&self) -> Health {

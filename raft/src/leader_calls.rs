@@ -9,7 +9,6 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use openraft::error::{ChangeMembershipError, CheckIsLeaderError, ClientWriteError, RaftError};
 use openraft::ChangeMembers;
 use tokio::time::Instant;
 
@@ -18,12 +17,12 @@ use raftlock_storage::{Caller, CommandError, LeaseId, NodeAddr, NodeId, Request,
 use crate::error::Error;
 use crate::forward::{ForwardReply, ForwardResult, Forwarded};
 use crate::lease_timer::KeepAliveRefused;
-use crate::node::NodeInner;
+use crate::replica::Replica;
 
 /// Pause between attempts while the cluster has no reachable leader.
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
-impl NodeInner {
+impl Replica {
     /// Replicates `request` and returns the entry's log index and the state
     /// machine's response.
     pub async fn write(&self, request: Request) -> Result<(u64, Response), Error> {
@@ -230,11 +229,7 @@ impl NodeInner {
             }
             Forwarded::AddLearner { id, node } => {
                 self.refuse_if_leaving()?;
-                let r = self
-                    .raft
-                    .add_learner(id, node, true)
-                    .await
-                    .map_err(|e| self.write_error(e))?;
+                let r = self.raft.add_learner(id, node, true).await?;
                 Ok(ForwardReply::Membership {
                     index: r.log_id.index,
                 })
@@ -242,11 +237,7 @@ impl NodeInner {
             Forwarded::Promote(id) => {
                 self.refuse_if_leaving()?;
                 let change = ChangeMembers::AddVoterIds(BTreeSet::from([id]));
-                let r = self
-                    .raft
-                    .change_membership(change, false)
-                    .await
-                    .map_err(|e| self.write_error(e))?;
+                let r = self.raft.change_membership(change, false).await?;
                 Ok(ForwardReply::Membership {
                     index: r.log_id.index,
                 })
@@ -261,11 +252,7 @@ impl NodeInner {
                         return Err(Error::InvalidArgument(format!("node {id} is not a member")))
                     }
                 };
-                let r = self
-                    .raft
-                    .change_membership(change, false)
-                    .await
-                    .map_err(|e| self.write_error(e))?;
+                let r = self.raft.change_membership(change, false).await?;
                 Ok(ForwardReply::Membership {
                     index: r.log_id.index,
                 })
@@ -287,11 +274,7 @@ impl NodeInner {
                     self.read_rounds
                         .floor(m.current_term, m.last_log_index.unwrap_or(0))
                 };
-                let (read, _) = self
-                    .raft
-                    .get_read_log_id()
-                    .await
-                    .map_err(|e| self.leader_error(e))?;
+                let (read, _) = self.raft.get_read_log_id().await?;
                 Ok(read.map_or(0, |l| l.index).max(floor))
             })
             .await
@@ -371,33 +354,6 @@ impl NodeInner {
             },
             _ => Error::Unavailable("no leader elected".to_string()),
         }
-    }
-
-    fn write_error(&self, e: RaftError<NodeId, ClientWriteError<NodeId, NodeAddr>>) -> Error {
-        match e {
-            RaftError::APIError(ClientWriteError::ForwardToLeader(_)) => self.not_leader(),
-            RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => membership_error(e),
-            RaftError::Fatal(e) => e.into(),
-        }
-    }
-
-    fn leader_error(&self, e: RaftError<NodeId, CheckIsLeaderError<NodeId, NodeAddr>>) -> Error {
-        match e {
-            RaftError::APIError(CheckIsLeaderError::ForwardToLeader(_)) => self.not_leader(),
-            RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(e)) => {
-                Error::Unavailable(format!("leader cannot reach a quorum: {e}"))
-            }
-            RaftError::Fatal(e) => e.into(),
-        }
-    }
-}
-
-fn membership_error(e: ChangeMembershipError<NodeId>) -> Error {
-    match e {
-        ChangeMembershipError::InProgress(e) => {
-            Error::Unavailable(format!("membership change in progress: {e}"))
-        }
-        other => Error::InvalidArgument(other.to_string()),
     }
 }
 

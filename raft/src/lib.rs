@@ -25,19 +25,25 @@
 //! - [`proposer`]: group commit, many client writes per Raft entry.
 //! - [`read_index`]: one leadership round shared by concurrent reads.
 //! - [`lease_timer`]: deadlines of every lease, tracked by the leader only.
-//! - [`waiters`]: routes applied events to callers waiting for a grant and to
-//!   election observers.
+//! - [`replica`]: [`Replica`], the one handle `src/` has on a running
+//!   replica; [`grant_wait`] is its Acquire and Campaign: propose, then hold
+//!   the call open until the grant is applied here.
+//! - [`event_router`]: routes applied events to callers waiting for a grant,
+//!   the lease timer and election observers.
 //! - [`metrics`]: the node's Prometheus metrics; [`scrape`] sets the state
 //!   gauges when they are read; `raft_watch` counts elections, leader
 //!   changes and snapshots and logs them; `timed_log` times log appends.
 //! - [`health`]: liveness and readiness, for `/healthz`, `/readyz` and the
 //!   gRPC health service.
-//! - [`error`]: this crate's error enum.
+//! - [`error`]: this crate's error enum; `raft_errors` maps openraft's
+//!   errors to it, in one place.
 
 pub mod bounded_listener;
 pub mod config;
 pub mod error;
+pub mod event_router;
 pub mod forward;
+pub mod grant_wait;
 pub mod health;
 pub mod leader_calls;
 pub mod lease_timer;
@@ -49,12 +55,13 @@ pub mod peer_checks;
 pub mod peer_guard;
 pub mod peer_service;
 pub mod proposer;
+mod raft_errors;
 mod raft_watch;
 pub mod read_index;
+pub mod replica;
 pub mod scrape;
 mod timed_log;
 pub mod tls;
-pub mod waiters;
 
 /// Generated peer API.
 pub mod pb {
@@ -68,4 +75,5 @@ pub use metrics::NodeMetrics;
 pub use network::LinkFilter;
 pub use node::{NodeStatus, RaftNode};
 pub use raftlock_storage as storage;
+pub use replica::Replica;
 pub use tls::NodeTls;

@@ -14,11 +14,12 @@ use tokio::time::Instant;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::ServerTlsConfig;
 
-use raftlock_storage::{Command, LeaseId, NodeAddr, NodeId, Request, SharedState, TypeConfig};
+use raftlock_storage::{Command, LeaseId, NodeAddr, NodeId, Request};
 
 use crate::bounded_listener::bounded_incoming;
 use crate::config::Config;
 use crate::error::Error;
+use crate::event_router::{route_events, Waiters};
 use crate::lease_timer::LeaseTimer;
 use crate::metrics::NodeMetrics;
 use crate::network::{LinkFilter, PeerNetwork};
@@ -28,49 +29,9 @@ use crate::peer_service::PeerService;
 use crate::proposer::Proposer;
 use crate::raft_watch::watch_raft;
 use crate::read_index::ReadIndexRounds;
+use crate::replica::Replica;
 use crate::timed_log::TimedLogStore;
 use crate::tls::{peer_node_id, NodeTls};
-use crate::waiters::{route_events, Waiters};
-
-/// State shared by the node's tasks and services.
-pub struct NodeInner {
-    /// This node's id.
-    pub id: NodeId,
-    /// Settings it was started with.
-    pub config: Config,
-    /// The openraft handle.
-    pub raft: Raft<TypeConfig>,
-    /// The applied lock state, read by the serving layer.
-    pub state: SharedState,
-    /// Callers waiting for grants.
-    pub waiters: Waiters,
-    /// Lease deadlines (active on the leader only).
-    pub timer: LeaseTimer,
-    /// Names of locks whose holders or value changed ("" = everything may
-    /// have changed), for election observers.
-    pub changed: broadcast::Sender<String>,
-    /// Peer clients, for forwarding.
-    pub(crate) net: PeerNetwork,
-    /// Seals and checks the envelope of every peer message.
-    pub(crate) guard: Arc<PeerGuard>,
-    /// The committed membership: peer messages from a node removed from
-    /// it are refused (as etcd does).
-    pub(crate) members: raftlock_storage::AppliedMembers,
-    /// Set once the Raft core stopped on its own (a storage failure or a
-    /// bug): the node can no longer serve and its process should exit.
-    pub fatal: watch::Sender<Option<String>>,
-    /// Packs the leader's writes into shared entries.
-    pub(crate) proposer: Proposer,
-    /// Shares leadership checks among concurrent reads and keep-alives.
-    pub(crate) read_rounds: ReadIndexRounds,
-    /// Becomes `true` when the node starts stopping. Calls held open (a
-    /// queued Acquire, Observe) end with "unavailable" so their clients
-    /// retry elsewhere, and their waits are *not* cancelled: the caller did
-    /// not go away, this node did.
-    pub stopping: watch::Sender<bool>,
-    /// This node's Prometheus metrics.
-    pub(crate) metrics: Arc<NodeMetrics>,
-}
 
 /// A node's view of the cluster, for `cluster status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +51,7 @@ pub struct NodeStatus {
 /// A running replica. Dropping it without [`shutdown`](Self::shutdown)
 /// aborts its tasks, like a crash.
 pub struct RaftNode {
-    inner: Arc<NodeInner>,
+    inner: Arc<Replica>,
     /// The log store, to sync and record a clean shutdown's floor once Raft
     /// has stopped.
     log: raftlock_storage::LogStore,
@@ -193,7 +154,7 @@ impl RaftNode {
         let (changed, _) = broadcast::channel(1024);
         let (stop, stop_rx) = watch::channel(false);
         let (proposer, proposing) = Proposer::start(raft.clone(), stop_rx.clone(), metrics.clone());
-        let inner = Arc::new(NodeInner {
+        let inner = Arc::new(Replica {
             id: config.id,
             config,
             raft,
@@ -281,7 +242,7 @@ impl RaftNode {
     }
 
     /// Shared state for the serving layer.
-    pub fn inner(&self) -> &Arc<NodeInner> {
+    pub fn inner(&self) -> &Arc<Replica> {
         &self.inner
     }
 
@@ -331,116 +292,6 @@ impl Drop for RaftNode {
     }
 }
 
-impl NodeInner {
-    /// Announces that this node is stopping (see [`NodeInner::stopping`]).
-    pub fn mark_stopping(&self) {
-        self.stopping.send_replace(true);
-    }
-
-    /// Resolves once this node starts stopping.
-    pub async fn stopped(&self) {
-        let mut rx = self.stopping.subscribe();
-        let stopping = rx.wait_for(|s| *s).await.is_ok();
-        if !stopping {
-            // The sender lives as long as `self`; unreachable in practice.
-            std::future::pending::<()>().await;
-        }
-    }
-
-    /// Records that the Raft core stopped on its own, with openraft's
-    /// reason, and starts stopping: the node must not linger half-alive.
-    fn report_fatal(&self, what: String) {
-        let reason = match &self.raft.metrics().borrow().running_state {
-            Err(fatal) => format!("{what}: {fatal}"),
-            Ok(()) => what,
-        };
-        tracing::error!(node = self.id, "{reason}; this node stops serving");
-        self.fatal.send_replace(Some(reason));
-        self.mark_stopping();
-    }
-
-    /// Resolves with the reason once the Raft core stopped on its own.
-    pub async fn failed(&self) -> String {
-        let mut rx = self.fatal.subscribe();
-        let reason = match rx.wait_for(Option::is_some).await {
-            Ok(reason) => reason.clone(),
-            Err(_) => None,
-        };
-        match reason {
-            Some(reason) => reason,
-            // The sender lives as long as `self`; unreachable in practice.
-            None => std::future::pending().await,
-        }
-    }
-
-    /// The id of the cluster this node belongs to, once known.
-    pub fn cluster_id(&self) -> Option<uuid::Uuid> {
-        self.guard.cluster_id()
-    }
-
-    /// This node's Prometheus metrics.
-    pub fn metrics(&self) -> &NodeMetrics {
-        &self.metrics
-    }
-
-    /// Whether this node is stopping.
-    pub fn is_stopping(&self) -> bool {
-        *self.stopping.borrow()
-    }
-
-    /// This node's view of the cluster.
-    pub fn status(&self) -> NodeStatus {
-        let m = self.raft.metrics().borrow().clone();
-        let role = match m.state {
-            ServerState::Leader => "leader",
-            ServerState::Follower => "follower",
-            ServerState::Candidate => "candidate",
-            ServerState::Learner => "learner",
-            ServerState::Shutdown => "shutdown",
-        };
-        let membership = m.membership_config.membership();
-        let voters: std::collections::BTreeSet<NodeId> = membership.voter_ids().collect();
-        let members = membership
-            .nodes()
-            .map(|(id, addr)| (*id, (addr.clone(), voters.contains(id))))
-            .collect();
-        NodeStatus {
-            id: self.id,
-            role,
-            term: m.current_term,
-            leader: m.current_leader,
-            last_log_index: m.last_log_index.unwrap_or(0),
-            applied_index: m.last_applied.map(|l| l.index).unwrap_or(0),
-            snapshot_index: m.snapshot.map(|l| l.index).unwrap_or(0),
-            members,
-        }
-    }
-
-    /// The current leader and its addresses, if known.
-    pub fn leader(&self) -> Option<(NodeId, NodeAddr)> {
-        let m = self.raft.metrics().borrow().clone();
-        let id = m.current_leader?;
-        let addr = m.membership_config.membership().get_node(&id)?.clone();
-        Some((id, addr))
-    }
-
-    /// The log index this node has applied up to (0 before the first).
-    pub fn applied_index(&self) -> u64 {
-        self.raft
-            .metrics()
-            .borrow()
-            .last_applied
-            .map_or(0, |l| l.index)
-    }
-
-    /// Whether this node currently believes it leads.
-    pub fn is_leader(&self) -> bool {
-        let m = self.raft.metrics();
-        let m = m.borrow();
-        m.state == ServerState::Leader && m.current_leader == Some(self.id)
-    }
-}
-
 /// Refuses to start when another process already answers as this node at
 /// the peer address the membership records for it: this data dir is then a
 /// copy of a running node's, and two processes with one id would each
@@ -485,7 +336,7 @@ async fn refuse_if_running_elsewhere(
 
 /// Starts the lease timer when this node becomes leader and stops it when it
 /// steps down.
-async fn track_leadership(node: Arc<NodeInner>, mut stop: watch::Receiver<bool>) {
+async fn track_leadership(node: Arc<Replica>, mut stop: watch::Receiver<bool>) {
     let mut metrics = node.raft.metrics();
     let mut leading_term = None;
     loop {
@@ -537,7 +388,7 @@ const EXPIRY_IN_FLIGHT: usize = 4;
 
 /// Proposes expiry entries whenever lease deadlines pass (leader only; the
 /// timer is empty elsewhere).
-async fn expire_leases(node: Arc<NodeInner>, mut stop: watch::Receiver<bool>) {
+async fn expire_leases(node: Arc<Replica>, mut stop: watch::Receiver<bool>) {
     // Dropped on return, which aborts proposals still waiting.
     let mut in_flight = JoinSet::new();
     loop {
@@ -562,7 +413,7 @@ async fn expire_leases(node: Arc<NodeInner>, mut stop: watch::Receiver<bool>) {
 
 /// Proposes the expiry of `due` (marked expiring by the timer) and settles
 /// the marks with the outcome.
-async fn expire(node: Arc<NodeInner>, due: Vec<LeaseId>) {
+async fn expire(node: Arc<Replica>, due: Vec<LeaseId>) {
     tracing::info!(
         node = node.id,
         count = due.len(),
@@ -588,7 +439,7 @@ async fn expire(node: Arc<NodeInner>, due: Vec<LeaseId>) {
 /// present a certificate signed by the cluster CA, and every call one that
 /// names a node (a client certificate from the same CA is refused).
 async fn serve_peers(
-    node: Arc<NodeInner>,
+    node: Arc<Replica>,
     listener: TcpListener,
     tls: Option<ServerTlsConfig>,
     mut stop: watch::Receiver<bool>,

@@ -10,16 +10,16 @@ use tonic::{Request, Response, Status};
 use raftlock_storage::NodeId;
 
 use crate::network::{decode, encode};
-use crate::node::NodeInner;
 use crate::pb::peer_server::Peer;
 use crate::pb::Blob;
 use crate::peer_checks::{check_append, check_snapshot, check_vote};
 use crate::peer_guard::{Refusal, Sender};
+use crate::replica::Replica;
 use crate::tls::peer_node_id;
 
 /// The peer gRPC service of one node.
 pub struct PeerService {
-    pub(crate) node: Arc<NodeInner>,
+    pub(crate) node: Arc<Replica>,
 }
 
 fn bad_request(e: postcard::Error) -> Status {

@@ -11,14 +11,13 @@
 //! Requests in one entry are applied in order; each gets its own response,
 //! and its own [`slot`](raftlock_storage::slot) for lease ids and fences.
 
-use openraft::error::ClientWriteError;
 use openraft::Raft;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
-use raftlock_storage::{Command, NodeAddr, NodeId, Proposal, Request, Response, TypeConfig};
+use raftlock_storage::{Command, Proposal, Request, Response, TypeConfig};
 
 use crate::error::Error;
 use crate::metrics::NodeMetrics;
@@ -146,7 +145,7 @@ async fn propose(
             in_flight.spawn(async move {
                 let outcome = match applied.await {
                     Ok(Ok(written)) => Ok((written.log_id.index, written.data)),
-                    Ok(Err(e)) => Err(write_error(e)),
+                    Ok(Err(e)) => Err(e.into()),
                     Err(_) => Err(Error::ShuttingDown),
                 };
                 answer(replies, outcome);
@@ -180,20 +179,5 @@ fn answer(replies: Vec<oneshot::Sender<Written>>, outcome: Result<(u64, Vec<Resp
                 let _ = reply.send(Err(e.clone()));
             }
         }
-    }
-}
-
-fn write_error(e: ClientWriteError<NodeId, NodeAddr>) -> Error {
-    match e {
-        ClientWriteError::ForwardToLeader(f) => match (f.leader_id, f.leader_node) {
-            (Some(leader_id), Some(node)) => Error::NotLeader {
-                leader_id,
-                leader_addr: node.client_addr,
-            },
-            _ => Error::Unavailable("no leader elected".to_string()),
-        },
-        ClientWriteError::ChangeMembershipError(e) => Error::Internal(format!(
-            "a plain write was refused as a membership change: {e}"
-        )),
     }
 }

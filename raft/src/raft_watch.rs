@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use raftlock_storage::NodeId;
 
-use crate::node::NodeInner;
+use crate::replica::Replica;
 
 /// What was seen last, to tell what changed.
 #[derive(Default, PartialEq)]
@@ -25,7 +25,7 @@ struct Seen {
 }
 
 /// Runs until `stop` or until the Raft core ends.
-pub(crate) async fn watch_raft(node: Arc<NodeInner>, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn watch_raft(node: Arc<Replica>, mut stop: watch::Receiver<bool>) {
     let mut metrics = node.raft.metrics();
     let mut seen: Option<Seen> = None;
     let mut installs = node.metrics.installs_seen.load(Ordering::Relaxed);
@@ -75,7 +75,7 @@ pub(crate) async fn watch_raft(node: Arc<NodeInner>, mut stop: watch::Receiver<b
 
 /// Sets the snapshot size gauge from the current snapshot; answers its
 /// size in bytes (0 if there is none or it cannot be read).
-async fn snapshot_size(node: &NodeInner) -> u64 {
+async fn snapshot_size(node: &Replica) -> u64 {
     let bytes = match node.raft.get_snapshot().await {
         Ok(Some(snapshot)) => snapshot.snapshot.get_ref().len() as u64,
         Ok(None) => 0,
@@ -95,7 +95,7 @@ async fn snapshot_size(node: &NodeInner) -> u64 {
 
 /// Counts and logs the differences between `before` and `now` (snapshots
 /// are left to the caller, which measures them).
-fn report(node: &NodeInner, before: &Seen, now: &Seen) {
+fn report(node: &Replica, before: &Seen, now: &Seen) {
     let m = &node.metrics;
     if now.term > before.term {
         m.elections.inc_by(now.term - before.term);

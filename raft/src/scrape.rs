@@ -11,9 +11,9 @@ use tokio::time::Instant;
 use raftlock_storage::NodeId;
 
 use crate::metrics::Labels;
-use crate::node::NodeInner;
+use crate::replica::Replica;
 
-impl NodeInner {
+impl Replica {
     /// The node's metrics, state gauges brought up to date, in the
     /// Prometheus text format.
     pub fn scrape_metrics(&self) -> String {

@@ -20,7 +20,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use raftlock_raft::node::NodeInner;
+use raftlock_raft::Replica;
 use raftlock_raft::{Health, NodeTls};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -34,7 +34,7 @@ const STATUS_PAGE: &str = include_str!("status_page.html");
 
 /// What the handlers share.
 struct Admin {
-    node: Arc<NodeInner>,
+    node: Arc<Replica>,
     status: StatusSource,
 }
 
@@ -48,7 +48,7 @@ pub async fn bind_admin(addr: &str) -> Result<TcpListener, Error> {
 /// Serves the admin endpoints of `node` on `listener` until `stop` turns
 /// true. `tls`: how the status page reaches the other members.
 pub fn serve_admin(
-    node: Arc<NodeInner>,
+    node: Arc<Replica>,
     tls: Option<NodeTls>,
     listener: TcpListener,
     mut stop: watch::Receiver<bool>,

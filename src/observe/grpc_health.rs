@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
-use raftlock_raft::node::NodeInner;
+use raftlock_raft::Replica;
 use tonic::{Request, Response, Status};
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_server::{Health, HealthServer};
@@ -31,17 +31,17 @@ const SERVICES: [&str; 5] = [
 const WATCH_PERIOD: Duration = Duration::from_secs(1);
 
 /// The health service of `node`.
-pub fn health_service(node: Arc<NodeInner>) -> HealthServer<NodeHealth> {
+pub fn health_service(node: Arc<Replica>) -> HealthServer<NodeHealth> {
     HealthServer::new(NodeHealth { node })
 }
 
 /// Answers health checks from the node's readiness.
 pub struct NodeHealth {
-    node: Arc<NodeInner>,
+    node: Arc<Replica>,
 }
 
 /// The status of `service` on `node`.
-fn serving(node: &NodeInner, service: &str) -> ServingStatus {
+fn serving(node: &Replica, service: &str) -> ServingStatus {
     if !SERVICES.contains(&service) {
         ServingStatus::ServiceUnknown
     } else if node.readiness().ok {

@@ -16,18 +16,18 @@ use std::time::Instant;
 
 use http::{HeaderMap, Request, Response};
 use http_body::{Body as HttpBody, Frame, SizeHint};
-use raftlock_raft::node::NodeInner;
+use raftlock_raft::Replica;
 use tonic::body::Body;
 
 /// Wraps the client API service in [`RequestMetrics`].
 #[derive(Clone)]
 pub struct RequestMetricsLayer {
-    node: Arc<NodeInner>,
+    node: Arc<Replica>,
 }
 
 impl RequestMetricsLayer {
     /// Records into `node`'s metrics.
-    pub fn new(node: Arc<NodeInner>) -> Self {
+    pub fn new(node: Arc<Replica>) -> Self {
         RequestMetricsLayer { node }
     }
 }
@@ -47,7 +47,7 @@ impl<S> tower_layer::Layer<S> for RequestMetricsLayer {
 #[derive(Clone)]
 pub struct RequestMetrics<S> {
     inner: S,
-    node: Arc<NodeInner>,
+    node: Arc<Replica>,
 }
 
 impl<S, ReqBody> tower_service::Service<Request<ReqBody>> for RequestMetrics<S>
@@ -91,7 +91,7 @@ where
 
 /// A call waiting for its status.
 struct Call {
-    node: Arc<NodeInner>,
+    node: Arc<Replica>,
     rpc: String,
     started: Instant,
     /// From the headers of a trailers-only response.

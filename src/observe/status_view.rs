@@ -11,9 +11,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use raftlock_raft::node::{wall_clock_ms, NodeInner};
+use raftlock_raft::node::wall_clock_ms;
 use raftlock_raft::tls::node_dns_name;
 use raftlock_raft::NodeTls;
+use raftlock_raft::Replica;
 use raftlock_storage::Mode;
 use serde::Serialize;
 
@@ -87,14 +88,14 @@ pub struct HolderView {
 
 /// Builds [`StatusView`]s, keeping one client per member between calls.
 pub struct StatusSource {
-    node: Arc<NodeInner>,
+    node: Arc<Replica>,
     tls: Option<NodeTls>,
     clients: Mutex<HashMap<(u64, String), Client>>,
 }
 
 impl StatusSource {
     /// A source for `node`, reaching other members with `tls` if set.
-    pub fn new(node: Arc<NodeInner>, tls: Option<NodeTls>) -> Self {
+    pub fn new(node: Arc<Replica>, tls: Option<NodeTls>) -> Self {
         StatusSource {
             node,
             tls,
@@ -157,47 +158,48 @@ impl StatusSource {
     /// Leases and locks from this node's applied state.
     fn fill_state(&self, view: &mut StatusView) {
         let now = view.now_ms;
-        let state = self.node.state.read().unwrap_or_else(|e| e.into_inner());
-        view.leases_total = state.leases().count();
-        view.leases = state
-            .leases()
-            .take(MAX_LISTED)
-            .map(|l| LeaseView {
-                id: l.id,
-                ttl_ms: l.ttl_ms,
-                age_ms: now.saturating_sub(l.granted_at_ms),
-            })
-            .collect();
-        view.locks_total = state.locks().count();
-        view.locks = state
-            .locks()
-            .take(MAX_LISTED)
-            .map(|lock| LockView {
-                name: lock.name.clone(),
-                holders: lock
-                    .holders
-                    .iter()
-                    .map(|h| HolderView {
-                        owner: h.owner.clone(),
-                        lease: h.lease,
-                        mode: mode_name(h.mode),
-                        fence: Some(h.fence),
-                        for_ms: now.saturating_sub(h.granted_at_ms),
-                    })
-                    .collect(),
-                waiters: lock
-                    .waiters
-                    .iter()
-                    .map(|w| HolderView {
-                        owner: w.owner.clone(),
-                        lease: w.lease,
-                        mode: mode_name(w.mode),
-                        fence: None,
-                        for_ms: now.saturating_sub(w.queued_at_ms),
-                    })
-                    .collect(),
-            })
-            .collect();
+        self.node.read_state(|state| {
+            view.leases_total = state.leases().count();
+            view.leases = state
+                .leases()
+                .take(MAX_LISTED)
+                .map(|l| LeaseView {
+                    id: l.id,
+                    ttl_ms: l.ttl_ms,
+                    age_ms: now.saturating_sub(l.granted_at_ms),
+                })
+                .collect();
+            view.locks_total = state.locks().count();
+            view.locks = state
+                .locks()
+                .take(MAX_LISTED)
+                .map(|lock| LockView {
+                    name: lock.name.clone(),
+                    holders: lock
+                        .holders
+                        .iter()
+                        .map(|h| HolderView {
+                            owner: h.owner.clone(),
+                            lease: h.lease,
+                            mode: mode_name(h.mode),
+                            fence: Some(h.fence),
+                            for_ms: now.saturating_sub(h.granted_at_ms),
+                        })
+                        .collect(),
+                    waiters: lock
+                        .waiters
+                        .iter()
+                        .map(|w| HolderView {
+                            owner: w.owner.clone(),
+                            lease: w.lease,
+                            mode: mode_name(w.mode),
+                            fence: None,
+                            for_ms: now.saturating_sub(w.queued_at_ms),
+                        })
+                        .collect(),
+                })
+                .collect();
+        });
     }
 
     /// Member `id`'s own status, or `None` if it does not answer in time.

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use raftlock_raft::node::NodeInner;
 use raftlock_raft::Error;
+use raftlock_raft::Replica;
 use raftlock_storage::NodeAddr;
 use tonic::{Request, Response as Reply, Status};
 
@@ -13,7 +13,7 @@ use crate::status::to_status;
 
 /// Serves `raftlock.v1.Cluster`.
 pub struct ClusterService {
-    pub(crate) node: Arc<NodeInner>,
+    pub(crate) node: Arc<Replica>,
     pub(crate) auth: Auth,
 }
 

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::Stream;
-use raftlock_raft::node::NodeInner;
+use raftlock_raft::Replica;
 use raftlock_storage::command::CancelOutcome;
 use raftlock_storage::state::LockState;
 use raftlock_storage::{Command, CommandError, Mode, Response};
@@ -16,14 +16,14 @@ use tonic::{Request, Response as Reply, Status};
 
 use super::{header, read, unexpected, write};
 use crate::auth::Auth;
-use crate::grant_wait::{acquire, AcquireSpec};
 use crate::input;
 use crate::pb;
 use crate::status::to_status;
+use raftlock_raft::grant_wait::AcquireSpec;
 
 /// Serves `raftlock.v1.Election`.
 pub struct ElectionService {
-    pub(crate) node: Arc<NodeInner>,
+    pub(crate) node: Arc<Replica>,
     pub(crate) auth: Auth,
 }
 
@@ -70,7 +70,7 @@ impl pb::election_server::Election for ElectionService {
             origin,
             caller: who.caller().clone(),
         };
-        let grant = acquire(&self.node, spec).await.map_err(to_status)?;
+        let grant = self.node.acquire(spec).await.map_err(to_status)?;
         let grant = grant.ok_or_else(|| Status::internal("campaign answered busy"))?;
         Ok(Reply::new(pb::CampaignResponse {
             header: header(&self.node, grant.revision),
@@ -131,7 +131,7 @@ impl pb::election_server::Election for ElectionService {
         input::name(&name).map_err(to_status)?;
         who.check_name(&name)?;
         // Subscribe before the first read so no change falls between them.
-        let changes = self.node.changed.subscribe();
+        let changes = self.node.changes();
         let (revision, first) = read(&self.node, false, |s| leader_of(s, &name))
             .await
             .map_err(to_status)?;
@@ -185,7 +185,7 @@ impl pb::election_server::Election for ElectionService {
 
 /// Sends every change of `name`'s leader (or value) until the caller leaves.
 async fn observe(
-    node: Arc<NodeInner>,
+    node: Arc<Replica>,
     name: String,
     mut changes: broadcast::Receiver<String>,
     first: pb::LeaderResponse,
@@ -211,10 +211,10 @@ async fn observe(
                 return;
             }
         }
-        let (current, revision) = {
-            let state = node.state.read().unwrap_or_else(|e| e.into_inner());
-            (leader_of(&state, &name), node.applied_index())
-        };
+        let (current, revision) = (
+            node.read_state(|state| leader_of(state, &name)),
+            node.applied_index(),
+        );
         if current != last {
             last = current.clone();
             let mut out = current;

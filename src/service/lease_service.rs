@@ -3,8 +3,8 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
-use raftlock_raft::node::NodeInner;
 use raftlock_raft::Error;
+use raftlock_raft::Replica;
 use raftlock_storage::{Caller, Command, CommandError, Response};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -19,7 +19,7 @@ use crate::status::to_status;
 
 /// Serves `raftlock.v1.Lease`.
 pub struct LeaseService {
-    pub(crate) node: Arc<NodeInner>,
+    pub(crate) node: Arc<Replica>,
     pub(crate) auth: Auth,
 }
 
@@ -166,12 +166,12 @@ type KeepAliveReplies =
     Pin<Box<dyn Stream<Item = Result<pb::LeaseKeepAliveResponse, Status>> + Send>>;
 
 /// Renews lease `id` for `caller`; answers its TTL.
-async fn renew(node: &NodeInner, id: u64, caller: &Caller) -> Result<u64, Error> {
+async fn renew(node: &Replica, id: u64, caller: &Caller) -> Result<u64, Error> {
     input::lease(id)?;
     node.keep_alive(id, caller).await
 }
 
-fn keep_alive_reply(node: &NodeInner, id: u64, ttl_ms: u64) -> pb::LeaseKeepAliveResponse {
+fn keep_alive_reply(node: &Replica, id: u64, ttl_ms: u64) -> pb::LeaseKeepAliveResponse {
     pb::LeaseKeepAliveResponse {
         header: header(node, node.applied_index()),
         id,
@@ -182,7 +182,7 @@ fn keep_alive_reply(node: &NodeInner, id: u64, ttl_ms: u64) -> pb::LeaseKeepAliv
 /// Answers one stream's keep-alives in order until the client closes it,
 /// a renewal fails for a reason other than "lease gone", or the node stops.
 async fn serve_keep_alives(
-    node: Arc<NodeInner>,
+    node: Arc<Replica>,
     caller: Caller,
     mut requests: Streaming<pb::LeaseKeepAliveRequest>,
     replies: mpsc::Sender<Result<pb::LeaseKeepAliveResponse, Status>>,

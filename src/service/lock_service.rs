@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use raftlock_raft::node::{wall_clock_ms, NodeInner};
+use raftlock_raft::node::wall_clock_ms;
+use raftlock_raft::Replica;
 use raftlock_storage::command::CancelOutcome;
 use raftlock_storage::state::Lock;
 use raftlock_storage::{Command, Mode, Response};
@@ -12,17 +13,17 @@ use tonic::{Request, Response as Reply, Status};
 
 use super::{header, read, unexpected, write};
 use crate::auth::Auth;
-use crate::grant_wait::{acquire, AcquireSpec};
 use crate::input;
 use crate::pb;
 use crate::status::to_status;
+use raftlock_raft::grant_wait::AcquireSpec;
 
 /// Most locks one List answers.
 const DEFAULT_LIST_LIMIT: usize = 1000;
 
 /// Serves `raftlock.v1.Lock`.
 pub struct LockService {
-    pub(crate) node: Arc<NodeInner>,
+    pub(crate) node: Arc<Replica>,
     pub(crate) auth: Auth,
 }
 
@@ -51,7 +52,7 @@ impl pb::lock_server::Lock for LockService {
             origin,
             caller: who.caller().clone(),
         };
-        let grant = acquire(&self.node, spec).await.map_err(to_status)?;
+        let grant = self.node.acquire(spec).await.map_err(to_status)?;
         let revision = grant.map(|g| g.revision).unwrap_or(0);
         Ok(Reply::new(pb::AcquireResponse {
             header: header(&self.node, revision),

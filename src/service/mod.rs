@@ -8,8 +8,9 @@ mod lock_service;
 
 use std::sync::Arc;
 
-use raftlock_raft::node::{wall_clock_ms, NodeInner};
+use raftlock_raft::node::wall_clock_ms;
 use raftlock_raft::Error;
+use raftlock_raft::Replica;
 use raftlock_storage::state::LockState;
 use raftlock_storage::{Caller, ClientSeq, Command, Request, Response};
 
@@ -21,11 +22,11 @@ pub use lock_service::LockService;
 use crate::pb;
 
 /// The answer header for something that happened at `revision`.
-fn header(node: &NodeInner, revision: u64) -> Option<pb::Header> {
-    let term = node.raft.metrics().borrow().current_term;
+fn header(node: &Replica, revision: u64) -> Option<pb::Header> {
+    let term = node.term();
     Some(pb::Header {
         revision,
-        node_id: node.id,
+        node_id: node.id(),
         term,
     })
 }
@@ -33,7 +34,7 @@ fn header(node: &NodeInner, revision: u64) -> Option<pb::Header> {
 /// Replicates a client command for `caller`; a state-machine refusal
 /// becomes an error.
 async fn write(
-    node: &NodeInner,
+    node: &Replica,
     origin: ClientSeq,
     caller: &Caller,
     command: Command,
@@ -53,7 +54,7 @@ async fn write(
 /// Runs `f` on the state after a linearizable barrier (or at once when the
 /// caller opted into a local read); returns the revision read at.
 async fn read<T>(
-    node: &Arc<NodeInner>,
+    node: &Arc<Replica>,
     local: bool,
     f: impl FnOnce(&LockState) -> T,
 ) -> Result<(u64, T), Error> {
@@ -62,8 +63,7 @@ async fn read<T>(
     } else {
         node.read_barrier().await?
     };
-    let state = node.state.read().unwrap_or_else(|e| e.into_inner());
-    Ok((revision, f(&state)))
+    Ok((revision, node.read_state(f)))
 }
 
 fn unexpected(response: Response) -> Error {

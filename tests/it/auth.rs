@@ -349,8 +349,7 @@ async fn leases_and_locks(cluster: &TestCluster, node: u64) -> (Vec<Lease>, Vec<
         .status()
         .applied_index;
     cluster.wait_applied(node, index).await;
-    let state = cluster.node(node).inner().state.read().expect("state");
-    let parts = state.to_parts();
+    let parts = cluster.node(node).read_state(|state| state.to_parts());
     (parts.leases, parts.locks)
 }
 

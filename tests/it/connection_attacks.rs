@@ -92,7 +92,7 @@ async fn a_flood_from_a_few_addresses_cannot_fill_the_client_port() {
     tokio::time::timeout(Duration::from_secs(20), lock_and_unlock(&honest, "flood/a"))
         .await
         .expect("the honest client is served while the flood is held");
-    let metrics = cluster.node(leader).inner().metrics().encode();
+    let metrics = cluster.node(leader).metrics_text();
     assert!(
         metrics
             .contains("raftlock_connections_refused_total{listener=\"client\",reason=\"per_ip\"}"),
@@ -129,7 +129,7 @@ async fn half_open_connections_are_closed_and_the_cluster_keeps_serving() {
         );
     }
     lock_and_unlock(&cluster.client().await, "flood/c").await;
-    let metrics = cluster.node(leader).inner().metrics().encode();
+    let metrics = cluster.node(leader).metrics_text();
     for listener in ["client", "peer"] {
         let series = format!("raftlock_connections_timed_out_total{{listener=\"{listener}\"}} ");
         let count: u64 = metrics

@@ -25,7 +25,6 @@ const TTL: Duration = Duration::from_secs(30);
 fn forged(cluster: &TestCluster, from: u64, to: u64, data: Vec<u8>) -> Blob {
     let cluster_id = cluster
         .node(to)
-        .inner()
         .cluster_id()
         .map(|c| c.to_string())
         .unwrap_or_default();
@@ -309,13 +308,12 @@ async fn a_node_whose_raft_core_stops_reports_it_and_stops_serving() {
     let cluster = TestCluster::new(3).await;
     let leader = cluster.wait_for_leader().await;
     let victim = cluster.others(leader)[0];
-    let inner = cluster.node(victim).inner().clone();
-    inner.raft.shutdown().await.expect("stop the core");
-    let reason = tokio::time::timeout(Duration::from_secs(30), inner.failed())
+    let node = cluster.node(victim);
+    node.stop_raft_core().await;
+    let reason = tokio::time::timeout(Duration::from_secs(30), node.failed())
         .await
         .expect("the node reports its stopped core");
     assert!(reason.contains("Raft core"), "{reason}");
-    assert!(inner.is_stopping(), "the node keeps serving half-alive");
     let options = raftlock::client::ClientOptions {
         retry_for: Duration::from_millis(300),
         ..cluster.client_options()

@@ -329,7 +329,6 @@ async fn a_node_certificate_cannot_speak_as_another_node() {
         data: raftlock_raft::network::encode(&rpc).unwrap(),
         cluster_id: cluster
             .node(target)
-            .inner()
             .cluster_id()
             .map(|c| c.to_string())
             .unwrap_or_default(),

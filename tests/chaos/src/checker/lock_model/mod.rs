@@ -62,7 +62,7 @@ pub enum AcqResult {
     NoEffect,
     /// The wait timed out (or ended) and the server cancelled it. The grant
     /// may still have happened inside the call, then been released by the
-    /// cancel (grant_wait.rs: "a grant that raced the cancel is released"),
+    /// cancel (raft/src/grant_wait.rs: "a grant that raced the cancel is released"),
     /// so others may have seen the lock taken meanwhile. The projection
     /// pairs this with a [`LockOp::Cancel`] over the same span.
     Cancelled,

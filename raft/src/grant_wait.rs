@@ -19,9 +19,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use raftlock_raft::node::{wall_clock_ms, NodeInner};
-use raftlock_raft::waiters::Signal;
-use raftlock_raft::Error;
+use crate::error::Error;
+use crate::event_router::Signal;
+use crate::node::wall_clock_ms;
+use crate::replica::Replica;
 use raftlock_storage::command::CancelOutcome;
 use raftlock_storage::{
     Caller, Claim, ClientSeq, Command, EndReason, Fence, LeaseId, Mode, Request, Response,
@@ -55,96 +56,99 @@ pub struct Grant {
     pub revision: u64,
 }
 
-/// Acquires per `spec`: `Ok(Some(grant))`, or `Ok(None)` for a try-lock that
-/// found the lock busy.
-pub async fn acquire(node: &Arc<NodeInner>, spec: AcquireSpec) -> Result<Option<Grant>, Error> {
-    let started = Instant::now();
-    let mut watch = node.waiters.watch(&spec.name, &spec.owner);
-    let request = Request {
-        origin: Some(spec.origin),
-        caller: spec.caller.clone(),
-        time_ms: wall_clock_ms(),
-        command: Command::Acquire {
-            name: spec.name.clone(),
-            owner: spec.owner.clone(),
-            lease: spec.lease,
-            mode: spec.mode,
-            wait: spec.wait,
-            value: spec.value.clone(),
-        },
-    };
-    let (index, response) = node.write(request).await?;
-    match response {
-        Response::Granted { fence, count } => {
-            node.metrics().on_granted_after(started.elapsed());
-            return Ok(Some(Grant {
-                fence,
-                count,
-                revision: index,
-            }));
-        }
-        Response::Busy => return Ok(None),
-        Response::Rejected(e) => return Err(e.into()),
-        Response::Queued { .. } => {}
-        other => {
-            return Err(Error::Internal(format!(
-                "unexpected answer to acquire: {other:?}"
-            )))
-        }
-    }
-
-    let mut cancel = CancelOnDrop {
-        node: node.clone(),
-        name: spec.name.clone(),
-        owner: spec.owner.clone(),
-        call: Claim::of(&spec.origin),
-        caller: spec.caller.clone(),
-        armed: true,
-    };
-    let deadline = spec.timeout.map(|t| Instant::now() + t);
-    // A forwarded write is applied here a little after the leader.
-    node.wait_applied(index).await?;
-    loop {
-        match standing(node, &spec.name, &spec.owner) {
-            Standing::Holding(fence, count) => {
-                cancel.armed = false;
+impl Replica {
+    /// Acquires per `spec`: `Ok(Some(grant))`, or `Ok(None)` for a try-lock that
+    /// found the lock busy.
+    pub async fn acquire(self: &Arc<Self>, spec: AcquireSpec) -> Result<Option<Grant>, Error> {
+        let node = self;
+        let started = Instant::now();
+        let mut watch = node.waiters.watch(&spec.name, &spec.owner);
+        let request = Request {
+            origin: Some(spec.origin),
+            caller: spec.caller.clone(),
+            time_ms: wall_clock_ms(),
+            command: Command::Acquire {
+                name: spec.name.clone(),
+                owner: spec.owner.clone(),
+                lease: spec.lease,
+                mode: spec.mode,
+                wait: spec.wait,
+                value: spec.value.clone(),
+            },
+        };
+        let (index, response) = node.write(request).await?;
+        match response {
+            Response::Granted { fence, count } => {
                 node.metrics().on_granted_after(started.elapsed());
-                // At least `index`: the wait above saw it applied.
-                let revision = node.applied_index().max(index);
                 return Ok(Some(Grant {
                     fence,
                     count,
-                    revision,
+                    revision: index,
                 }));
             }
-            Standing::Waiting => {}
-            Standing::Gone => {
-                cancel.armed = false;
-                return Err(Error::WaitEnded(format!(
-                    "wait for {} ended without a grant",
-                    spec.name
-                )));
+            Response::Busy => return Ok(None),
+            Response::Rejected(e) => return Err(e.into()),
+            Response::Queued { .. } => {}
+            other => {
+                return Err(Error::Internal(format!(
+                    "unexpected answer to acquire: {other:?}"
+                )))
             }
         }
-        let far = Instant::now() + Duration::from_secs(86_400);
-        tokio::select! {
-            signal = watch.recv() => match signal {
-                Some(Signal::WaitEnded(reason)) => {
+
+        let mut cancel = CancelOnDrop {
+            node: node.clone(),
+            name: spec.name.clone(),
+            owner: spec.owner.clone(),
+            call: Claim::of(&spec.origin),
+            caller: spec.caller.clone(),
+            armed: true,
+        };
+        let deadline = spec.timeout.map(|t| Instant::now() + t);
+        // A forwarded write is applied here a little after the leader.
+        node.wait_applied(index).await?;
+        loop {
+            match standing(node, &spec.name, &spec.owner) {
+                Standing::Holding(fence, count) => {
                     cancel.armed = false;
-                    return Err(Error::WaitEnded(format!("wait for {} ended: {}", spec.name, describe(reason))));
+                    node.metrics().on_granted_after(started.elapsed());
+                    // At least `index`: the wait above saw it applied.
+                    let revision = node.applied_index().max(index);
+                    return Ok(Some(Grant {
+                        fence,
+                        count,
+                        revision,
+                    }));
                 }
-                Some(_) => {} // granted, hold ended or snapshot: re-read the state
-                None => return Err(Error::ShuttingDown),
-            },
-            _ = node.stopped() => {
-                // The caller's retry (same request id) on another node
-                // finds its place in the queue again.
-                cancel.armed = false;
-                return Err(Error::Unavailable("node is shutting down; retry on another node".into()));
+                Standing::Waiting => {}
+                Standing::Gone => {
+                    cancel.armed = false;
+                    return Err(Error::WaitEnded(format!(
+                        "wait for {} ended without a grant",
+                        spec.name
+                    )));
+                }
             }
-            _ = tokio::time::sleep_until(deadline.unwrap_or(far)) => {
-                cancel.armed = false;
-                return Err(timed_out(node, &spec).await);
+            let far = Instant::now() + Duration::from_secs(86_400);
+            tokio::select! {
+                signal = watch.recv() => match signal {
+                    Some(Signal::WaitEnded(reason)) => {
+                        cancel.armed = false;
+                        return Err(Error::WaitEnded(format!("wait for {} ended: {}", spec.name, describe(reason))));
+                    }
+                    Some(_) => {} // granted, hold ended or snapshot: re-read the state
+                    None => return Err(Error::ShuttingDown),
+                },
+                _ = node.stopped() => {
+                    // The caller's retry (same request id) on another node
+                    // finds its place in the queue again.
+                    cancel.armed = false;
+                    return Err(Error::Unavailable("node is shutting down; retry on another node".into()));
+                }
+                _ = tokio::time::sleep_until(deadline.unwrap_or(far)) => {
+                    cancel.armed = false;
+                    return Err(timed_out(node, &spec).await);
+                }
             }
         }
     }
@@ -156,7 +160,7 @@ enum Standing {
     Gone,
 }
 
-fn standing(node: &NodeInner, name: &str, owner: &str) -> Standing {
+fn standing(node: &Replica, name: &str, owner: &str) -> Standing {
     let state = node.state.read().unwrap_or_else(|e| e.into_inner());
     let Some(lock) = state.lock(name) else {
         return Standing::Gone;
@@ -181,7 +185,7 @@ fn describe(reason: EndReason) -> &'static str {
 
 /// Ends a call whose wait ran out of time: cancels on its behalf. Only a
 /// committed cancel makes the answer a definite `Timeout`.
-async fn timed_out(node: &Arc<NodeInner>, spec: &AcquireSpec) -> Error {
+async fn timed_out(node: &Arc<Replica>, spec: &AcquireSpec) -> Error {
     let waited = format!(
         "waited {:?} for {}",
         spec.timeout.unwrap_or_default(),
@@ -214,7 +218,7 @@ async fn timed_out(node: &Arc<NodeInner>, spec: &AcquireSpec) -> Error {
 
 /// Proposes a Cancel of `owner`'s wait or hold on `name` on behalf of `call`.
 async fn cancel(
-    node: &NodeInner,
+    node: &Replica,
     name: &str,
     owner: &str,
     call: Claim,
@@ -241,7 +245,7 @@ async fn cancel(
 /// Proposes the Cancel for `call` in the background until it commits or the
 /// node stops. Harmless if the call's client retried meanwhile: the retry's
 /// higher attempt makes the cancel leave the wait alone.
-fn keep_cancelling(node: Arc<NodeInner>, name: String, owner: String, call: Claim, caller: Caller) {
+fn keep_cancelling(node: Arc<Replica>, name: String, owner: String, call: Claim, caller: Caller) {
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
         return;
     };
@@ -262,7 +266,7 @@ fn keep_cancelling(node: Arc<NodeInner>, name: String, owner: String, call: Clai
 
 /// Cancels the wait if the call's future is dropped (the caller went away).
 struct CancelOnDrop {
-    node: Arc<NodeInner>,
+    node: Arc<Replica>,
     name: String,
     owner: String,
     call: Claim,

@@ -1,0 +1,129 @@
+//! The one mapping of openraft's errors to this crate's [`Error`]: a write,
+//! a leadership check or a membership change refused by openraft becomes
+//! "not the leader" (naming it), "unavailable" (retry), a bad request, or a
+//! stopped node, here and nowhere else.
+
+use openraft::error::{
+    ChangeMembershipError, CheckIsLeaderError, ClientWriteError, Fatal, ForwardToLeader, RaftError,
+};
+
+use raftlock_storage::{NodeAddr, NodeId};
+
+use crate::error::Error;
+
+impl From<ForwardToLeader<NodeId, NodeAddr>> for Error {
+    /// Names the leader when openraft knows it; otherwise an election is
+    /// under way and the caller should retry.
+    fn from(f: ForwardToLeader<NodeId, NodeAddr>) -> Self {
+        match (f.leader_id, f.leader_node) {
+            (Some(leader_id), Some(node)) => Error::NotLeader {
+                leader_id,
+                leader_addr: node.client_addr,
+            },
+            _ => Error::Unavailable("no leader elected".to_string()),
+        }
+    }
+}
+
+impl From<ClientWriteError<NodeId, NodeAddr>> for Error {
+    fn from(e: ClientWriteError<NodeId, NodeAddr>) -> Self {
+        match e {
+            ClientWriteError::ForwardToLeader(f) => f.into(),
+            ClientWriteError::ChangeMembershipError(e) => e.into(),
+        }
+    }
+}
+
+impl From<ChangeMembershipError<NodeId>> for Error {
+    /// A change while another is in progress is retried; any other refusal
+    /// (an unknown node, removing every voter, ...) is the caller's mistake.
+    fn from(e: ChangeMembershipError<NodeId>) -> Self {
+        match e {
+            ChangeMembershipError::InProgress(e) => {
+                Error::Unavailable(format!("membership change in progress: {e}"))
+            }
+            ChangeMembershipError::EmptyMembership(e) => Error::InvalidArgument(e.to_string()),
+            ChangeMembershipError::LearnerNotFound(e) => Error::InvalidArgument(e.to_string()),
+        }
+    }
+}
+
+impl From<CheckIsLeaderError<NodeId, NodeAddr>> for Error {
+    fn from(e: CheckIsLeaderError<NodeId, NodeAddr>) -> Self {
+        match e {
+            CheckIsLeaderError::ForwardToLeader(f) => f.into(),
+            CheckIsLeaderError::QuorumNotEnough(e) => {
+                Error::Unavailable(format!("leader cannot reach a quorum: {e}"))
+            }
+        }
+    }
+}
+
+impl From<Fatal<NodeId>> for Error {
+    /// openraft stopped (the node is shutting down) or failed.
+    fn from(e: Fatal<NodeId>) -> Self {
+        match e {
+            Fatal::Stopped => Error::ShuttingDown,
+            Fatal::StorageError(e) => Error::Internal(format!("storage failed: {e}")),
+            Fatal::Panicked => Error::Internal("the Raft core panicked".to_string()),
+        }
+    }
+}
+
+impl<E: Into<Error>> From<RaftError<NodeId, E>> for Error {
+    fn from(e: RaftError<NodeId, E>) -> Self {
+        match e {
+            RaftError::APIError(e) => e.into(),
+            RaftError::Fatal(e) => e.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::error::{EmptyMembership, QuorumNotEnough};
+
+    use super::*;
+
+    fn forward(to: Option<NodeId>) -> ForwardToLeader<NodeId, NodeAddr> {
+        ForwardToLeader {
+            leader_id: to,
+            leader_node: to.map(|id| NodeAddr {
+                peer_addr: format!("10.0.0.{id}:7380"),
+                client_addr: format!("10.0.0.{id}:7379"),
+            }),
+        }
+    }
+
+    /// Every openraft refusal a caller can meet maps to a retry, a redirect,
+    /// a bad request or a stopped node, never to an internal error.
+    #[test]
+    fn refusals_map_to_what_the_caller_should_do() {
+        let e: Error =
+            RaftError::<NodeId, _>::APIError(ClientWriteError::ForwardToLeader(forward(Some(2))))
+                .into();
+        assert_eq!(
+            e,
+            Error::NotLeader {
+                leader_id: 2,
+                leader_addr: "10.0.0.2:7379".into()
+            }
+        );
+        let e: Error = ClientWriteError::ForwardToLeader(forward(None)).into();
+        assert!(matches!(e, Error::Unavailable(_)), "{e:?}");
+        let e: Error = CheckIsLeaderError::<NodeId, NodeAddr>::QuorumNotEnough(QuorumNotEnough {
+            cluster: "{1,2,3}".into(),
+            got: Default::default(),
+        })
+        .into();
+        assert!(e.is_retryable(), "{e:?}");
+        let e: Error = ClientWriteError::<NodeId, NodeAddr>::ChangeMembershipError(
+            ChangeMembershipError::EmptyMembership(EmptyMembership {}),
+        )
+        .into();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+        let e: Error =
+            RaftError::<NodeId, CheckIsLeaderError<NodeId, NodeAddr>>::Fatal(Fatal::Stopped).into();
+        assert_eq!(e, Error::ShuttingDown);
+    }
+}

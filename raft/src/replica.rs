@@ -1,0 +1,224 @@
+//! [`Replica`]: a running replica as the serving layer sees it. `src/`
+//! talks to the node only through its methods — write, read, wait for a
+//! grant, changes, status — never through its parts, which are private to
+//! this crate.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::{Raft, ServerState};
+use tokio::sync::{broadcast, watch};
+
+use raftlock_storage::state::LockState;
+use raftlock_storage::{NodeAddr, NodeId, SharedState, TypeConfig};
+
+use crate::config::Config;
+use crate::event_router::Waiters;
+use crate::lease_timer::LeaseTimer;
+use crate::metrics::NodeMetrics;
+use crate::network::PeerNetwork;
+use crate::node::NodeStatus;
+use crate::peer_guard::PeerGuard;
+use crate::proposer::Proposer;
+use crate::read_index::ReadIndexRounds;
+
+/// State shared by the node's tasks and services.
+pub struct Replica {
+    /// This node's id.
+    pub(crate) id: NodeId,
+    /// Settings it was started with.
+    pub(crate) config: Config,
+    /// The openraft handle.
+    pub(crate) raft: Raft<TypeConfig>,
+    /// The applied lock state, read by the serving layer.
+    pub(crate) state: SharedState,
+    /// Callers waiting for grants.
+    pub(crate) waiters: Waiters,
+    /// Lease deadlines (active on the leader only).
+    pub(crate) timer: LeaseTimer,
+    /// Names of locks whose holders or value changed ("" = everything may
+    /// have changed), for election observers.
+    pub(crate) changed: broadcast::Sender<String>,
+    /// Peer clients, for forwarding.
+    pub(crate) net: PeerNetwork,
+    /// Seals and checks the envelope of every peer message.
+    pub(crate) guard: Arc<PeerGuard>,
+    /// The committed membership: peer messages from a node removed from
+    /// it are refused (as etcd does).
+    pub(crate) members: raftlock_storage::AppliedMembers,
+    /// Set once the Raft core stopped on its own (a storage failure or a
+    /// bug): the node can no longer serve and its process should exit.
+    pub(crate) fatal: watch::Sender<Option<String>>,
+    /// Packs the leader's writes into shared entries.
+    pub(crate) proposer: Proposer,
+    /// Shares leadership checks among concurrent reads and keep-alives.
+    pub(crate) read_rounds: ReadIndexRounds,
+    /// Becomes `true` when the node starts stopping. Calls held open (a
+    /// queued Acquire, Observe) end with "unavailable" so their clients
+    /// retry elsewhere, and their waits are *not* cancelled: the caller did
+    /// not go away, this node did.
+    pub(crate) stopping: watch::Sender<bool>,
+    /// This node's Prometheus metrics.
+    pub(crate) metrics: Arc<NodeMetrics>,
+}
+
+impl Replica {
+    /// Announces that this node is stopping (see [`Replica::stopping`]).
+    pub fn mark_stopping(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// Resolves once this node starts stopping.
+    pub async fn stopped(&self) {
+        let mut rx = self.stopping.subscribe();
+        let stopping = rx.wait_for(|s| *s).await.is_ok();
+        if !stopping {
+            // The sender lives as long as `self`; unreachable in practice.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Records that the Raft core stopped on its own, with openraft's
+    /// reason, and starts stopping: the node must not linger half-alive.
+    pub(crate) fn report_fatal(&self, what: String) {
+        let reason = match &self.raft.metrics().borrow().running_state {
+            Err(fatal) => format!("{what}: {fatal}"),
+            Ok(()) => what,
+        };
+        tracing::error!(node = self.id, "{reason}; this node stops serving");
+        self.fatal.send_replace(Some(reason));
+        self.mark_stopping();
+    }
+
+    /// Resolves with the reason once the Raft core stopped on its own.
+    pub async fn failed(&self) -> String {
+        let mut rx = self.fatal.subscribe();
+        let reason = match rx.wait_for(Option::is_some).await {
+            Ok(reason) => reason.clone(),
+            Err(_) => None,
+        };
+        match reason {
+            Some(reason) => reason,
+            // The sender lives as long as `self`; unreachable in practice.
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The id of the cluster this node belongs to, once known.
+    pub fn cluster_id(&self) -> Option<uuid::Uuid> {
+        self.guard.cluster_id()
+    }
+
+    /// This node's Prometheus metrics.
+    pub fn metrics(&self) -> &NodeMetrics {
+        &self.metrics
+    }
+
+    /// Whether this node is stopping.
+    pub fn is_stopping(&self) -> bool {
+        *self.stopping.borrow()
+    }
+
+    /// This node's view of the cluster.
+    pub fn status(&self) -> NodeStatus {
+        let m = self.raft.metrics().borrow().clone();
+        let role = match m.state {
+            ServerState::Leader => "leader",
+            ServerState::Follower => "follower",
+            ServerState::Candidate => "candidate",
+            ServerState::Learner => "learner",
+            ServerState::Shutdown => "shutdown",
+        };
+        let membership = m.membership_config.membership();
+        let voters: std::collections::BTreeSet<NodeId> = membership.voter_ids().collect();
+        let members = membership
+            .nodes()
+            .map(|(id, addr)| (*id, (addr.clone(), voters.contains(id))))
+            .collect();
+        NodeStatus {
+            id: self.id,
+            role,
+            term: m.current_term,
+            leader: m.current_leader,
+            last_log_index: m.last_log_index.unwrap_or(0),
+            applied_index: m.last_applied.map(|l| l.index).unwrap_or(0),
+            snapshot_index: m.snapshot.map(|l| l.index).unwrap_or(0),
+            members,
+        }
+    }
+
+    /// The current leader and its addresses, if known.
+    pub fn leader(&self) -> Option<(NodeId, NodeAddr)> {
+        let m = self.raft.metrics().borrow().clone();
+        let id = m.current_leader?;
+        let addr = m.membership_config.membership().get_node(&id)?.clone();
+        Some((id, addr))
+    }
+
+    /// The log index this node has applied up to (0 before the first).
+    pub fn applied_index(&self) -> u64 {
+        self.raft
+            .metrics()
+            .borrow()
+            .last_applied
+            .map_or(0, |l| l.index)
+    }
+
+    /// Whether this node currently believes it leads.
+    pub fn is_leader(&self) -> bool {
+        let m = self.raft.metrics();
+        let m = m.borrow();
+        m.state == ServerState::Leader && m.current_leader == Some(self.id)
+    }
+}
+
+impl Replica {
+    /// This node's Raft id.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// The settings this node was started with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The Raft term this node is in.
+    pub fn term(&self) -> u64 {
+        self.raft.metrics().borrow().current_term
+    }
+
+    /// Runs `f` on this node's applied lock state, as it is now (a local
+    /// read; follow [`Replica::read_barrier`] for a linearizable one).
+    pub fn read_state<R>(&self, f: impl FnOnce(&LockState) -> R) -> R {
+        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        f(&state)
+    }
+
+    /// Names of locks whose holders or value changed from now on ("" =
+    /// everything may have changed), for election observers.
+    pub fn changes(&self) -> broadcast::Receiver<String> {
+        self.changed.subscribe()
+    }
+
+    /// Waits until this node knows a leader, up to `timeout`; `None` if
+    /// it knows none by then.
+    pub async fn wait_for_leader(&self, timeout: Duration) -> Option<NodeId> {
+        let m = self
+            .raft
+            .wait(Some(timeout))
+            .metrics(|m| m.current_leader.is_some(), "leader known")
+            .await
+            .ok()?;
+        m.current_leader
+    }
+
+    /// Shuts the Raft core down without the rest of the node, as a storage
+    /// failure would stop it. For tests of the fatal path only.
+    #[doc(hidden)]
+    pub async fn stop_core(&self) {
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!(node = self.id, "stopping the Raft core: {e}");
+        }
+    }
+}
