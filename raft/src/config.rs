@@ -23,9 +23,34 @@ const SNAPSHOT_CHUNK_BYTES: u64 = 1 << 20;
 
 /// One member of the initial cluster: `ID=PEER_ADDR/CLIENT_ADDR`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct InitialMember {
     pub id: NodeId,
     pub addr: NodeAddr,
+}
+
+impl std::fmt::Display for InitialMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}={}/{}",
+            self.id, self.addr.peer_addr, self.addr.client_addr
+        )
+    }
+}
+
+impl TryFrom<String> for InitialMember {
+    type Error = ConfigError;
+
+    fn try_from(s: String) -> Result<Self, ConfigError> {
+        s.parse()
+    }
+}
+
+impl From<InitialMember> for String {
+    fn from(m: InitialMember) -> String {
+        m.to_string()
+    }
 }
 
 impl FromStr for InitialMember {
@@ -50,8 +75,12 @@ impl FromStr for InitialMember {
 }
 
 /// Everything a node needs to start.
+///
+/// In a TOML file the keys are the `raftlock serve` flags with `_` for `-`
+/// (`heartbeat_ms = 50`, `initial_cluster = ["1=PEER/CLIENT", ...]`); a key
+/// it does not know is refused, never ignored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// This node's Raft id; unique in the cluster, never reused.
     pub id: NodeId,
@@ -73,20 +102,21 @@ pub struct Config {
     /// (`cluster add-learner`), instead of initializing one.
     pub join: bool,
     /// Leader heartbeat period.
-    #[serde(with = "millis")]
+    #[serde(rename = "heartbeat_ms", with = "millis")]
     pub heartbeat: Duration,
     /// Election timeout. A follower that stops hearing its leader waits out
     /// openraft's leader lease (`2 * election_timeout`) and then a random
     /// time in `[election_timeout, 2 * election_timeout)` before it
     /// campaigns: 0.9–1.2 s with the default 300 ms.
-    #[serde(with = "millis")]
+    #[serde(rename = "election_timeout_ms", with = "millis")]
     pub election_timeout: Duration,
     /// Take a snapshot after this many applied entries.
+    #[serde(rename = "snapshot_after")]
     pub snapshot_after_entries: u64,
     /// Log entries to keep behind the last snapshot, for slow followers.
     pub keep_entries_after_snapshot: u64,
     /// How long a write waits for a leader before giving up.
-    #[serde(with = "millis")]
+    #[serde(rename = "leader_wait_ms", with = "millis")]
     pub leader_wait: Duration,
     /// UNSAFE, for tests only: acknowledge writes once sled has flushed
     /// them (`sync_file_range`), without `fsync`/`fdatasync`. A power loss
@@ -132,11 +162,13 @@ pub struct Config {
     /// Time a new connection (client or peer) has to send its first bytes
     /// (the HTTP/2 preface, or a TLS ClientHello); a silent or half-open
     /// connection is closed then.
+    #[serde(rename = "handshake_timeout_ms", with = "millis")]
     pub handshake_timeout: Duration,
     /// A connection (client or peer) that sends nothing for this long is
     /// closed. The node pings every connection at a quarter of it and closes
     /// one that does not answer within another quarter, so a live client
     /// always has something to send.
+    #[serde(rename = "idle_timeout_ms", with = "millis")]
     pub idle_timeout: Duration,
 }
 
@@ -199,6 +231,13 @@ pub enum ConfigError {
     ClientCertAuthWithoutTls,
     #[error("max peer message size {0} bytes is below the {MIN_PEER_MESSAGE_BYTES} a snapshot chunk and the largest entry need")]
     PeerMessageTooSmall(usize),
+    #[error("{key} = {value} is out of range: it must be between {min} and {max}")]
+    OutOfRange {
+        key: &'static str,
+        value: u64,
+        min: u64,
+        max: u64,
+    },
     #[error("max_client_connections ({total}) and max_connections_per_ip ({per_ip}) must be at least 1, and the per-address cap at most the total")]
     ConnectionLimits { total: usize, per_ip: usize },
     #[error("handshake timeout ({handshake:?}) must be at least 100ms and idle timeout ({idle:?}) at least 1s")]
@@ -220,6 +259,7 @@ impl Config {
         if self.data_dir.as_os_str().is_empty() {
             return Err(ConfigError::Empty("data dir"));
         }
+        self.validate_ranges()?;
         if self.heartbeat.is_zero() || self.election_timeout < self.heartbeat * 3 {
             return Err(ConfigError::Timing {
                 heartbeat: self.heartbeat,
@@ -248,6 +288,53 @@ impl Config {
             return Err(ConfigError::SelfNotInCluster(self.id));
         }
         self.validate_tls()
+    }
+
+    /// Numbers no node can work with: each refused with its key.
+    fn validate_ranges(&self) -> Result<(), ConfigError> {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let checks: [(&'static str, u64, u64, u64); 8] = [
+            ("heartbeat_ms", ms(self.heartbeat), 1, 10_000),
+            ("election_timeout_ms", ms(self.election_timeout), 3, 60_000),
+            ("leader_wait_ms", ms(self.leader_wait), 1, 600_000),
+            (
+                "snapshot_after",
+                self.snapshot_after_entries,
+                1,
+                100_000_000,
+            ),
+            (
+                "keep_entries_after_snapshot",
+                self.keep_entries_after_snapshot,
+                0,
+                100_000_000,
+            ),
+            // The lower bound has its own error (PeerMessageTooSmall).
+            (
+                "max_peer_message_bytes",
+                self.max_peer_message_bytes as u64,
+                0,
+                1 << 30,
+            ),
+            (
+                "handshake_timeout_ms",
+                ms(self.handshake_timeout),
+                100,
+                600_000,
+            ),
+            ("idle_timeout_ms", ms(self.idle_timeout), 1_000, 86_400_000),
+        ];
+        for (key, value, min, max) in checks {
+            if value < min || value > max {
+                return Err(ConfigError::OutOfRange {
+                    key,
+                    value,
+                    min,
+                    max,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Connection budgets that can admit someone, and timeouts a real

@@ -79,7 +79,7 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a node. Without flags: a ready one-node cluster in ./raftlock-data.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Inspect and change cluster membership.
     Cluster(cluster::ClusterArgs),
     /// Grant, renew, revoke and inspect leases.
@@ -216,7 +216,13 @@ fn print_json_line(value: &impl Serialize) -> Result<(), String> {
 
 /// Runs the command line; returns the process exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The matches as well as the parsed flags: `serve --print-config` tells
+    // a flag from a RAFTLOCK_* variable by them.
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_env("RAFTLOCK_LOG").unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(match cli.command {
             // openraft logs every unreachable peer at ERROR many times a
@@ -249,7 +255,7 @@ pub fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
+            Command::Serve(args) => serve::run(*args, matches.subcommand_matches("serve")).await,
             Command::Cluster(args) => cluster::run(args).await,
             Command::Lease(args) => lease_cmd::run(args).await,
             Command::Locks(args) => locks_cmd::run(args).await,

@@ -14,9 +14,14 @@ use crate::node::Node;
 /// Flags of `raftlock serve`; each also reads `RAFTLOCK_<NAME>`.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// TOML file with any of the settings below (snake_case keys).
+    /// TOML file with any of the settings below: the flag names with `_` for
+    /// `-` (`heartbeat_ms = 50`). Unknown keys are refused.
     #[arg(long, env = "RAFTLOCK_CONFIG")]
     config: Option<PathBuf>,
+    /// Print the effective settings, and where each came from (default,
+    /// file, env, flag), as TOML; then exit without starting.
+    #[arg(long)]
+    print_config: bool,
     /// Node id (at least 1, unique in the cluster). Default 1.
     #[arg(long, env = "RAFTLOCK_ID")]
     id: Option<u64>,
@@ -49,6 +54,14 @@ pub struct ServeArgs {
     /// lease of twice this). Default 300.
     #[arg(long, env = "RAFTLOCK_ELECTION_TIMEOUT_MS")]
     election_timeout_ms: Option<u64>,
+    /// Entries kept behind the last snapshot for slow followers. Default
+    /// 1000.
+    #[arg(long, env = "RAFTLOCK_KEEP_ENTRIES_AFTER_SNAPSHOT")]
+    keep_entries_after_snapshot: Option<u64>,
+    /// How long a write waits for a leader (and a quorum) before it is
+    /// answered UNAVAILABLE, in ms. Default 5000.
+    #[arg(long, env = "RAFTLOCK_LEADER_WAIT_MS")]
+    leader_wait_ms: Option<u64>,
     /// Snapshot after this many entries. Default 10000.
     #[arg(long, env = "RAFTLOCK_SNAPSHOT_AFTER")]
     snapshot_after: Option<u64>,
@@ -108,8 +121,13 @@ impl ServeArgs {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
-                toml::from_str(&text)
-                    .map_err(|e| format!("bad config file {}: {e}", path.display()))?
+                toml::from_str(&text).map_err(|e| {
+                    format!(
+                        "config file {}: {}",
+                        path.display(),
+                        e.to_string().trim_end()
+                    )
+                })?
             }
             None => Config::default(),
         };
@@ -158,6 +176,12 @@ impl ServeArgs {
         if let Some(v) = self.snapshot_after {
             c.snapshot_after_entries = v;
         }
+        if let Some(v) = self.keep_entries_after_snapshot {
+            c.keep_entries_after_snapshot = v;
+        }
+        if let Some(v) = self.leader_wait_ms {
+            c.leader_wait = std::time::Duration::from_millis(v);
+        }
         if let Some(v) = self.max_peer_message_bytes {
             c.max_peer_message_bytes = v;
         }
@@ -181,8 +205,43 @@ impl ServeArgs {
     }
 }
 
+impl ServeArgs {
+    /// The effective settings as TOML, each with where it came from: a flag,
+    /// a `RAFTLOCK_*` variable, the config file, or the default. `matches`
+    /// are the parsed `serve` arguments (they know flag from env).
+    pub fn print_config(&self, matches: Option<&clap::ArgMatches>) -> Result<String, String> {
+        let config = self.to_config()?;
+        let from_file: toml::Table = match &self.config {
+            Some(path) => std::fs::read_to_string(path)
+                .map_err(|e| e.to_string())?
+                .parse()
+                .map_err(|e: toml::de::Error| e.to_string())?,
+            None => toml::Table::new(),
+        };
+        let effective = toml::Table::try_from(&config).map_err(|e| e.to_string())?;
+        let mut out = String::new();
+        for (key, value) in &effective {
+            let source = match matches.and_then(|m| m.value_source(key)) {
+                Some(clap::parser::ValueSource::CommandLine) => "flag".to_string(),
+                Some(clap::parser::ValueSource::EnvVariable) => {
+                    format!("env RAFTLOCK_{}", key.to_uppercase())
+                }
+                _ if from_file.contains_key(key) => "file".to_string(),
+                _ => "default".to_string(),
+            };
+            let line = toml::Table::from_iter([(key.clone(), value.clone())]).to_string();
+            out.push_str(&format!("{:<60} # {source}\n", line.trim_end()));
+        }
+        Ok(out)
+    }
+}
+
 /// Runs a node until SIGINT or SIGTERM, then shuts it down in order.
-pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
+pub async fn run(args: ServeArgs, matches: Option<&clap::ArgMatches>) -> Result<ExitCode, String> {
+    if args.print_config {
+        print!("{}", args.print_config(matches)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     // Watch the signals first, so one arriving during startup still gets
     // an orderly shutdown instead of killing the process.
     let mut interrupts = Interrupts::watch()?;
@@ -275,5 +334,78 @@ mod tests {
         };
         let err = serve.to_config().expect_err("a cap of 0 admits nobody");
         assert!(err.contains("max_connections_per_ip"), "{err}");
+    }
+
+    fn args_of(argv: &[&str]) -> (super::ServeArgs, clap::ArgMatches) {
+        use clap::{CommandFactory, FromArgMatches};
+        let argv = ["raftlock", "serve"].iter().chain(argv);
+        let matches = Cli::command()
+            .try_get_matches_from(argv)
+            .expect("flags parse");
+        let cli = Cli::from_arg_matches(&matches).expect("flags parse");
+        let Command::Serve(serve) = cli.command else {
+            panic!("not serve")
+        };
+        let serve_matches = matches.subcommand_matches("serve").expect("serve").clone();
+        (*serve, serve_matches)
+    }
+
+    fn file(text: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().expect("temp file");
+        std::fs::write(f.path(), text).expect("write");
+        f
+    }
+
+    /// A key the file does not know — a typo, or the old `heartbeat` for
+    /// `heartbeat_ms` — stops the node with the key named; so does a value
+    /// out of range, from the file or a flag. Without `deny_unknown_fields`
+    /// the typo is ignored and the node runs on the default.
+    #[test]
+    fn unknown_keys_and_values_out_of_range_are_refused_with_the_key() {
+        for (text, named) in [
+            ("idd = 3\n", "idd"),
+            ("heartbeat = 500\n", "heartbeat"),
+            ("client_adr = \"x\"\n", "client_adr"),
+            (
+                "election_timeout_ms = 10000000000000\n",
+                "election_timeout_ms",
+            ),
+            ("initial_cluster = [\"2=a\"]\n", "2=a"),
+        ] {
+            let f = file(text);
+            let path = f.path().to_str().expect("utf-8 path");
+            let (serve, _) = args_of(&["--config", path]);
+            let err = serve.to_config().expect_err(text);
+            assert!(err.contains(named), "{text}: {err}");
+        }
+        let (serve, _) = args_of(&["--heartbeat-ms", "20000"]);
+        let err = serve.to_config().expect_err("heartbeat of 20 s");
+        assert!(err.contains("heartbeat_ms = 20000"), "{err}");
+    }
+
+    /// The file's keys are the flags' names, and the printed config says
+    /// where each value came from; it parses back to the same settings.
+    #[test]
+    fn print_config_names_each_source_and_reads_back() {
+        let f = file(
+            "id = 2\nheartbeat_ms = 60\ninitial_cluster = [\"2=127.0.0.1:7380/127.0.0.1:7379\"]\n",
+        );
+        let path = f.path().to_str().expect("utf-8 path");
+        let (serve, matches) = args_of(&["--config", path, "--election-timeout-ms", "400"]);
+        let printed = serve.print_config(Some(&matches)).expect("print");
+        let source_of = |key: &str| {
+            printed
+                .lines()
+                .find(|l| l.starts_with(&format!("{key} ")))
+                .and_then(|l| l.rsplit_once("# "))
+                .map(|(_, s)| s.to_string())
+                .unwrap_or_else(|| panic!("{key} missing from\n{printed}"))
+        };
+        assert_eq!(source_of("heartbeat_ms"), "file");
+        assert_eq!(source_of("initial_cluster"), "file");
+        assert_eq!(source_of("election_timeout_ms"), "flag");
+        assert_eq!(source_of("snapshot_after"), "default");
+        let back: raftlock_raft::Config = toml::from_str(&printed).expect("printed config parses");
+        assert_eq!(back, serve.to_config().expect("valid"));
     }
 }
