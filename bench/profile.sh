@@ -7,8 +7,9 @@
 #
 #   bench/profile.sh W2 raftlock [more raftlock-bench flags]
 #
-# Needs release binaries (bench/smoke.sh or cargo build --release) and perf
-# (Debian: linux-perf). Output: target/raftlock-bench/profile-<W>-<system>/
+# Builds the `profiling` profile (release with line tables, which the
+# shipped release binary does not carry) and needs perf (Debian:
+# linux-perf). Output: target/raftlock-bench/profile-<W>-<system>/
 #   stat-node<i>.txt   perf stat of node i
 #   perf.data, report.txt  the profile and `perf report` by process and symbol
 #   results.*          the benchmark's own results of that round
@@ -19,14 +20,18 @@ system=${2:?usage: bench/profile.sh W1..W7 raftlock|etcd [raftlock-bench flags]}
 shift 2
 command -v perf >/dev/null || { echo "error: perf not found (apt-get install linux-perf)" >&2; exit 1; }
 target_dir=${CARGO_TARGET_DIR:-target}
+cargo build --profile profiling -p raftlock -p raftlock-bench
 out="$target_dir/raftlock-bench/profile-$workload-$system"
 work="$target_dir/raftlock-bench/profile-work"
 rm -rf "$out"
 mkdir -p "$out"
 events=task-clock,context-switches,syscalls:sys_enter_fsync,syscalls:sys_enter_fdatasync,syscalls:sys_enter_sync_file_range,syscalls:sys_enter_pwrite64,syscalls:sys_enter_write,syscalls:sys_enter_writev,syscalls:sys_enter_sendmsg,syscalls:sys_enter_sendto,syscalls:sys_enter_futex,syscalls:sys_enter_epoll_wait
 
-"$target_dir/release/raftlock-bench" --full --only "$workload" --rounds 1 --systems "$system" \
-    --work-dir "$work" --out "$out" "$@" &
+# The profiling build of raftlock, unless the caller names another binary.
+bin_flag=(--raftlock-bin "$target_dir/profiling/raftlock")
+[[ " $* " == *" --raftlock-bin "* ]] && bin_flag=()
+"$target_dir/profiling/raftlock-bench" --full --only "$workload" --rounds 1 --systems "$system" \
+    "${bin_flag[@]}" --work-dir "$work" --out "$out" "$@" &
 bench=$!
 
 # The node processes are the ones whose command line names the work dir.

@@ -304,6 +304,13 @@ impl Node {
         self.raft.inner().failed().await
     }
 
+    /// Resolves with the reason once this node learns it was removed from
+    /// the cluster (`cluster remove`): it has then stopped serving, and its
+    /// data dir can be deleted. `raftlock serve` exits 0.
+    pub async fn removed(&self) -> String {
+        self.raft.inner().removed().await
+    }
+
     /// Stops the Raft core behind the node's back, as a storage failure
     /// would: for tests of what [`Node::failed`] promises.
     #[doc(hidden)]
@@ -443,6 +450,9 @@ async fn serve_clients(
                 _ = stop.changed() => {}
                 reason = core.failed() => {
                     tracing::error!("client listener closed: {reason}");
+                }
+                why = core.removed() => {
+                    tracing::warn!("client listener closed: removed from the cluster: {why}");
                 }
             }
         })

@@ -58,6 +58,7 @@ pub mod proposer;
 mod raft_errors;
 mod raft_watch;
 pub mod read_index;
+pub mod removal;
 pub mod replica;
 pub mod scrape;
 mod timed_log;

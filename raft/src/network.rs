@@ -32,6 +32,7 @@ use crate::forward::{ForwardResult, Forwarded};
 use crate::metrics::NodeMetrics;
 use crate::pb::peer_client::PeerClient;
 use crate::peer_guard::PeerGuard;
+use crate::removal::{Removal, MEMBERSHIP_INDEX_KEY};
 use crate::tls::NodeTls;
 
 /// Largest append-entries message this node sends with more than one
@@ -110,16 +111,19 @@ pub struct PeerNetwork {
     tls: Option<NodeTls>,
     /// Counts failed Raft RPCs per peer.
     metrics: Arc<NodeMetrics>,
+    /// Told when a peer refuses this node as a removed member.
+    removal: Removal,
 }
 
 impl PeerNetwork {
-    pub fn new(
+    pub(crate) fn new(
         id: NodeId,
         filter: LinkFilter,
         guard: Arc<PeerGuard>,
         max_message: usize,
         tls: Option<NodeTls>,
         metrics: Arc<NodeMetrics>,
+        removal: Removal,
     ) -> Self {
         PeerNetwork {
             id,
@@ -129,6 +133,7 @@ impl PeerNetwork {
             max_message,
             tls,
             metrics,
+            removal,
         }
     }
 
@@ -308,6 +313,15 @@ impl PeerConnection {
             Rpc::Snapshot => client.install_snapshot(req).await,
         };
         let reply = reply.map_err(|status| {
+            // A vote or an append refused as from a non-member may mean
+            // this node was removed (crate::removal decides).
+            let cited = status
+                .metadata()
+                .get(MEMBERSHIP_INDEX_KEY)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+            if let (tonic::Code::PermissionDenied, Some(index)) = (status.code(), cited) {
+                self.net.removal.refused_by(self.target, index);
+            }
             if status.code() == tonic::Code::Unavailable {
                 RPCError::Unreachable(Unreachable::new(&status))
             } else {

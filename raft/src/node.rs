@@ -29,6 +29,7 @@ use crate::peer_service::PeerService;
 use crate::proposer::Proposer;
 use crate::raft_watch::watch_raft;
 use crate::read_index::ReadIndexRounds;
+use crate::removal::{stop_when_removed, Removal};
 use crate::replica::Replica;
 use crate::timed_log::TimedLogStore;
 use crate::tls::{peer_node_id, NodeTls};
@@ -120,6 +121,8 @@ impl RaftNode {
             config.election_timeout * 4,
         ));
         let metrics = Arc::new(NodeMetrics::new());
+        let members = sm_store.applied_members();
+        let removal = Removal::new(config.id, members.clone());
         let net = PeerNetwork::new(
             config.id,
             filter,
@@ -127,9 +130,9 @@ impl RaftNode {
             config.max_peer_message_bytes,
             tls.clone(),
             metrics.clone(),
+            removal.clone(),
         );
         refuse_if_running_elsewhere(&config, &log_store, &sm_store, &net).await?;
-        let members = sm_store.applied_members();
         let raft = Raft::new(
             config.id,
             Arc::new(raft_config),
@@ -165,6 +168,7 @@ impl RaftNode {
             net,
             guard,
             members,
+            removal,
             fatal: watch::channel(None).0,
             proposer,
             read_rounds: ReadIndexRounds::default(),
@@ -181,6 +185,7 @@ impl RaftNode {
                 inner.metrics.clone(),
             )),
             tokio::spawn(watch_raft(inner.clone(), stop_rx.clone())),
+            tokio::spawn(stop_when_removed(inner.clone(), stop_rx.clone())),
             tokio::spawn(track_leadership(inner.clone(), stop_rx.clone())),
             tokio::spawn(expire_leases(inner.clone(), stop_rx.clone())),
             tokio::spawn(serve_peers(inner.clone(), listener, peer_tls, stop_rx)),

@@ -14,6 +14,7 @@ use crate::pb::peer_server::Peer;
 use crate::pb::Blob;
 use crate::peer_checks::{check_append, check_snapshot, check_vote};
 use crate::peer_guard::{Refusal, Sender};
+use crate::removal::MEMBERSHIP_INDEX_KEY;
 use crate::replica::Replica;
 use crate::tls::peer_node_id;
 
@@ -55,11 +56,22 @@ impl PeerService {
         // Committed membership, not the latest: a leader may legitimately
         // lead while the newest (uncommitted) config leaves it out.
         let is_member = self.node.members.contains(req.get_ref().from);
-        self.node
+        let not_member = matches!(is_member, Some(false));
+        let admitted = self
+            .node
             .guard
             .admit(req.get_ref(), req.remote_addr(), is_member)
-            .await
-            .map_err(refused)
+            .await;
+        admitted.map_err(|e| {
+            let mut status = refused(e);
+            if not_member {
+                // Lets a removed sender tell it was removed (crate::removal).
+                if let Ok(v) = self.node.members.index().to_string().parse() {
+                    status.metadata_mut().insert(MEMBERSHIP_INDEX_KEY, v);
+                }
+            }
+            status
+        })
     }
 
     /// This node's current term.

@@ -21,6 +21,7 @@ use crate::node::NodeStatus;
 use crate::peer_guard::PeerGuard;
 use crate::proposer::Proposer;
 use crate::read_index::ReadIndexRounds;
+use crate::removal::Removal;
 
 /// State shared by the node's tasks and services.
 pub struct Replica {
@@ -46,6 +47,8 @@ pub struct Replica {
     /// The committed membership: peer messages from a node removed from
     /// it are refused (as etcd does).
     pub(crate) members: raftlock_storage::AppliedMembers,
+    /// Whether this node was removed from the cluster, and why.
+    pub(crate) removal: Removal,
     /// Set once the Raft core stopped on its own (a storage failure or a
     /// bug): the node can no longer serve and its process should exit.
     pub(crate) fatal: watch::Sender<Option<String>>,
@@ -88,6 +91,12 @@ impl Replica {
         tracing::error!(node = self.id, "{reason}; this node stops serving");
         self.fatal.send_replace(Some(reason));
         self.mark_stopping();
+    }
+
+    /// Resolves with the reason once this node learns it was removed from
+    /// the cluster; it has then stopped serving.
+    pub async fn removed(&self) -> String {
+        self.removal.wait().await
     }
 
     /// Resolves with the reason once the Raft core stopped on its own.

@@ -265,6 +265,11 @@ pub async fn run(args: ServeArgs, matches: Option<&clap::ArgMatches>) -> Result<
     let failure = tokio::select! {
         _ = interrupts.recv() => None,
         reason = inner.failed() => Some(reason),
+        why = inner.removed() => {
+            // Not a failure: a supervisor must not restart a removed member.
+            eprintln!("removed from the cluster: {why}; stopping (its data dir can be deleted)");
+            None
+        }
     };
     eprintln!("shutting down");
     node.shutdown().await;

@@ -76,6 +76,12 @@ impl AppliedMembers {
         membership.nodes().next()?;
         Some(membership.get_node(&id).is_some())
     }
+
+    /// The log index of the applied membership (0 before the first).
+    pub fn index(&self) -> u64 {
+        let meta = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        meta.membership.log_id().map_or(0, |l| l.index)
+    }
 }
 
 /// The replicated lock state machine, snapshotted into the node's sled

@@ -82,3 +82,54 @@ async fn grow_to_five_and_shrink_to_three_under_load() {
     );
     cluster.shutdown().await;
 }
+
+/// A member removed while it was cut off never applies its removal; once
+/// the links heal it campaigns, the others refuse it as a non-member citing
+/// their newer committed membership, and it stops serving (`Node::removed`;
+/// `raftlock serve` exits 0 saying "removed from the cluster"). A member
+/// removed while connected learns it from the membership it applies.
+/// Without `crate::removal` both keep running, the first one campaigning
+/// for ever, and this test fails at its 30 s bounds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_member_learns_it_and_stops_serving() {
+    let cluster = TestCluster::new(5).await;
+    let leader = cluster.wait_for_leader().await;
+    let others = cluster.others(leader);
+    let (cut_off, connected) = (others[0], others[1]);
+    let client = cluster.client_of(leader).await;
+
+    cluster.isolate(cut_off);
+    client
+        .remove_member(cut_off)
+        .await
+        .expect("remove the cut-off member");
+    client
+        .remove_member(connected)
+        .await
+        .expect("remove a connected member");
+    cluster.heal();
+
+    for id in [connected, cut_off] {
+        let why = tokio::time::timeout(Duration::from_secs(30), cluster.node(id).removed())
+            .await
+            .unwrap_or_else(|_| panic!("node {id} never learned it was removed"));
+        assert!(why.contains("no longer lists"), "node {id}: {why}");
+    }
+    let options = raftlock::client::ClientOptions {
+        retry_for: Duration::from_millis(300),
+        ..cluster.client_options()
+    };
+    let removed = raftlock::Client::connect_with([cluster.addrs[&cut_off].0.to_string()], options)
+        .await
+        .expect("client");
+    let answer = removed.grant_lease(Duration::from_secs(10)).await;
+    assert!(
+        matches!(answer, Err(raftlock::Error::Unavailable(_))),
+        "the removed node answered {answer:?}"
+    );
+    client
+        .grant_lease(Duration::from_secs(10))
+        .await
+        .expect("the remaining three serve");
+    assert_eq!(cluster.node(leader).status().members.len(), 3);
+}
