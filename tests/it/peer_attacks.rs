@@ -322,11 +322,20 @@ async fn a_node_whose_raft_core_stops_reports_it_and_stops_serving() {
     let client = raftlock::Client::connect_with([endpoint], options)
         .await
         .expect("client");
-    let answer = client.grant_lease(TTL).await;
-    assert!(
-        matches!(answer, Err(raftlock::Error::Unavailable(_))),
-        "the stopped node answered {answer:?}"
-    );
+    // The listener closes just after the failure is reported: give it a
+    // moment, but a zombie that keeps answering fails here.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let answer = client.grant_lease(TTL).await;
+        if matches!(answer, Err(raftlock::Error::Unavailable(_))) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the stopped node still answers: {answer:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let survivors = cluster.others(victim);
     let client = raftlock::Client::connect_with(
         survivors.iter().map(|id| cluster.addrs[id].0.to_string()),
