@@ -86,7 +86,8 @@ pub struct ServeArgs {
     #[arg(long, env = "RAFTLOCK_IDLE_TIMEOUT_MS")]
     idle_timeout_ms: Option<u64>,
     /// Admin HTTP listener for /metrics, /healthz, /readyz and the status
-    /// page, e.g. 127.0.0.1:7381 ("off": none). Default: none.
+    /// page, e.g. 127.0.0.1:7381 ("off": none). Default: 127.0.0.1 on the
+    /// client port + 2 (7381), skipped with a warning when that port is taken.
     #[arg(long, env = "RAFTLOCK_ADMIN_ADDR")]
     admin_addr: Option<String>,
     /// UNSAFE, for tests only: acknowledge writes without fsync (sled's
@@ -206,18 +207,40 @@ impl ServeArgs {
 }
 
 impl ServeArgs {
+    /// The admin listener `raftlock serve` opens when no flag, variable or
+    /// config file names one: loopback, two ports above the client port
+    /// (127.0.0.1:7381 beside the default 7379/7380). `None` when one was
+    /// named (or turned `off`). The embedded [`Node`] has no such default.
+    fn default_admin_addr(&self, config: &Config) -> Result<Option<String>, String> {
+        if self.admin_addr.is_some() || self.file_table()?.contains_key("admin_addr") {
+            return Ok(None);
+        }
+        let port = config
+            .client_addr
+            .rsplit_once(':')
+            .and_then(|(_, port)| port.parse::<u16>().ok())
+            .and_then(|port| port.checked_add(2))
+            .filter(|&port| port > 2);
+        Ok(port.map(|port| format!("127.0.0.1:{port}")))
+    }
+
+    /// The config file's settings as a table (empty without a file).
+    fn file_table(&self) -> Result<toml::Table, String> {
+        match &self.config {
+            Some(path) => std::fs::read_to_string(path)
+                .map_err(|e| e.to_string())?
+                .parse()
+                .map_err(|e: toml::de::Error| e.to_string()),
+            None => Ok(toml::Table::new()),
+        }
+    }
+
     /// The effective settings as TOML, each with where it came from: a flag,
     /// a `RAFTLOCK_*` variable, the config file, or the default. `matches`
     /// are the parsed `serve` arguments (they know flag from env).
     pub fn print_config(&self, matches: Option<&clap::ArgMatches>) -> Result<String, String> {
         let config = self.to_config()?;
-        let from_file: toml::Table = match &self.config {
-            Some(path) => std::fs::read_to_string(path)
-                .map_err(|e| e.to_string())?
-                .parse()
-                .map_err(|e: toml::de::Error| e.to_string())?,
-            None => toml::Table::new(),
-        };
+        let from_file = self.file_table()?;
         let effective = toml::Table::try_from(&config).map_err(|e| e.to_string())?;
         let mut out = String::new();
         for (key, value) in &effective {
@@ -246,7 +269,24 @@ pub async fn run(args: ServeArgs, matches: Option<&clap::ArgMatches>) -> Result<
     // an orderly shutdown instead of killing the process.
     let mut interrupts = Interrupts::watch()?;
     let config = args.to_config()?;
-    let node = Node::start(config).await.map_err(|e| e.to_string())?;
+    let mut builder = Node::builder();
+    if let Some(addr) = args.default_admin_addr(&config)? {
+        // Nothing asked for an admin listener: serve one on loopback, as
+        // etcd serves its metrics beside the client port. A second node on
+        // the same host finds the port taken and runs without one.
+        match tokio::net::TcpListener::bind(&addr).await {
+            Ok(listener) => builder = builder.admin_listener(listener),
+            Err(e) => eprintln!(
+                "warning: no admin listener (metrics, health, status page): {addr}: {e}; \
+                 choose one with --admin-addr, or --admin-addr off"
+            ),
+        }
+    }
+    let node = builder
+        .config(config)
+        .start()
+        .await
+        .map_err(|e| e.to_string())?;
     eprintln!(
         "raftlock node {} serving clients on {} (peers on {}){}",
         node.id(),

@@ -54,6 +54,9 @@ pub async fn start(
                 node.peer_addr.to_string(),
                 "--initial-cluster".to_string(),
                 initial.join(","),
+                // Its default port (client + 2) may be another node's.
+                "--admin-addr".to_string(),
+                "off".to_string(),
             ]
             .into_iter()
             .chain(extra.iter().cloned())

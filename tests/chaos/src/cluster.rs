@@ -249,6 +249,8 @@ impl Cluster {
             .args(["--heartbeat-ms", &self.timing.0.to_string()])
             .args(["--election-timeout-ms", &self.timing.1.to_string()])
             .args(["--snapshot-after", &self.snapshot_after.to_string()])
+            // Its default port (client + 2) may be another node's.
+            .args(["--admin-addr", "off"])
             .args(
                 self.secure
                     .as_ref()

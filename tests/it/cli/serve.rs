@@ -1,10 +1,13 @@
 //! `raftlock serve` with no flags: a ready one-node cluster on the default
-//! port, with its data in the working directory.
+//! port, with its data in the working directory and its admin listener
+//! (metrics, health, status page) on loopback beside it.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio::process::Command;
 
 use super::{describe, terminate, wait_exit, BIN};
@@ -48,8 +51,22 @@ async fn cli_serve_without_flags_is_a_ready_one_node_cluster() {
     assert_eq!(status["nodes"][0]["client_addr"], "127.0.0.1:7379");
     assert_eq!(status["nodes"][0]["role"], "leader");
     assert!(cwd.path().join("raftlock-data").is_dir());
+    let health = http_get("127.0.0.1:7381", "/healthz").await;
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
 
     terminate(&serve);
     let exit = wait_exit(&mut serve, Duration::from_secs(15)).await;
     assert_eq!(exit.code(), Some(0), "{exit}");
+}
+
+/// The raw answer to `GET path` at `addr`.
+async fn http_get(addr: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(addr)
+        .await
+        .unwrap_or_else(|e| panic!("no admin listener on {addr}: {e}"));
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.expect("read");
+    String::from_utf8_lossy(&raw).into_owned()
 }
