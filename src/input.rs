@@ -3,8 +3,11 @@
 //! again (`raftlock_storage::limits`).
 
 use raftlock_raft::Error;
+use std::time::Duration;
+
 use raftlock_storage::limits::{
-    MAX_NAME_LEN, MAX_OWNER_LEN, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_VALUE_LEN, MIN_TTL_MS,
+    MAX_LOCK_DELAY_MS, MAX_NAME_LEN, MAX_OWNER_LEN, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_VALUE_LEN,
+    MIN_TTL_MS,
 };
 use raftlock_storage::{ClientSeq, Mode};
 use uuid::Uuid;
@@ -51,6 +54,16 @@ pub fn ttl_ms(ttl_ms: u64) -> Result<(), Error> {
         )));
     }
     Ok(())
+}
+
+/// A lock-delay asked for with an acquire (absent: the node's default).
+pub fn lock_delay(lock_delay_ms: Option<u64>) -> Result<Option<Duration>, Error> {
+    match lock_delay_ms {
+        Some(ms) if ms > MAX_LOCK_DELAY_MS => Err(invalid(format!(
+            "lock-delay {ms} ms is above the {MAX_LOCK_DELAY_MS} ms maximum"
+        ))),
+        other => Ok(other.map(Duration::from_millis)),
+    }
 }
 
 /// An election value.

@@ -17,9 +17,16 @@ pub const OUTCOME_KEY: &str = "raftlock-outcome";
 /// The value of [`OUTCOME_KEY`].
 pub const OUTCOME_UNKNOWN: &str = "unknown";
 
-/// Maps a replication-layer error to the status a client sees.
+/// Maps a replication-layer error to the status a client sees. The
+/// message says what happened in words once: the code already says
+/// "invalid argument", "unavailable" or "deadline exceeded", and the client
+/// puts those words back in front (`client::error`).
 pub fn to_status(e: Error) -> Status {
-    let message = e.to_string();
+    let message = match &e {
+        Error::InvalidArgument(m) | Error::Unavailable(m) | Error::Timeout(m) => m.clone(),
+        Error::Rejected(CommandError::InvalidArgument(m)) => m.clone(),
+        other => other.to_string(),
+    };
     match e {
         Error::Rejected(c) => {
             let mut status = Status::new(command_code(&c), message);
@@ -150,11 +157,20 @@ mod tests {
             let unknown = outcome_unknown(&e);
             let status = to_status(Error::Rejected(e.clone()));
             assert_eq!(status.code(), code, "{e}");
-            assert_eq!(status.message(), e.to_string());
+            // Said once: the client puts the code's words back in front.
+            let back = crate::error::from_status(&status);
+            assert_eq!(
+                back.to_string().matches(&e.to_string()).count(),
+                1,
+                "{back}"
+            );
+            assert!(
+                !back.to_string().contains("invalid argument: invalid"),
+                "{back}"
+            );
             let marked = status.metadata().get(OUTCOME_KEY).is_some();
             assert_eq!(marked, unknown, "{e}");
             // The client maps it back to the same kind of error.
-            let back = crate::error::from_status(&status);
             assert_eq!(
                 matches!(back, crate::Error::OutcomeUnknown(_)),
                 unknown,

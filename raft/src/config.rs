@@ -118,6 +118,11 @@ pub struct Config {
     /// How long a write waits for a leader before giving up.
     #[serde(rename = "leader_wait_ms", with = "millis")]
     pub leader_wait: Duration,
+    /// The lock-delay of an acquire that names none: how long a lock stays
+    /// closed after its holder is lost to lease expiry or force-release
+    /// (never after a clean release). Zero: none, the lock passes on at once.
+    #[serde(rename = "lock_delay_ms", with = "millis")]
+    pub lock_delay: Duration,
     /// UNSAFE, for tests only: acknowledge writes once sled has flushed
     /// them (`sync_file_range`), without `fsync`/`fdatasync`. A power loss
     /// can then lose acknowledged grants and votes. Restores the behaviour
@@ -188,6 +193,7 @@ impl Default for Config {
             snapshot_after_entries: 10_000,
             keep_entries_after_snapshot: 1_000,
             leader_wait: Duration::from_secs(5),
+            lock_delay: Duration::ZERO,
             unsafe_no_fsync: false,
             tls_cert: None,
             tls_key: None,
@@ -293,10 +299,16 @@ impl Config {
     /// Numbers no node can work with: each refused with its key.
     fn validate_ranges(&self) -> Result<(), ConfigError> {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        let checks: [(&'static str, u64, u64, u64); 8] = [
+        let checks: [(&'static str, u64, u64, u64); 9] = [
             ("heartbeat_ms", ms(self.heartbeat), 1, 10_000),
             ("election_timeout_ms", ms(self.election_timeout), 3, 60_000),
             ("leader_wait_ms", ms(self.leader_wait), 1, 600_000),
+            (
+                "lock_delay_ms",
+                ms(self.lock_delay),
+                0,
+                raftlock_storage::limits::MAX_LOCK_DELAY_MS,
+            ),
             (
                 "snapshot_after",
                 self.snapshot_after_entries,

@@ -14,6 +14,7 @@ use tokio::sync::{broadcast, mpsc};
 use raftlock_storage::{Applied, EndReason, Event, Fence};
 
 use crate::lease_timer::LeaseTimer;
+use crate::lock_delay_timer::LockDelayTimer;
 use crate::metrics::NodeMetrics;
 
 /// What a registered (name, owner) pair is told.
@@ -125,7 +126,7 @@ impl Waiters {
 pub async fn route_events(
     mut rx: mpsc::UnboundedReceiver<Applied>,
     waiters: Waiters,
-    timer: LeaseTimer,
+    timers: (LeaseTimer, LockDelayTimer),
     changed: broadcast::Sender<String>,
     metrics: Arc<NodeMetrics>,
 ) {
@@ -140,14 +141,19 @@ pub async fn route_events(
             Applied::Entry { events, .. } => {
                 for event in events {
                     metrics.on_event(&event);
-                    route(event, &waiters, &timer, &changed);
+                    route(event, &waiters, &timers, &changed);
                 }
             }
         }
     }
 }
 
-fn route(event: Event, waiters: &Waiters, timer: &LeaseTimer, changed: &broadcast::Sender<String>) {
+fn route(
+    event: Event,
+    waiters: &Waiters,
+    (timer, delays): &(LeaseTimer, LockDelayTimer),
+    changed: &broadcast::Sender<String>,
+) {
     match event {
         Event::Granted {
             name, owner, fence, ..
@@ -168,5 +174,7 @@ fn route(event: Event, waiters: &Waiters, timer: &LeaseTimer, changed: &broadcas
         }
         Event::LeaseGranted { id, ttl_ms } => timer.on_granted(id, ttl_ms),
         Event::LeaseEnded { id, .. } => timer.on_ended(id),
+        Event::LockDelayStarted { name, since, ms } => delays.on_started(name, since, ms),
+        Event::LockDelayEnded { name, since } => delays.on_ended(&name, since),
     }
 }

@@ -42,6 +42,9 @@ pub struct AcquireSpec {
     pub timeout: Option<Duration>,
     /// Election candidates' value.
     pub value: Option<Vec<u8>>,
+    /// How long the lock stays closed if this hold is lost to expiry or
+    /// force-release; `None`: the node's default (`Config::lock_delay`).
+    pub lock_delay: Option<Duration>,
     pub origin: ClientSeq,
     /// Who asked; the server's own cancel of the wait acts for them too.
     pub caller: Caller,
@@ -74,6 +77,12 @@ impl Replica {
                 mode: spec.mode,
                 wait: spec.wait,
                 value: spec.value.clone(),
+                lock_delay_ms: spec
+                    .lock_delay
+                    .unwrap_or(node.config.lock_delay)
+                    .as_millis()
+                    .try_into()
+                    .unwrap_or(u64::MAX),
             },
         };
         let (index, response) = node.write(request).await?;

@@ -24,7 +24,8 @@
 //! - [`leader_calls`]: calls only the leader serves, and forwarding them.
 //! - [`proposer`]: group commit, many client writes per Raft entry.
 //! - [`read_index`]: one leadership round shared by concurrent reads.
-//! - [`lease_timer`]: deadlines of every lease, tracked by the leader only.
+//! - [`lease_timer`]: deadlines of every lease, tracked by the leader only;
+//!   [`lock_delay_timer`]: the same for lock-delays.
 //! - [`replica`]: [`Replica`], the one handle `src/` has on a running
 //!   replica; [`grant_wait`] is its Acquire and Campaign: propose, then hold
 //!   the call open until the grant is applied here.
@@ -47,6 +48,7 @@ pub mod grant_wait;
 pub mod health;
 pub mod leader_calls;
 pub mod lease_timer;
+pub mod lock_delay_timer;
 pub mod message_codec;
 pub mod metrics;
 pub mod network;

@@ -81,6 +81,7 @@ pub struct NodeMetrics {
     releases: Counters,
     lease_grants: Counter,
     lease_ends: Counters,
+    lock_delays: Counter,
     keep_alives: Counter,
     wait_time: Histogram,
     hold_time: Histogram,
@@ -142,6 +143,7 @@ impl NodeMetrics {
             grants: Counter::default(),
             releases: Counters::default(),
             lease_grants: Counter::default(),
+            lock_delays: Counter::default(),
             lease_ends: Counters::default(),
             keep_alives: Counter::default(),
             wait_time: long_durations(),
@@ -288,6 +290,11 @@ impl NodeMetrics {
             Unit::Seconds,
             self.hold_time.clone(),
         );
+        lock.register(
+            "delays",
+            "Lock-delays begun: a lock closed after losing a holder to expiry or force-release",
+            self.lock_delays.clone(),
+        );
         let lease = r.sub_registry_with_prefix("lease");
         lease.register("live", "Live leases", self.leases.clone());
         lease.register("grants", "Leases granted", self.lease_grants.clone());
@@ -390,7 +397,10 @@ impl NodeMetrics {
                     .get_or_create(&vec![("reason", reason.to_string())])
                     .inc();
             }
-            Event::WaitEnded { .. } | Event::Changed { .. } => {}
+            Event::LockDelayStarted { .. } => {
+                self.lock_delays.inc();
+            }
+            Event::WaitEnded { .. } | Event::Changed { .. } | Event::LockDelayEnded { .. } => {}
         }
     }
 

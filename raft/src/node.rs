@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::event_router::{route_events, Waiters};
 use crate::lease_timer::LeaseTimer;
+use crate::lock_delay_timer::LockDelayTimer;
 use crate::metrics::NodeMetrics;
 use crate::network::{LinkFilter, PeerNetwork};
 use crate::pb::peer_server::PeerServer;
@@ -164,6 +165,7 @@ impl RaftNode {
             state,
             waiters: Waiters::default(),
             timer: LeaseTimer::default(),
+            delays: LockDelayTimer::default(),
             changed,
             net,
             guard,
@@ -180,7 +182,7 @@ impl RaftNode {
             tokio::spawn(route_events(
                 events_rx,
                 inner.waiters.clone(),
-                inner.timer.clone(),
+                (inner.timer.clone(), inner.delays.clone()),
                 inner.changed.clone(),
                 inner.metrics.clone(),
             )),
@@ -188,6 +190,7 @@ impl RaftNode {
             tokio::spawn(stop_when_removed(inner.clone(), stop_rx.clone())),
             tokio::spawn(track_leadership(inner.clone(), stop_rx.clone())),
             tokio::spawn(expire_leases(inner.clone(), stop_rx.clone())),
+            tokio::spawn(end_lock_delays(inner.clone(), stop_rx.clone())),
             tokio::spawn(serve_peers(inner.clone(), listener, peer_tls, stop_rx)),
         ];
 
@@ -363,10 +366,19 @@ async fn track_leadership(node: Arc<Replica>, mut stop: watch::Receiver<bool>) {
                 let state = state.read().unwrap_or_else(|e| e.into_inner());
                 state.leases().map(|l| (l.id, l.ttl_ms)).collect::<Vec<_>>()
             });
+            let state = node.state.clone();
+            node.delays.activate(Instant::now(), move || {
+                let state = state.read().unwrap_or_else(|e| e.into_inner());
+                state
+                    .lock_delays()
+                    .map(|(name, d)| (name.to_owned(), d.since, d.ms))
+                    .collect::<Vec<_>>()
+            });
             leading_term = Some(term);
         } else if !leading && leading_term.is_some() {
             tracing::info!(node = node.id, "stepped down; lease timer stopped");
             node.timer.deactivate();
+            node.delays.deactivate();
             leading_term = None;
         }
         let stopped = metrics.borrow().state == ServerState::Shutdown;
@@ -385,6 +397,7 @@ async fn track_leadership(node: Arc<Replica>, mut stop: watch::Receiver<bool>) {
         }
     }
     node.timer.deactivate();
+    node.delays.deactivate();
 }
 
 /// Expiry entries proposed and not yet applied. A mass expiry then costs a
@@ -436,6 +449,44 @@ async fn expire(node: Arc<Replica>, due: Vec<LeaseId>) {
             tracing::warn!("cannot propose lease expiry: {e}");
             node.timer.unmark(&due);
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Proposes the end of every lock-delay whose time has passed (leader only;
+/// the timer is empty elsewhere). A delay stays tracked until its end is
+/// applied, so a failed proposal is retried on the next pass.
+async fn end_lock_delays(node: Arc<Replica>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let (due, next) = node.delays.due(Instant::now());
+        for (name, since) in due {
+            let req = Request {
+                origin: None,
+                caller: Default::default(),
+                time_ms: wall_clock_ms(),
+                command: Command::EndLockDelay {
+                    name: name.clone(),
+                    since,
+                },
+            };
+            tokio::select! {
+                result = node.proposer.write(req) => match result {
+                    // Applied: the event router has stopped tracking it.
+                    Ok(_) => node.delays.on_ended(&name, since),
+                    Err(e) => {
+                        tracing::warn!(lock = %name, "cannot propose the end of a lock-delay: {e}");
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                            _ = stop.changed() => return,
+                        }
+                    }
+                },
+                _ = stop.changed() => return,
+            }
+        }
+        tokio::select! {
+            _ = node.delays.sleep_until(next) => {}
+            _ = stop.changed() => return,
         }
     }
 }

@@ -123,7 +123,7 @@ fn weight(request: &Request) -> usize {
         Command::Release { name, owner } | Command::Cancel { name, owner, .. } => {
             name.len() + owner.len()
         }
-        Command::ForceRelease { name } => name.len(),
+        Command::ForceRelease { name } | Command::EndLockDelay { name, .. } => name.len(),
         Command::ExpireLeases { ids } => ids.len() * 8,
         Command::GrantLease { .. } | Command::RevokeLease { .. } => 0,
     };

@@ -15,6 +15,7 @@ use raftlock_storage::{NodeAddr, NodeId, SharedState, TypeConfig};
 use crate::config::Config;
 use crate::event_router::Waiters;
 use crate::lease_timer::LeaseTimer;
+use crate::lock_delay_timer::LockDelayTimer;
 use crate::metrics::NodeMetrics;
 use crate::network::PeerNetwork;
 use crate::node::NodeStatus;
@@ -37,6 +38,8 @@ pub struct Replica {
     pub(crate) waiters: Waiters,
     /// Lease deadlines (active on the leader only).
     pub(crate) timer: LeaseTimer,
+    /// Lock-delay deadlines (active on the leader only).
+    pub(crate) delays: LockDelayTimer,
     /// Names of locks whose holders or value changed ("" = everything may
     /// have changed), for election observers.
     pub(crate) changed: broadcast::Sender<String>,

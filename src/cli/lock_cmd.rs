@@ -115,6 +115,13 @@ pub struct LockArgs {
     /// run). Reusing a token re-enters a hold it already has.
     #[arg(long, value_name = "TOKEN")]
     owner: Option<String>,
+    /// Lock-delay (as `consul lock`'s session lock-delay): if this hold is
+    /// lost — this process paused or cut off past its TTL, or an operator's
+    /// force-release — nobody else gets the lock for D, so CMD's writes in
+    /// flight land first. Never after a clean release. Default: the
+    /// server's (0 unless set); at most 60s.
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    lock_delay: Option<Duration>,
     /// After SIGTERM, how long CMD may take to exit before SIGKILL.
     #[arg(long, value_name = "D", default_value = "5s", value_parser = parse_duration)]
     grace: Duration,
@@ -238,6 +245,9 @@ async fn acquire(args: &LockArgs, on_lease: &Client) -> Result<LockGuard, Failur
         on_lease.lock(args.name.clone())
     };
     let mut builder = builder.owner(owner);
+    if let Some(delay) = args.lock_delay {
+        builder = builder.lock_delay(delay);
+    }
     if args.shared {
         builder = builder.shared();
     }

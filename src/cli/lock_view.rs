@@ -15,6 +15,11 @@ pub struct LockView {
     pub holders: Vec<HolderView>,
     /// In queue order.
     pub waiters: Vec<WaiterView>,
+    /// The lock-delay in force (0: none): nobody new is granted the lock
+    /// until it ends.
+    pub lock_delay_ms: u64,
+    /// How long ago that lock-delay began.
+    pub delayed_ms: u64,
 }
 
 /// One holder of a lock.
@@ -30,6 +35,8 @@ pub struct HolderView {
     pub held_ms: u64,
     /// Election value (UTF-8, lossy); empty for plain locks.
     pub value: String,
+    /// The lock-delay that starts if this hold is lost (0: none).
+    pub lock_delay_ms: u64,
 }
 
 /// One waiter for a lock.
@@ -62,6 +69,7 @@ impl From<HolderInfo> for HolderView {
             fence: h.fence,
             count: h.count,
             held_ms: h.held_ms,
+            lock_delay_ms: h.lock_delay_ms,
         }
     }
 }
@@ -85,6 +93,8 @@ impl From<LockInfo> for LockView {
             semaphore_limit: l.semaphore_limit,
             holders: l.holders.into_iter().map(Into::into).collect(),
             waiters: l.waiters.into_iter().map(Into::into).collect(),
+            lock_delay_ms: l.lock_delay_ms,
+            delayed_ms: l.delayed_ms,
         }
     }
 }
@@ -135,6 +145,13 @@ pub fn print_describe(lock: &LockView) {
         n => format!(" (semaphore, limit {n})"),
     };
     out!("lock {}{limit}", lock.name);
+    if lock.lock_delay_ms > 0 {
+        out!(
+            "lock-delay: closed to new holders for {} ms after losing a holder ({} ms ago)",
+            lock.lock_delay_ms,
+            lock.delayed_ms
+        );
+    }
     out!(
         "{:<8} {:<44} {:>8} {:<10} {:>10} {:>5} {:>10}  VALUE",
         "ROLE",
@@ -156,6 +173,13 @@ pub fn print_describe(lock: &LockView) {
             h.count,
             h.held_ms,
             h.value
+        );
+    }
+    for h in lock.holders.iter().filter(|h| h.lock_delay_ms > 0) {
+        out!(
+            "if {} is lost to expiry or force-release, the lock stays closed for {} ms",
+            h.owner,
+            h.lock_delay_ms
         );
     }
     for w in &lock.waiters {

@@ -65,10 +65,16 @@ pub async fn run(args: LocksArgs) -> Result<ExitCode, String> {
                 semaphore_limit: 0,
                 holders: Vec::new(),
                 waiters: Vec::new(),
+                lock_delay_ms: 0,
+                delayed_ms: 0,
             });
             match ep.output {
                 Output::Json => print_json(&view)?,
-                Output::Table if view.holders.is_empty() && view.waiters.is_empty() => {
+                Output::Table
+                    if view.holders.is_empty()
+                        && view.waiters.is_empty()
+                        && view.lock_delay_ms == 0 =>
+                {
                     out!("lock {name} is free: nobody holds or waits for it");
                 }
                 Output::Table => print_describe(&view),

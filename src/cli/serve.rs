@@ -62,6 +62,12 @@ pub struct ServeArgs {
     /// answered UNAVAILABLE, in ms. Default 5000.
     #[arg(long, env = "RAFTLOCK_LEADER_WAIT_MS")]
     leader_wait_ms: Option<u64>,
+    /// Lock-delay for acquires that name none, in ms (Consul's lock-delay):
+    /// a lock whose holder is lost to lease expiry or force-release stays
+    /// closed this long, so the lost holder's writes in flight land first.
+    /// Never after a clean release. Default 0 (none); at most 60000.
+    #[arg(long, env = "RAFTLOCK_LOCK_DELAY_MS")]
+    lock_delay_ms: Option<u64>,
     /// Snapshot after this many entries. Default 10000.
     #[arg(long, env = "RAFTLOCK_SNAPSHOT_AFTER")]
     snapshot_after: Option<u64>,
@@ -182,6 +188,9 @@ impl ServeArgs {
         }
         if let Some(v) = self.leader_wait_ms {
             c.leader_wait = std::time::Duration::from_millis(v);
+        }
+        if let Some(v) = self.lock_delay_ms {
+            c.lock_delay = std::time::Duration::from_millis(v);
         }
         if let Some(v) = self.max_peer_message_bytes {
             c.max_peer_message_bytes = v;

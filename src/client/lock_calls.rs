@@ -24,6 +24,9 @@ pub struct Acquire {
     pub wait: bool,
     /// `None`: wait until granted.
     pub timeout: Option<Duration>,
+    /// `None`: the server's default lock-delay (see
+    /// [`LockBuilder::lock_delay`](super::LockBuilder::lock_delay)).
+    pub lock_delay: Option<Duration>,
 }
 
 impl Acquire {
@@ -38,6 +41,7 @@ impl Acquire {
             limit: 0,
             wait: true,
             timeout: None,
+            lock_delay: None,
         }
     }
 }
@@ -66,6 +70,9 @@ impl Client {
             limit: spec.limit,
             wait: spec.wait,
             wait_timeout_ms: 0,
+            lock_delay_ms: spec
+                .lock_delay
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         };
         let mut attempts = WaitAttempts::new(spec.timeout);
         let answer = self

@@ -38,6 +38,8 @@ pub struct LockBuilder {
     abort: Option<AbortHandle>,
     /// `false` for task locks: the dedicated lease is left to run out.
     renew: bool,
+    /// `None`: the server's default lock-delay.
+    lock_delay: Option<Duration>,
 }
 
 impl Client {
@@ -73,6 +75,7 @@ impl Client {
             owner: None,
             abort: None,
             renew: true,
+            lock_delay: None,
         }
     }
 }
@@ -102,6 +105,17 @@ impl LockBuilder {
     /// the fencing token stays.
     pub fn owner(mut self, token: impl Into<String>) -> Self {
         self.owner = Some(token.into());
+        self
+    }
+
+    /// Lock-delay (Consul, Chubby): if this hold is lost to lease expiry
+    /// or force-release — this process paused or cut off — nobody else is
+    /// granted the lock for `delay`, so writes this holder still has in
+    /// flight land before the next holder starts. Never applied after a
+    /// clean release. Default: the server's (`--lock-delay-ms`, 0 unless
+    /// set); at most 60 s.
+    pub fn lock_delay(mut self, delay: Duration) -> Self {
+        self.lock_delay = Some(delay);
         self
     }
 
@@ -169,6 +183,7 @@ impl LockBuilder {
                 limit: self.limit,
                 wait,
                 timeout: self.timeout,
+                lock_delay: self.lock_delay,
             };
             let result = self.client.acquire(&spec).await;
             let dedicated = self.ttl.is_some();

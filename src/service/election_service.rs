@@ -67,6 +67,8 @@ impl pb::election_server::Election for ElectionService {
             timeout: (req.wait_timeout_ms > 0)
                 .then(|| std::time::Duration::from_millis(req.wait_timeout_ms)),
             value: Some(req.value),
+            // The node's default, as for a lock.
+            lock_delay: None,
             origin,
             caller: who.caller().clone(),
         };

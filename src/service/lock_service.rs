@@ -41,6 +41,7 @@ impl pb::lock_server::Lock for LockService {
         input::owner(&req.owner).map_err(to_status)?;
         input::lease(req.lease).map_err(to_status)?;
         let mode = input::mode(req.mode, req.permits, req.limit).map_err(to_status)?;
+        let lock_delay = input::lock_delay(req.lock_delay_ms).map_err(to_status)?;
         let spec = AcquireSpec {
             name: req.name,
             owner: req.owner,
@@ -49,6 +50,7 @@ impl pb::lock_server::Lock for LockService {
             wait: req.wait,
             timeout: (req.wait_timeout_ms > 0).then(|| Duration::from_millis(req.wait_timeout_ms)),
             value: None,
+            lock_delay,
             origin,
             caller: who.caller().clone(),
         };
@@ -246,6 +248,7 @@ pub(crate) fn lock_info(lock: &Lock, now_ms: u64) -> pb::LockInfo {
                     count: h.count,
                     held_ms: now_ms.saturating_sub(h.granted_at_ms),
                     value: h.value.clone().unwrap_or_default(),
+                    lock_delay_ms: h.lock_delay_ms,
                 }
             })
             .collect(),
@@ -263,5 +266,10 @@ pub(crate) fn lock_info(lock: &Lock, now_ms: u64) -> pb::LockInfo {
                 }
             })
             .collect(),
+        lock_delay_ms: lock.delay.as_ref().map_or(0, |d| d.ms),
+        delayed_ms: lock
+            .delay
+            .as_ref()
+            .map_or(0, |d| now_ms.saturating_sub(d.started_at_ms)),
     }
 }

@@ -87,6 +87,7 @@ fn main() {
                 mode: Mode::Exclusive,
                 wait: false,
                 value: None,
+                lock_delay_ms: 0,
             },
         );
         index += 1;

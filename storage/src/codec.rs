@@ -17,8 +17,9 @@ use crate::error::Error;
 /// record changes shape, so that an older data dir is refused rather than
 /// misread. 3: remembered replies carry their command's fingerprint, leases
 /// the client that granted them, request ids the `anonymous` flag. 4:
-/// requests carry their caller, leases the identity that granted them.
-pub const FORMAT: u8 = 4;
+/// requests carry their caller, leases the identity that granted them. 5:
+/// acquires, holds and waits carry a lock-delay, locks the delay in force.
+pub const FORMAT: u8 = 5;
 
 /// Format byte plus CRC32C.
 const HEADER_LEN: usize = 5;

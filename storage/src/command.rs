@@ -190,6 +190,11 @@ pub enum Command {
         wait: bool,
         /// Election candidates carry the value they will publish as leader.
         value: Option<Vec<u8>>,
+        /// How long the lock stays closed to everyone else if this hold is
+        /// lost to lease expiry or force-release (Consul's and Chubby's
+        /// lock-delay); 0 for none. Never applied after a clean release.
+        #[serde(default)]
+        lock_delay_ms: u64,
     },
     /// Give back one level of re-entry; the hold ends when the count hits 0.
     Release { name: String, owner: String },
@@ -205,6 +210,10 @@ pub enum Command {
     },
     /// Operator override: end every hold on `name` (waiters then get it).
     ForceRelease { name: String },
+    /// Proposed by the leader when the lock-delay of `name` that began at
+    /// slot `since` has run its course: the lock opens to its waiters. A
+    /// delay that has ended or restarted since is left alone.
+    EndLockDelay { name: String, since: u64 },
     /// Change the value published by an election leader.
     Proclaim {
         name: String,
@@ -260,6 +269,8 @@ pub enum Response {
     ForceReleased { holders: u32 },
     /// The election value changed.
     Proclaimed,
+    /// A lock-delay ended (`false`: it had ended or restarted already).
+    LockDelayEnded { ended: bool },
     /// The request was refused and changed nothing.
     Rejected(CommandError),
 }

@@ -46,6 +46,11 @@ pub enum Event {
     LeaseGranted { id: LeaseId, ttl_ms: u64 },
     /// A lease ended; the leader stops tracking it.
     LeaseEnded { id: LeaseId, reason: EndReason },
+    /// `name` lost a holder to expiry or force-release and stays closed for
+    /// `ms`; the leader starts the delay's deadline. `since` names the delay.
+    LockDelayStarted { name: String, since: u64, ms: u64 },
+    /// The lock-delay `since` of `name` ended; the leader stops tracking it.
+    LockDelayEnded { name: String, since: u64 },
 }
 
 /// Why a hold, a wait or a lease ended.

@@ -13,6 +13,9 @@ pub const MAX_VALUE_LEN: usize = 64 * 1024;
 pub const MIN_TTL_MS: u64 = 100;
 /// Longest lease TTL: one day. Anything longer is almost surely a unit mistake.
 pub const MAX_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+/// Longest lock-delay: a minute, as Consul allows. A longer pause between
+/// losing a holder and granting the next is better served by a longer TTL.
+pub const MAX_LOCK_DELAY_MS: u64 = 60_000;
 /// Most waiters one lock may queue. A lock is stored as one record, so each
 /// change to it rewrites its whole queue: this bound keeps that cheap.
 pub const MAX_WAITERS_PER_LOCK: usize = 1_000;

@@ -85,6 +85,7 @@ fn every_metric_has_its_name_type_help_and_unit() {
         ("raftlock_connections_open", "gauge"),
         ("raftlock_connections_refused", "counter"),
         ("raftlock_connections_timed_out", "counter"),
+        ("raftlock_lock_delays", "counter"),
     ];
     for (name, kind) in expected {
         assert_eq!(type_of(&text, name), Some(kind), "{name} in:\n{text}");

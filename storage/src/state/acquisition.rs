@@ -18,6 +18,7 @@ pub(super) struct AcquireRequest<'a> {
     pub(super) mode: Mode,
     pub(super) wait: bool,
     pub(super) value: &'a Option<Vec<u8>>,
+    pub(super) lock_delay_ms: u64,
 }
 
 /// Acquire on a lock that does not exist yet: it is created with the
@@ -36,13 +37,15 @@ pub(super) fn acquire_new(
         semaphore_limit,
         holders: Vec::new(),
         waiters: VecDeque::new(),
+        delay: None,
     };
     let fence = queue::grant(&mut lock, grant_of(req, step), leases, step);
     (lock, Response::Granted { fence, count: 1 })
 }
 
 /// Acquire on a lock that exists: re-entry, already queued, grant, queue or
-/// busy.
+/// busy. A lock under a lock-delay grants nobody new: a try-lock is busy, a
+/// wait queues.
 pub(super) fn acquire_existing(
     lock: &mut Lock,
     req: &AcquireRequest<'_>,
@@ -80,7 +83,10 @@ pub(super) fn acquire_existing(
             Touched::Nothing,
         ));
     }
-    if lock.waiters.is_empty() && Occupancy::of(lock).fits(req.mode, lock.semaphore_limit) {
+    if lock.delay.is_none()
+        && lock.waiters.is_empty()
+        && Occupancy::of(lock).fits(req.mode, lock.semaphore_limit)
+    {
         let fence = queue::grant(lock, grant_of(req, step), leases, step);
         return Ok((Response::Granted { fence, count: 1 }, Touched::Holders));
     }
@@ -101,6 +107,7 @@ pub(super) fn acquire_existing(
         queued_at_ms: step.time_ms,
         value: req.value.clone(),
         claim: step.claim,
+        lock_delay_ms: req.lock_delay_ms,
     });
     let position = count_u32(lock.waiters.len() - 1);
     Ok((Response::Queued { position }, Touched::Record))
@@ -164,5 +171,6 @@ fn grant_of(req: &AcquireRequest<'_>, step: &Step<'_>) -> Grant {
         mode: req.mode,
         value: req.value.clone(),
         claim: step.claim,
+        lock_delay_ms: req.lock_delay_ms,
     }
 }

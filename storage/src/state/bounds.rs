@@ -3,7 +3,8 @@
 
 use crate::command::{CommandError, Mode};
 use crate::limits::{
-    MAX_NAME_LEN, MAX_OWNER_LEN, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_VALUE_LEN, MIN_TTL_MS,
+    MAX_LOCK_DELAY_MS, MAX_NAME_LEN, MAX_OWNER_LEN, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_VALUE_LEN,
+    MIN_TTL_MS,
 };
 
 fn invalid(message: String) -> CommandError {
@@ -67,6 +68,16 @@ pub(super) fn check_ttl(ttl_ms: u64) -> Result<(), CommandError> {
     if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl_ms) {
         return Err(invalid(format!(
             "lease ttl {ttl_ms} ms is outside {MIN_TTL_MS}..={MAX_TTL_MS} ms"
+        )));
+    }
+    Ok(())
+}
+
+/// A lock-delay: at most [`MAX_LOCK_DELAY_MS`] (0: none).
+pub(super) fn check_lock_delay(lock_delay_ms: u64) -> Result<(), CommandError> {
+    if lock_delay_ms > MAX_LOCK_DELAY_MS {
+        return Err(invalid(format!(
+            "lock-delay {lock_delay_ms} ms is above the {MAX_LOCK_DELAY_MS} ms maximum"
         )));
     }
     Ok(())

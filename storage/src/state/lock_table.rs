@@ -8,10 +8,10 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::acquisition::{acquire_existing, acquire_new, AcquireRequest};
-use super::bounds::{check_mode, check_name, check_owner, check_value};
+use super::bounds::{check_lock_delay, check_mode, check_name, check_owner, check_value};
 use super::lease_table::LeaseTable;
 use super::queue::{self, count_u32};
-use super::{Holder, Lock, Step, Waiter};
+use super::{Holder, Lock, LockDelay, Step, Waiter};
 use crate::command::{CancelOutcome, Claim, CommandError, LeaseId, Response};
 use crate::event::{EndReason, Event};
 
@@ -82,6 +82,7 @@ impl LockTable {
             check_value(value)?;
         }
         check_mode(req.mode)?;
+        check_lock_delay(req.lock_delay_ms)?;
         // The chaos suite's deliberately broken build (see docs/chaos.md)
         // skips this check, so a dead lease can be granted a lock.
         #[cfg(not(feature = "chaos-skip-lease-check"))]
@@ -218,6 +219,7 @@ impl LockTable {
         for holder in &holders {
             hold_ended(name, holder, EndReason::ForceReleased, leases, step);
         }
+        start_delay(lock, &holders, step);
         let granted = queue::grant_from_head(lock, leases, step);
         let touched = if holders.is_empty() && granted == 0 {
             Touched::Nothing
@@ -275,6 +277,9 @@ impl LockTable {
             for holder in &ended {
                 hold_ended(&name, holder, reason, leases, step);
             }
+            if reason == EndReason::LeaseExpired {
+                start_delay(lock, &ended, step);
+            }
             let (dropped, kept): (VecDeque<Waiter>, VecDeque<Waiter>) =
                 std::mem::take(&mut lock.waiters)
                     .into_iter()
@@ -297,8 +302,36 @@ impl LockTable {
         released
     }
 
+    /// Ends the lock-delay of `name` that began at `since`, if it is still
+    /// the one in force, and grants the lock to its waiters.
+    pub(super) fn end_delay(
+        &mut self,
+        name: &str,
+        since: u64,
+        leases: &mut LeaseTable,
+        step: &mut Step<'_>,
+    ) -> Response {
+        let Some(lock) = self.locks.get_mut(name) else {
+            return Response::LockDelayEnded { ended: false };
+        };
+        if lock.delay.as_ref().is_none_or(|d| d.since != since) {
+            return Response::LockDelayEnded { ended: false };
+        }
+        lock.delay = None;
+        step.changes.events.push(Event::LockDelayEnded {
+            name: name.to_owned(),
+            since,
+        });
+        let touched = match queue::grant_from_head(lock, leases, step) {
+            0 => Touched::Record,
+            _ => Touched::Holders,
+        };
+        self.finish(name, touched, step);
+        Response::LockDelayEnded { ended: true }
+    }
+
     /// Records what a command did to `name`: announces holder changes and
-    /// removes the lock once nobody holds or waits.
+    /// removes the lock once nobody holds or waits and no lock-delay runs.
     fn finish(&mut self, name: &str, touched: Touched, step: &mut Step<'_>) {
         if touched == Touched::Nothing {
             return;
@@ -311,11 +344,32 @@ impl LockTable {
         if self
             .locks
             .get(name)
-            .is_some_and(|l| l.holders.is_empty() && l.waiters.is_empty())
+            .is_some_and(|l| l.holders.is_empty() && l.waiters.is_empty() && l.delay.is_none())
         {
             self.locks.remove(name);
         }
     }
+}
+
+/// Closes `lock` for the longest lock-delay among `lost`, holds just lost
+/// to expiry or force-release (none if they asked for none). A delay in
+/// force already is replaced by a new one counted from now.
+fn start_delay(lock: &mut Lock, lost: &[Holder], step: &mut Step<'_>) {
+    let ms = lost.iter().map(|h| h.lock_delay_ms).max().unwrap_or(0);
+    if ms == 0 {
+        return;
+    }
+    let ms = ms.max(lock.delay.as_ref().map_or(0, |d| d.ms));
+    lock.delay = Some(LockDelay {
+        ms,
+        since: step.slot,
+        started_at_ms: step.time_ms,
+    });
+    step.changes.events.push(Event::LockDelayStarted {
+        name: lock.name.clone(),
+        since: step.slot,
+        ms,
+    });
 }
 
 /// Removes the hold at `at` and announces it.

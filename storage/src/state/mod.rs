@@ -84,6 +84,9 @@ pub struct Holder {
     /// The call that asked for the hold last (see [`Claim`]).
     #[serde(default)]
     pub claim: Option<Claim>,
+    /// The lock-delay that starts if this hold is lost (0: none).
+    #[serde(default)]
+    pub lock_delay_ms: u64,
 }
 
 /// One queued request for a lock.
@@ -102,9 +105,30 @@ pub struct Waiter {
     /// The call that asked for the wait last (see [`Claim`]).
     #[serde(default)]
     pub claim: Option<Claim>,
+    /// The lock-delay its hold will carry once granted.
+    #[serde(default)]
+    pub lock_delay_ms: u64,
 }
 
-/// A lock with at least one holder or waiter. Locks with neither are removed.
+/// A lock closed to new holders after losing one to expiry or
+/// force-release, so that writes the lost holder still has in flight land
+/// before anyone else holds the lock. It ends when the leader, having
+/// counted `ms` on its monotonic clock, proposes
+/// [`EndLockDelay`](crate::command::Command::EndLockDelay); a new leader
+/// counts the whole delay again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockDelay {
+    /// How long the lock stays closed.
+    pub ms: u64,
+    /// Slot of the entry that started it: names this delay, so a stale end
+    /// cannot end a later one.
+    pub since: u64,
+    /// Proposer wall clock at its start, for display.
+    pub started_at_ms: u64,
+}
+
+/// A lock with at least one holder or waiter, or a lock-delay in force.
+/// Locks with none of these are removed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lock {
     /// The lock's name.
@@ -115,6 +139,10 @@ pub struct Lock {
     pub holders: Vec<Holder>,
     /// FIFO.
     pub waiters: std::collections::VecDeque<Waiter>,
+    /// While `Some`, nobody new is granted the lock (re-entry by a current
+    /// holder still is).
+    #[serde(default)]
+    pub delay: Option<LockDelay>,
 }
 
 impl Lock {
@@ -278,6 +306,7 @@ impl LockState {
                 mode,
                 wait,
                 value,
+                lock_delay_ms,
             } => {
                 let request = AcquireRequest {
                     name,
@@ -286,6 +315,7 @@ impl LockState {
                     mode: *mode,
                     wait: *wait,
                     value,
+                    lock_delay_ms: *lock_delay_ms,
                 };
                 self.locks.acquire(&request, &mut self.leases, &mut step)
             }
@@ -302,6 +332,11 @@ impl LockState {
             }
             Command::Proclaim { name, owner, value } => {
                 self.locks.proclaim(name, owner, value, &mut step)
+            }
+            Command::EndLockDelay { name, since } => {
+                Ok(self
+                    .locks
+                    .end_delay(name, *since, &mut self.leases, &mut step))
             }
         };
         result.unwrap_or_else(Response::Rejected)
@@ -400,6 +435,13 @@ impl LockState {
     /// Locks whose name starts with `prefix`, in name order, at most `limit`.
     pub fn locks_with_prefix(&self, prefix: &str, limit: usize) -> Vec<&Lock> {
         self.locks.with_prefix(prefix, limit)
+    }
+
+    /// Every lock with a lock-delay in force: (name, delay).
+    pub fn lock_delays(&self) -> impl Iterator<Item = (&str, &LockDelay)> + '_ {
+        self.locks
+            .iter()
+            .filter_map(|l| l.delay.as_ref().map(|d| (l.name.as_str(), d)))
     }
 
     /// Whether `fence` is the token of a current holder of `name`.

@@ -66,6 +66,7 @@ pub(super) struct Grant {
     pub(super) mode: Mode,
     pub(super) value: Option<Vec<u8>>,
     pub(super) claim: Option<Claim>,
+    pub(super) lock_delay_ms: u64,
 }
 
 /// Adds a hold on `lock` whose fence is the step's slot, indexes it
@@ -93,17 +94,21 @@ pub(super) fn grant(
         granted_at_ms: step.time_ms,
         value: grant.value,
         claim: grant.claim,
+        lock_delay_ms: grant.lock_delay_ms,
     });
     fence
 }
 
-/// Grants waiters from the head of the queue for as long as the head fits.
-/// Returns how many were granted.
+/// Grants waiters from the head of the queue for as long as the head fits
+/// (nobody while a lock-delay is in force). Returns how many were granted.
 pub(super) fn grant_from_head(
     lock: &mut Lock,
     leases: &mut LeaseTable,
     step: &mut Step<'_>,
 ) -> usize {
+    if lock.delay.is_some() {
+        return 0;
+    }
     let mut occupancy = Occupancy::of(lock);
     let mut granted = 0;
     while let Some(head) = lock.waiters.front() {
@@ -120,6 +125,7 @@ pub(super) fn grant_from_head(
             mode: waiter.mode,
             value: waiter.value,
             claim: waiter.claim,
+            lock_delay_ms: waiter.lock_delay_ms,
         };
         grant(lock, hold, leases, step);
         granted += 1;

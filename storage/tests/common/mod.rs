@@ -117,6 +117,7 @@ pub fn acquire(name: &str, owner: &str, lease: u64) -> Command {
         mode: Mode::Exclusive,
         wait: true,
         value: None,
+        lock_delay_ms: 0,
     }
 }
 

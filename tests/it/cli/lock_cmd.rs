@@ -317,3 +317,120 @@ async fn cli_lock_semaphore_owner_and_command_without_separator() {
     assert_eq!(out.status.code(), Some(7), "{}", describe(&out));
     cluster.shutdown().await;
 }
+
+/// Lock-delay with a paused holder: `raftlock lock res --ttl 1s
+/// --lock-delay 5s -- sleep 600` holds the lock and is stopped (SIGSTOP);
+/// its lease runs out; a waiter queued before the pause is granted only
+/// once the delay has passed, and meanwhile `describe` shows the lock
+/// closed with nobody holding it. Without the delay (`start_delay` in the
+/// state machine off) the waiter was granted as soon as the lease expired,
+/// so the lock never showed closed and the test failed there (seen).
+#[tokio::test]
+async fn cli_lock_delay_keeps_a_lost_lock_closed_for_its_delay() {
+    const DELAY: Duration = Duration::from_secs(5);
+    let cluster = TestCluster::new(3).await;
+    let client = cluster.client().await;
+    let (mut holder, mut stdout) = spawn(
+        &cluster,
+        &[
+            "lock",
+            "res",
+            "--ttl",
+            "1s",
+            "--lock-delay",
+            "5s",
+            "--",
+            "sleep",
+            "600",
+        ],
+    );
+    wait_for(&client, "res", "the CLI to hold", |info| {
+        info.as_ref().is_some_and(|i| i.holders.len() == 1)
+    })
+    .await;
+    let first_fence = client.describe("res").await.unwrap().unwrap().holders[0].fence;
+
+    // The next holder waits in the queue before the holder stops.
+    let waiter = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let guard = client
+                .lock("res")
+                .timeout(Duration::from_secs(60))
+                .acquire()
+                .await
+                .expect("granted after the delay");
+            (Instant::now(), guard)
+        })
+    };
+    wait_for(&client, "res", "the waiter to queue", |info| {
+        info.as_ref().is_some_and(|i| i.waiters.len() == 1)
+    })
+    .await;
+    let pid = holder.id().expect("the CLI runs").to_string();
+    signal(&pid, "STOP");
+    let stopped = Instant::now();
+
+    // Its lease expires: the lock is closed, held by nobody, for the delay.
+    wait_for(&client, "res", "the lost hold to close the lock", |info| {
+        info.as_ref()
+            .is_some_and(|i| i.holders.is_empty() && i.lock_delay_ms == 5_000)
+    })
+    .await;
+    let (granted, guard) = waiter.await.expect("waiter task");
+    let fence = guard.fence();
+    assert!(
+        granted.duration_since(stopped) >= DELAY,
+        "granted too soon: {:?} after the holder stopped",
+        granted.duration_since(stopped)
+    );
+    assert!(fence > first_fence, "fences still increase");
+    let info = client.describe("res").await.unwrap().unwrap();
+    assert_eq!(info.lock_delay_ms, 0, "the delay ended: {info:?}");
+    guard.release().await.unwrap();
+
+    signal(&pid, "CONT");
+    let status = wait_exit(&mut holder, Duration::from_secs(30)).await;
+    assert_eq!(
+        status.code(),
+        Some(6),
+        "the stopped holder reports the loss"
+    );
+    drop(stdout.next_line().await);
+    cluster.shutdown().await;
+}
+
+/// A clean end never delays: `raftlock lock res --lock-delay 30s -- true`
+/// exits, and the lock is free for the next try-lock at once.
+#[tokio::test]
+async fn cli_lock_delay_never_follows_a_clean_release() {
+    let cluster = TestCluster::new(1).await;
+    let out = run(
+        &cluster,
+        &["lock", "res", "--lock-delay", "30s", "--", "true"],
+    )
+    .await;
+    assert!(out.status.success(), "{}", describe(&out));
+    let client = cluster.client().await;
+    let guard = client.lock("res").try_acquire().await.unwrap();
+    assert!(guard.is_some(), "a clean release left the lock closed");
+    let out = run(
+        &cluster,
+        &["lock", "res2", "--lock-delay", "61s", "--", "true"],
+    )
+    .await;
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "above the maximum: {}",
+        describe(&out)
+    );
+    let said = stderr_of(&out);
+    assert_eq!(
+        said.trim_end(),
+        "error: invalid argument: lock-delay 61000 ms is above the 60000 ms maximum; \
+         fix it and run again",
+        "said once, with the next step"
+    );
+    cluster.shutdown().await;
+}

@@ -96,6 +96,7 @@ fn another_identity_cannot_act_through_a_lease() {
             mode: Mode::Exclusive,
             wait: true,
             value: Some(b"b".to_vec()),
+            lock_delay_ms: 0,
         },
     );
     assert!(matches!(queued, Response::Granted { .. }), "{queued:?}");

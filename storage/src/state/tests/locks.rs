@@ -310,6 +310,7 @@ fn elections_publish_the_leaders_value() {
         mode: Mode::Exclusive,
         wait: true,
         value: Some(value.to_vec()),
+        lock_delay_ms: 0,
     };
     h.reply(campaign("n1", b"addr1"));
     h.reply(campaign("n2", b"addr2"));

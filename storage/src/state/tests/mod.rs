@@ -5,6 +5,7 @@ mod authority;
 mod claims;
 mod dedup_attacks;
 mod leases;
+mod lock_delay;
 mod locks;
 mod random;
 mod rejections;
@@ -111,6 +112,7 @@ fn acquire(name: &str, owner: &str, lease: LeaseId, mode: Mode, wait: bool) -> C
         mode,
         wait,
         value: None,
+        lock_delay_ms: 0,
     }
 }
 
@@ -189,7 +191,7 @@ fn check_invariants(state: &LockState) {
     for lock in state.locks() {
         let name = &lock.name;
         assert!(
-            !lock.holders.is_empty() || !lock.waiters.is_empty(),
+            !lock.holders.is_empty() || !lock.waiters.is_empty() || lock.delay.is_some(),
             "{name}: empty lock kept"
         );
         let mut owners = BTreeSet::new();
@@ -266,7 +268,8 @@ fn check_invariants(state: &LockState) {
                 }
             }
         }
-        if let Some(head) = lock.waiters.front() {
+        // A lock-delay holds every waiter back until it ends.
+        if let Some(head) = lock.waiters.front().filter(|_| lock.delay.is_none()) {
             let fits = Occupancy::of(lock).fits(head.mode, lock.semaphore_limit);
             assert!(
                 !fits,

@@ -71,6 +71,7 @@ fn random_command(rng: &mut Rng, live: &[LeaseId], ever: &[LeaseId]) -> Command 
         16..=59 => Command::Acquire {
             mode: random_mode(rng, &name),
             value: (name == "e").then(|| owner.clone().into_bytes()),
+            lock_delay_ms: 0,
             wait: rng.below(5) != 0,
             name,
             owner,

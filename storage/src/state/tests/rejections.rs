@@ -98,6 +98,7 @@ fn bad_names_owners_values_and_modes() {
         mode: Mode::Exclusive,
         wait: true,
         value: Some(vec![0; MAX_VALUE_LEN + 1]),
+        lock_delay_ms: 0,
     };
     assert!(invalid(&assert_refused(&mut h, big)));
     for mode in [

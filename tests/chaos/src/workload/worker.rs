@@ -173,6 +173,7 @@ impl Worker {
                     },
                     wait,
                     timeout: wait.then_some(WAIT),
+                    lock_delay: None,
                 };
                 let op = Op::Acquire {
                     name: name.into(),
