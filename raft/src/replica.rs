@@ -9,10 +9,12 @@ use std::time::Duration;
 use openraft::{Raft, ServerState};
 use tokio::sync::{broadcast, watch};
 
+use raftlock_storage::backup::Backup;
 use raftlock_storage::state::LockState;
 use raftlock_storage::{NodeAddr, NodeId, SharedState, TypeConfig};
 
 use crate::config::Config;
+use crate::error::Error;
 use crate::event_router::Waiters;
 use crate::lease_timer::LeaseTimer;
 use crate::lock_delay_timer::LockDelayTimer;
@@ -119,6 +121,25 @@ impl Replica {
     /// The id of the cluster this node belongs to, once known.
     pub fn cluster_id(&self) -> Option<uuid::Uuid> {
         self.guard.cluster_id()
+    }
+
+    /// A backup of the whole lock state (see `raftlock_storage::backup`):
+    /// at an index at least the leader's commit index when asked (a read
+    /// barrier first), or this node's applied state when `local`. The copy
+    /// and its encoding run on the blocking pool.
+    pub async fn backup(&self, local: bool) -> Result<Backup, Error> {
+        if !local {
+            self.read_barrier().await?;
+        }
+        let (state, applied) = (self.state.clone(), self.members.clone());
+        let cluster_id = self.cluster_id();
+        let taken_at_ms = crate::node::wall_clock_ms();
+        tokio::task::spawn_blocking(move || {
+            Backup::capture(&state, &applied, cluster_id, taken_at_ms)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("backup worker: {e}")))?
+        .map_err(|e| Error::Internal(format!("cannot copy the state: {e}")))
     }
 
     /// This node's Prometheus metrics.

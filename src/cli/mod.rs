@@ -31,6 +31,7 @@ mod lock_view;
 mod locks_cmd;
 mod serve;
 mod signals;
+mod snapshot_cmd;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -91,6 +92,9 @@ pub enum Command {
     Lock(lock_cmd::LockArgs),
     /// Campaign in an election and hold leadership, or observe one.
     Elect(elect_cmd::ElectArgs),
+    /// Back up a cluster's lock state to a file, restore a new cluster
+    /// from one, or inspect one.
+    Snapshot(snapshot_cmd::SnapshotArgs),
     /// Create a cluster CA and node and client certificates for TLS.
     Certs(certs::CertsArgs),
     /// Create client tokens and check auth files.
@@ -261,6 +265,7 @@ pub fn main() -> ExitCode {
             Command::Locks(args) => locks_cmd::run(args).await,
             Command::Lock(args) => lock_cmd::run(args).await,
             Command::Elect(args) => elect_cmd::run(args).await,
+            Command::Snapshot(args) => snapshot_cmd::run(args).await,
             Command::Certs(args) => certs::run(args),
             Command::Auth(args) => auth_cmd::run(args),
             Command::Completions { shell } => docs_cmd::completions(shell),

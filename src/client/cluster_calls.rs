@@ -1,5 +1,5 @@
-//! The low-level cluster calls of [`Client`]: node status and membership
-//! changes, one RPC each.
+//! The low-level cluster calls of [`Client`]: node status, membership
+//! changes and backups, one RPC each.
 
 use super::{Client, NodeStatus};
 use crate::error::Error;
@@ -35,5 +35,43 @@ impl Client {
     /// Removes a member.
     pub async fn remove_member(&self, id: u64) -> Result<Vec<pb::Member>, Error> {
         Ok(rpc!(self, ClusterClient, remove, pb::RemoveRequest { id })?.members)
+    }
+
+    /// A backup of the whole lock state, as the bytes of a backup file
+    /// (`raftlock snapshot save`): a linearizable read of the leader's
+    /// state, or the answering node's own with `local`. Needs the admin
+    /// role when the cluster authenticates clients. A backup cut short is
+    /// an error, never a shorter file.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// let bytes = client.backup(false).await?;
+    /// std::fs::write("raftlock.backup", bytes)?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn backup(&self, local: bool) -> Result<Vec<u8>, Error> {
+        self.inner
+            .endpoints
+            .call(|ch: super::endpoints::Transport| async move {
+                let mut chunks = ClusterClient::new(ch)
+                    .backup(pb::BackupRequest { local })
+                    .await?
+                    .into_inner();
+                let mut bytes = Vec::new();
+                let mut total = None;
+                while let Some(chunk) = chunks.message().await? {
+                    total.get_or_insert(chunk.total_bytes);
+                    bytes.extend_from_slice(&chunk.data);
+                }
+                match total {
+                    Some(total) if total == bytes.len() as u64 => Ok(bytes),
+                    _ => Err(tonic::Status::unavailable(format!(
+                        "the backup stream ended after {} of {} bytes",
+                        bytes.len(),
+                        total.unwrap_or(0)
+                    ))),
+                }
+            })
+            .await
     }
 }

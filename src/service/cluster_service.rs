@@ -1,6 +1,9 @@
-//! The Cluster service: status and membership changes.
+//! The Cluster service: status, membership changes and backups.
 
+use std::pin::Pin;
 use std::sync::Arc;
+
+use tokio_stream::Stream;
 
 use raftlock_raft::Error;
 use raftlock_raft::Replica;
@@ -39,6 +42,11 @@ impl ClusterService {
         })
     }
 }
+
+/// Bytes per backup chunk: well under every message size limit.
+const BACKUP_CHUNK_BYTES: usize = 1 << 20;
+
+type BackupStream = Pin<Box<dyn Stream<Item = Result<pb::BackupChunk, Status>> + Send>>;
 
 fn node_id(id: u64) -> Result<u64, Status> {
     if id == 0 {
@@ -113,5 +121,39 @@ impl pb::cluster_server::Cluster for ClusterService {
         let id = node_id(req.into_inner().id)?;
         let revision = self.node.remove(id).await.map_err(to_status)?;
         Ok(self.answer(revision))
+    }
+
+    type BackupStream = BackupStream;
+
+    async fn backup(
+        &self,
+        req: Request<pb::BackupRequest>,
+    ) -> Result<Reply<Self::BackupStream>, Status> {
+        self.auth
+            .authenticate(&req)?
+            .check_admin("taking a backup (it holds every lock and lease)")?;
+        let backup = self
+            .node
+            .backup(req.into_inner().local)
+            .await
+            .map_err(to_status)?;
+        let index = backup.index;
+        let bytes = tokio::task::spawn_blocking(move || backup.encode())
+            .await
+            .map_err(|e| to_status(Error::Internal(format!("backup worker: {e}"))))?
+            .map_err(|e| to_status(Error::Internal(format!("cannot encode the backup: {e}"))))?;
+        let total_bytes = bytes.len() as u64;
+        let chunks: Vec<Result<pb::BackupChunk, Status>> = bytes
+            .chunks(BACKUP_CHUNK_BYTES)
+            .enumerate()
+            .map(|(i, data)| {
+                Ok(pb::BackupChunk {
+                    data: data.to_vec(),
+                    total_bytes: if i == 0 { total_bytes } else { 0 },
+                    index: if i == 0 { index } else { 0 },
+                })
+            })
+            .collect();
+        Ok(Reply::new(Box::pin(tokio_stream::iter(chunks))))
     }
 }

@@ -102,6 +102,9 @@ pub enum Error {
     /// panicked, or the runtime is shutting down).
     #[error("storage worker failed: {0}")]
     Worker(String),
+    /// A backup cannot be restored as asked (see [`crate::backup`]).
+    #[error("cannot restore: {0}")]
+    Restore(String),
 }
 
 impl Error {

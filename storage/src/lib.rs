@@ -20,10 +20,13 @@
 //! - [`log_store`]: the sled Raft log and vote store.
 //! - [`sm_store`]: the state machine, durable through snapshots and the log.
 //! - [`snapshot`]: snapshot bytes, the stored current snapshot, the builder.
+//! - [`backup`]: a backup file of the whole state, and seeding a new data
+//!   dir from one.
 //! - [`error`]: the crate's [`Error`].
 //!
 //! Nothing here knows about gRPC; the `raft` crate wires these into openraft.
 
+pub mod backup;
 pub mod codec;
 pub mod command;
 pub mod disk_sync;

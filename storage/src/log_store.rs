@@ -182,6 +182,12 @@ impl LogStore {
     }
 
     /// The last purged log id: entries up to it are covered by a snapshot.
+    /// Records the log as purged up to `log_id` in a new dir whose snapshot
+    /// covers it (a restore). Not synced: the caller syncs.
+    pub(crate) fn seed_purged(&self, log_id: LogId<NodeId>) -> Result<(), Error> {
+        self.write_meta(LAST_PURGED_KEY, "last purged log id", &log_id)
+    }
+
     pub(crate) fn last_purged(&self) -> Result<Option<LogId<NodeId>>, Error> {
         self.read_meta(LAST_PURGED_KEY, "last purged log id")
     }

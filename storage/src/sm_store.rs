@@ -77,6 +77,14 @@ impl AppliedMembers {
         Some(membership.get_node(&id).is_some())
     }
 
+    /// The last applied log index (0 before the first). Changed only under
+    /// the lock state's write lock: read it under the read lock to get the
+    /// index a copy of the state is at.
+    pub fn last_applied_index(&self) -> u64 {
+        let meta = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        meta.last_applied.map_or(0, |l| l.index)
+    }
+
     /// The log index of the applied membership (0 before the first).
     pub fn index(&self) -> u64 {
         let meta = self.0.lock().unwrap_or_else(|e| e.into_inner());

@@ -59,7 +59,15 @@ impl TestCluster {
 
     /// Like [`new`](Self::new) with custom base settings.
     pub async fn with_config(n: u64, base: Config) -> TestCluster {
-        Self::start(n, base, false).await
+        Self::start(n, base, false, None).await
+    }
+
+    /// Starts `n` nodes as a new cluster whose data dirs were first seeded
+    /// from `backup` (the bytes of a backup file), as `raftlock snapshot
+    /// restore` seeds them, with the log continuing `bump` entries past
+    /// the backup's index.
+    pub async fn restored(n: u64, backup: &[u8], bump: u64) -> TestCluster {
+        Self::start(n, test_config(), false, Some((backup, bump))).await
     }
 
     /// Starts `n` nodes with TLS on both listeners (and client
@@ -70,15 +78,15 @@ impl TestCluster {
             client_cert_auth,
             ..test_config()
         };
-        Self::start(n, base, true).await
+        Self::start(n, base, true, None).await
     }
 
     /// Like [`with_tls`](Self::with_tls) with custom base settings.
     pub async fn with_tls_config(n: u64, base: Config) -> TestCluster {
-        Self::start(n, base, true).await
+        Self::start(n, base, true, None).await
     }
 
-    async fn start(n: u64, base: Config, tls: bool) -> TestCluster {
+    async fn start(n: u64, base: Config, tls: bool, backup: Option<(&[u8], u64)>) -> TestCluster {
         // Node logs, captured with the test's output: `RUST_LOG=info`.
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -108,6 +116,17 @@ impl TestCluster {
                 initial_cluster: members.clone(),
                 ..cluster.config(id)
             };
+            if let Some((bytes, bump)) = backup {
+                let seed = raftlock_storage::backup::Seed {
+                    node_id: id,
+                    members: members.iter().map(|m| (m.id, m.addr.clone())).collect(),
+                    bootstrap: config.bootstrap(),
+                    bump,
+                    token: String::new(),
+                };
+                raftlock_storage::backup::restore(&config.data_dir, bytes, &seed)
+                    .expect("restore the backup");
+            }
             let node = cluster
                 .builder(config)
                 .client_listener(cl)

@@ -3,6 +3,7 @@
 //! ([`cluster::TestCluster`]).
 
 mod auth;
+mod backup;
 mod bad_input;
 mod cli;
 mod client_blocking;

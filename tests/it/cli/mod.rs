@@ -12,6 +12,7 @@ mod lease_cmd;
 mod lock_cmd;
 mod locks_cmd;
 mod serve;
+mod snapshot_cmd;
 
 use std::process::{ExitStatus, Output, Stdio};
 use std::time::Duration;

@@ -1,0 +1,132 @@
+//! A backup round-trips, refuses damage, and restores into a dir a node
+//! opens at the backup's state, past the backup's index.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::command::{Command, Mode, Request};
+use crate::node_db::{open, OpenOptions};
+use crate::state::{Changes, LockState};
+
+/// A state with one lease holding one lock, applied at indexes 1 and 2.
+fn sample() -> Backup {
+    let mut state = LockState::default();
+    let mut changes = Changes::default();
+    let request = |command| Request {
+        origin: None,
+        caller: Default::default(),
+        time_ms: 0,
+        command,
+    };
+    state.apply(
+        slot(1, 0),
+        &request(Command::GrantLease { ttl_ms: 5_000 }),
+        &mut changes,
+    );
+    state.apply(
+        slot(2, 0),
+        &request(Command::Acquire {
+            name: "res".into(),
+            owner: "a".into(),
+            lease: slot(1, 0),
+            mode: Mode::Exclusive,
+            wait: false,
+            value: None,
+            lock_delay_ms: 0,
+        }),
+        &mut changes,
+    );
+    Backup {
+        index: 2,
+        cluster_id: Some(Uuid::from_u128(9)),
+        taken_at_ms: 1,
+        state: state.to_parts(),
+    }
+}
+
+fn members(n: u64) -> BTreeMap<NodeId, NodeAddr> {
+    (1..=n)
+        .map(|id| {
+            let addr = NodeAddr {
+                peer_addr: format!("127.0.0.1:{}", 7000 + id),
+                client_addr: format!("127.0.0.1:{}", 8000 + id),
+            };
+            (id, addr)
+        })
+        .collect()
+}
+
+fn seed(node_id: NodeId, bump: u64) -> Seed {
+    Seed {
+        node_id,
+        members: members(3),
+        bootstrap: Bootstrap::Cluster {
+            members: "the three".into(),
+        },
+        bump,
+        token: String::new(),
+    }
+}
+
+#[test]
+fn a_backup_round_trips_and_refuses_damage() {
+    let backup = sample();
+    let bytes = backup.encode().unwrap();
+    assert_eq!(Backup::decode(&bytes).unwrap(), backup);
+    assert_eq!(backup.highest_fence(), slot(2, 0));
+
+    let mut flipped = bytes.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    let e = Backup::decode(&flipped).unwrap_err().to_string();
+    assert!(e.contains("checksum"), "{e}");
+    let e = Backup::decode(b"{\"not\": \"a backup\"}")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("raftlock backup"), "{e}");
+    assert!(Backup::decode(&bytes[..bytes.len() / 2]).is_err());
+}
+
+#[test]
+fn a_restored_dir_opens_at_the_backup_past_its_index() {
+    let backup = sample();
+    let bytes = backup.encode().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut ids = Vec::new();
+    for node in 1..=3 {
+        let path = dir.path().join(format!("node{node}"));
+        let restored = restore(&path, &bytes, &seed(node, 100)).unwrap();
+        assert_eq!(restored.index, 102);
+        assert!(restored.fence_floor >= backup.highest_fence());
+        assert!(slot(restored.index + 1, 0) > restored.fence_floor);
+        ids.push(restored.cluster_id);
+
+        let options = OpenOptions::new(node, seed(node, 0).bootstrap);
+        let (events, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let (log, sm) = open(&path, &options, events).unwrap();
+        let (applied, membership) = sm.applied().unwrap();
+        assert_eq!(applied.map(|l| l.index), Some(102));
+        let voters: Vec<_> = membership.membership().voter_ids().collect();
+        assert_eq!(voters, vec![1, 2, 3]);
+        assert_eq!(log.cluster_id(), Some(restored.cluster_id));
+        let state = sm.state();
+        let state = state.read().unwrap();
+        assert_eq!(state.to_parts(), backup.state);
+        assert_eq!(state.lock("res").unwrap().holders[0].owner, "a");
+    }
+    assert!(ids.windows(2).all(|w| w[0] == w[1]), "one cluster id");
+}
+
+#[test]
+fn a_restore_refuses_a_used_dir_and_a_stranger() {
+    let bytes = sample().encode().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("something"), b"x").unwrap();
+    let e = restore(dir.path(), &bytes, &seed(1, 0)).unwrap_err();
+    assert!(e.to_string().contains("not empty"), "{e}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+
+    let empty = tempfile::tempdir().unwrap();
+    let e = restore(&empty.path().join("n"), &bytes, &seed(4, 0)).unwrap_err();
+    assert!(e.to_string().contains("not one of the members"), "{e}");
+}
