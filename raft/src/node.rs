@@ -277,12 +277,26 @@ impl RaftNode {
                 false
             }
         };
-        if raft_stopped {
+        let failure = self.inner.fatal.borrow().clone();
+        match (raft_stopped, failure) {
             // Only once Raft wrote its last entry: the floor records the
             // log's exact end as of a clean stop.
-            if let Err(e) = self.log.close().await {
-                tracing::error!("cannot record a clean shutdown in the data dir: {e}");
-            }
+            (true, None) => match tokio::time::timeout(CLOSE_DEADLINE, self.log.close()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::error!("cannot record a clean shutdown in the data dir: {e}")
+                }
+                Err(_) => tracing::error!(
+                    "the data dir's last sync did not finish within {CLOSE_DEADLINE:?} \
+                     (a failing or full disk?); stopping without recording a clean shutdown"
+                ),
+            },
+            // Storage that failed may never finish a sync (sled waits for
+            // ever after a failed write): no clean-shutdown mark, no wait.
+            (_, Some(why)) => tracing::error!(
+                "stopping without recording a clean shutdown, the node failed: {why}"
+            ),
+            (false, None) => {}
         }
         for task in self.tasks.drain(..) {
             // The router ends when the state machine's sender is dropped with
@@ -291,6 +305,9 @@ impl RaftNode {
         }
     }
 }
+
+/// How long a clean stop waits for the data dir's last sync.
+const CLOSE_DEADLINE: Duration = Duration::from_secs(10);
 
 impl Drop for RaftNode {
     fn drop(&mut self) {

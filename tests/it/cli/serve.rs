@@ -70,3 +70,91 @@ async fn http_get(addr: &str, path: &str) -> String {
     stream.read_to_end(&mut raw).await.expect("read");
     String::from_utf8_lossy(&raw).into_owned()
 }
+
+/// A tmpfs of a few MiB mounted for one test (needs root, as CI runs),
+/// unmounted on drop.
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(size: &str) -> SmallDisk {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "cannot mount a tmpfs (this test needs root, as CI has)");
+        SmallDisk { dir }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// A node whose disk fills up logs an ERROR naming the cause and exits
+/// non-zero, so a supervisor restarts it or an operator looks; it does not
+/// stay up half-dead. When `RaftNode::shutdown` waited on
+/// `LogStore::close` without a deadline, also for a failed node, the
+/// process hung for ever in sled's flush after ENOSPC and the test failed
+/// at "exits within 60 s" (seen).
+#[tokio::test]
+async fn cli_serve_exits_non_zero_when_its_disk_fills() {
+    let disk = SmallDisk::mount("3m");
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let peer = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let client_addr = format!("127.0.0.1:{port}");
+    let serve = Command::new(BIN)
+        .arg("serve")
+        .arg("--data-dir")
+        .arg(disk.dir.path().join("data"))
+        .args(["--client-addr", &client_addr])
+        .args(["--peer-addr", &format!("127.0.0.1:{peer}")])
+        .args(["--admin-addr", "off"])
+        .env_remove("RAFTLOCK_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn raftlock serve");
+    let client = raftlock::Client::connect_with_retry([client_addr], Duration::from_secs(30))
+        .await
+        .expect("client");
+    // 64 KiB election values until a write fails.
+    let value = vec![b'v'; 60_000];
+    let mut failed = false;
+    for i in 0..200 {
+        let election = client.election(format!("fill/{i}"));
+        let campaign = election.campaign(value.clone());
+        match tokio::time::timeout(Duration::from_secs(20), campaign).await {
+            Ok(Ok(_leadership)) => continue,
+            Ok(Err(_)) | Err(_) => {
+                failed = true;
+                break;
+            }
+        }
+    }
+    assert!(failed, "3 MiB held 200 values of 60 kB");
+    let out = tokio::time::timeout(Duration::from_secs(60), serve.wait_with_output())
+        .await
+        .expect("the node exits within 60 s of its disk filling")
+        .expect("wait for raftlock serve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "exit {}: {stderr}", out.status);
+    assert!(stderr.contains("ERROR"), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+}
