@@ -158,3 +158,21 @@ async fn cli_serve_exits_non_zero_when_its_disk_fills() {
     assert!(stderr.contains("ERROR"), "{stderr}");
     assert!(stderr.contains("No space left on device"), "{stderr}");
 }
+
+/// The example config shipped for systemd is one `serve` accepts.
+#[tokio::test]
+async fn the_shipped_example_config_is_valid() {
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/cluster-scripts/systemd/raftlock.toml"
+    );
+    let out = Command::new(BIN)
+        .args(["serve", "--config", example, "--print-config"])
+        .env_remove("RAFTLOCK_LOG")
+        .output()
+        .await
+        .expect("run raftlock serve --print-config");
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("id = 1"), "{text}");
+}
