@@ -147,6 +147,8 @@ check "start.sh prints ENDPOINTS as its last line" grep -qE '^ENDPOINTS=([0-9.]+
 load_env
 export RAFTLOCK_BIN=$BIN # every later start uses the binary built (or given) once
 check "cluster.env records the endpoints start.sh printed" [ "ENDPOINTS=$ENDPOINTS" = "${out##*$'\n'}" ]
+evaled() { (unset RAFTLOCK_ENDPOINTS && eval "$out" && "$@" >/dev/null); }
+check "the CLI finds the cluster after eval of start.sh's output, without --endpoints" evaled "$BIN" cluster status
 check "all 3 nodes have live pid files" all_running
 check "status shows 3 members" members_are 3
 check "status.sh prints a table with a leader" grep -q '^leader: [0-9]' <(timeout 20 "$here/status.sh" -d "$DIR")

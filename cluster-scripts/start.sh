@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Starts a 3- or 5-node raftlock cluster on loopback, or restarts the one
 # already in DIR from its data dirs, and waits for a leader.
-# Prints ENDPOINTS=host:port,... as the last line on stdout; a TLS cluster
-# (--tls) first prints `export RAFTLOCK_CACERT=...` (and _CERT, _KEY) lines.
+# Prints `export RAFTLOCK_ENDPOINTS=host:port,...` (which the CLI reads) and
+# ENDPOINTS=host:port,... as the last line on stdout; a TLS cluster (--tls)
+# first prints `export RAFTLOCK_CACERT=...` (and _CERT, _KEY) lines. So
+# `eval "$(start.sh ...)"` points the CLI at the cluster.
 set -euo pipefail
 USAGE="start.sh -n 3|5 -d DIR [-b BASE_PORT] [--no-build] [--tls]
   Node I listens for clients on BASE_PORT+10*I+1 and for peers on BASE_PORT+10*I+2
@@ -139,4 +141,6 @@ if ((TLS == 1)); then
     printf 'export RAFTLOCK_CERT=%q\n' "$c/client-$CLUSTER_CLIENT.crt"
     printf 'export RAFTLOCK_KEY=%q\n' "$c/client-$CLUSTER_CLIENT.key"
 fi
+# The CLI reads RAFTLOCK_ENDPOINTS: `eval "$(start.sh ...)"` points it here.
+printf 'export RAFTLOCK_ENDPOINTS=%s\n' "$ENDPOINTS"
 printf 'ENDPOINTS=%s\n' "$ENDPOINTS"

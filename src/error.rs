@@ -55,6 +55,10 @@ pub enum Error {
     /// name outside its roles, or an admin call without the admin role.
     #[error("permission denied: {0}")]
     PermissionDenied(String),
+    /// The endpoint does not serve this raftlock call: not a raftlock client
+    /// port (a peer port, another service), or an older server.
+    #[error("the endpoint does not serve this call ({0}): is it a raftlock client port?")]
+    NotServed(String),
     /// No node could serve the call in time; retrying later may work.
     #[error("unavailable: {0}")]
     Unavailable(String),
@@ -117,6 +121,7 @@ pub fn from_status(status: &Status) -> Error {
         Code::Unauthenticated => Error::Unauthenticated(msg),
         Code::PermissionDenied => Error::PermissionDenied(msg),
         Code::Unavailable | Code::Unknown | Code::Cancelled => Error::Unavailable(msg),
+        Code::Unimplemented => Error::NotServed(msg),
         _ => Error::Internal(format!("{:?}: {msg}", status.code())),
     }
 }

@@ -52,9 +52,16 @@ impl From<CheckIsLeaderError<NodeId, NodeAddr>> for Error {
     fn from(e: CheckIsLeaderError<NodeId, NodeAddr>) -> Self {
         match e {
             CheckIsLeaderError::ForwardToLeader(f) => f.into(),
-            CheckIsLeaderError::QuorumNotEnough(e) => {
-                Error::Unavailable(format!("leader cannot reach a quorum: {e}"))
-            }
+            // `e.cluster` is a debug dump of the membership: name the
+            // nodes that answered instead.
+            CheckIsLeaderError::QuorumNotEnough(e) => Error::Unavailable(format!(
+                "no quorum: the leader heard only from node(s) {}",
+                e.got
+                    .iter()
+                    .map(|id| id.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
         }
     }
 }

@@ -6,6 +6,11 @@ use crate::error::Error;
 /// `error` for a user who gave `endpoints`, with the next step to take.
 pub fn explain(error: &Error, endpoints: &[String]) -> String {
     match error {
+        Error::Unavailable(m) if m.contains("no quorum") => format!(
+            "the cluster has no quorum ({m}); bring back a majority of its members (restart \
+             them, or mend the network), then retry; `raftlock cluster status` shows which \
+             members answer"
+        ),
         Error::Unavailable(m) => format!(
             "cannot reach a raftlock leader via {} ({m}); start a node with `raftlock serve` \
              or point --endpoints / RAFTLOCK_ENDPOINTS at a running cluster{}",
@@ -18,6 +23,11 @@ pub fn explain(error: &Error, endpoints: &[String]) -> String {
             endpoints.join(",")
         ),
         Error::Tls(m) => format!("{m}; check --cacert, --cert and --key"),
+        Error::NotServed(_) => format!(
+            "{} does not serve raftlock's client API: is it a peer port? Point --endpoints \
+             (RAFTLOCK_ENDPOINTS) at client ports (7379 by default, not 7380)",
+            endpoints.join(",")
+        ),
         Error::InvalidArgument(m) => format!("invalid argument: {m}; fix it and run again"),
         Error::LeaseExpired(m) => format!(
             "lease expired or revoked ({m}); grant a new one with `raftlock lease grant TTL`"

@@ -24,7 +24,8 @@ pub struct LeaseArgs {
 #[derive(Debug, clap::Subcommand)]
 enum LeaseCommand {
     /// Grant a lease with TTL (10s, 1m30s, or bare seconds as etcdctl:
-    /// 10); prints its id.
+    /// 10); prints `lease ID granted with TTL D`, as etcdctl does
+    /// (`--output json` prints {"id": ID, "ttl_ms": MS} for scripts).
     Grant {
         #[arg(value_parser = parse_duration_or_seconds)]
         ttl: Duration,

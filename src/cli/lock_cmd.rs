@@ -263,7 +263,13 @@ async fn acquire(args: &LockArgs, on_lease: &Client) -> Result<LockGuard, Failur
 
 fn lost_message(args: &LockArgs, error: &Error) -> String {
     match error {
-        Error::LockLost(why) => format!("lost lock {}: {why}", args.name),
+        // The guard names the lock first; say it once.
+        Error::LockLost(why) => {
+            let why = why
+                .strip_prefix(&format!("{:?}: ", args.name))
+                .unwrap_or(why);
+            format!("lost lock {}: {why}", args.name)
+        }
         other => format!("lost lock {}: {other}", args.name),
     }
 }

@@ -52,6 +52,23 @@ impl Interceptor for BearerToken {
     }
 }
 
+/// An endpoint must name its port: without one the connection would go to
+/// port 80 and fail as an unexplained "tcp connect error".
+fn check_has_port(addr: &str) -> Result<(), Error> {
+    let port = match addr.rsplit_once(':') {
+        // `[::1]` alone ends in `]`; `[::1]:7379` names a port.
+        Some((host, port)) if !port.ends_with(']') && !host.is_empty() => port,
+        _ => "",
+    };
+    if port.parse::<u16>().is_err() {
+        return Err(Error::InvalidArgument(format!(
+            "endpoint {addr:?} has no port: write host:port, e.g. 127.0.0.1:7379 \
+             (the client port, 7379 by default)"
+        )));
+    }
+    Ok(())
+}
+
 /// The cluster's client endpoints.
 #[derive(Debug)]
 pub struct Endpoints {
@@ -90,7 +107,9 @@ impl Endpoints {
                 .strip_prefix("https://")
                 .or_else(|| addr.strip_prefix("http://"))
                 .unwrap_or(addr)
+                .trim_end_matches('/')
                 .to_string();
+            check_has_port(&addr)?;
             let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
                 .map_err(|e| Error::InvalidArgument(format!("bad endpoint {addr:?}: {e}")))?
                 .connect_timeout(Duration::from_secs(1))

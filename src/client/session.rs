@@ -293,8 +293,8 @@ impl Keeper {
         let checks = holds.iter().map(|h| async move {
             if let Ok(false) = self.rpc.check_bounded(&h.name, h.fence, attempt).await {
                 h.lost.trip(format!(
-                    "lock {:?} (fence {}) is no longer held: force-released or ended",
-                    h.name, h.fence
+                    "fence {} no longer holds it: force-released, or its lease ended",
+                    h.fence
                 ));
             }
         });

@@ -62,3 +62,49 @@ async fn cli_prints_completions_and_a_man_page() {
     );
     cluster.shutdown().await;
 }
+
+/// Messages say each thing once, in words, with the next step: an
+/// endpoint without a port, a peer port given as a client endpoint, and a
+/// cluster that lost its quorum (which printed a debug dump of the
+/// membership, `NodeAddr { peer_addr: ... }`, before).
+#[tokio::test]
+async fn cli_messages_say_what_to_do_once() {
+    let mut cluster = TestCluster::new(3).await;
+    let out = run(&cluster, &["lease", "list", "--endpoints", "127.0.0.1"]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("has no port") && err.contains("host:port"),
+        "{err}"
+    );
+
+    let peer = cluster.addrs[&1].1.to_string();
+    let out = run(&cluster, &["lease", "list", "--endpoints", &peer]).await;
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("peer port") && !err.contains("Unimplemented"),
+        "{err}"
+    );
+
+    let leader = cluster.wait_for_leader().await;
+    for id in cluster.others(leader) {
+        cluster.kill(id).await;
+    }
+    let client = cluster.addrs[&leader].0.to_string();
+    let out = run(
+        &cluster,
+        &["locks", "describe", "x", "--endpoints", &client],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("no quorum") && err.contains("majority"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("NodeAddr") && !err.contains("voters:"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

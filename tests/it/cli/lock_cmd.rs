@@ -115,6 +115,7 @@ async fn cli_lock_stops_command_when_lease_is_revoked() {
         err.read_to_string(&mut stderr).await.unwrap();
     }
     assert!(stderr.contains("lost lock victim"), "{stderr}");
+    assert_eq!(stderr.matches("victim").count(), 1, "said once: {stderr}");
     assert_eq!(client.describe("victim").await.unwrap(), None);
 
     // Force-release is noticed too (by the guard's periodic check).
@@ -134,6 +135,15 @@ async fn cli_lock_stops_command_when_lease_is_revoked() {
         "took {:?}",
         released.elapsed()
     );
+    let mut stderr = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        use tokio::io::AsyncReadExt;
+        err.read_to_string(&mut stderr).await.unwrap();
+    }
+    // One name, one reason: `lost lock victim: fence N no longer holds it:
+    // force-released, or its lease ended; stopping the command ...`.
+    assert_eq!(stderr.matches("victim").count(), 1, "said once: {stderr}");
+    assert!(stderr.contains("force-released"), "{stderr}");
     assert_eq!(client.leases().await.unwrap(), Vec::new());
     cluster.shutdown().await;
 }
