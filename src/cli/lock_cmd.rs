@@ -225,8 +225,10 @@ async fn hold(
         }
     };
     // Releasing a lost lock fails; the lease revoke that follows is what
-    // matters either way.
-    let _ = guard.release().await;
+    // matters either way. Both are bounded, so a cluster without a quorum
+    // costs the caller at most 5 s after the command ended (the lease then
+    // ends the hold when it expires).
+    let _ = tokio::time::timeout(RELEASE_WAIT, guard.release()).await;
     Ok(code)
 }
 
@@ -316,8 +318,14 @@ fn print_held(args: &LockArgs, fence: u64, lease: LeaseId) -> Result<(), String>
 /// Ends the lease (and with it the lock, or our place in its queue). A lease
 /// that is already gone is fine; any other failure is reported, since the
 /// lock then stays until the lease expires.
+/// How long the release at the end may take.
+const RELEASE_WAIT: Duration = Duration::from_secs(2);
+
+/// How long the lease revoke at the end may take.
+const REVOKE_WAIT: Duration = Duration::from_secs(3);
+
 pub(super) async fn revoke(client: &Client, lease: LeaseId) {
-    match tokio::time::timeout(Duration::from_secs(5), client.revoke(lease)).await {
+    match tokio::time::timeout(REVOKE_WAIT, client.revoke(lease)).await {
         Ok(Ok(_)) | Ok(Err(Error::LeaseExpired(_))) => {}
         Ok(Err(e)) => eprintln!(
             "warning: could not revoke lease {lease} ({e}); its locks end when it expires"
