@@ -32,12 +32,15 @@
 //! - [`client`]: the Rust client (sessions, lock guards, semaphores,
 //!   elections, task locks, fencing), with [`blocking`] for non-async code;
 //!   [`error`]: its error type and the one mapping back from gRPC statuses.
+//!   They are the `raftlock-client` crate (`clients/rust`), which has no
+//!   server dependencies, re-exported here so existing code keeps compiling.
 //! - [`certs`]: a cluster's CA, node and client certificates (`raftlock
 //!   certs`).
 //! - [`cli`]: the `raftlock` command line (the binary only parses and calls).
 //! - [`duration`]: durations as the command line writes them (`500ms`,
 //!   `10s`, `2m`), also used by the chaos tool.
-//! - [`pb`]: the generated `raftlock.v1` API.
+//! - [`pb`]: the generated `raftlock.v1` API (the client crate's messages
+//!   and the server stubs).
 //!
 //! Below this crate: `raftlock_raft` (replication, peer transport, lease
 //! timer) and `raftlock_storage` (the pure lock state machine and its sled
@@ -46,9 +49,7 @@
 pub mod auth;
 pub mod certs;
 pub mod cli;
-pub mod client;
 pub mod duration;
-pub mod error;
 mod input;
 pub mod node;
 pub mod observe;
@@ -56,7 +57,8 @@ pub mod pb;
 pub mod service;
 pub mod status;
 
-pub use client::{blocking, Client};
-pub use error::Error;
 pub use node::{Node, NodeBuilder};
+/// The Rust client: the `raftlock-client` crate, re-exported.
+pub use raftlock_client as client;
+pub use raftlock_client::{blocking, error, Client, Error};
 pub use raftlock_raft::{Config, InitialMember, LinkFilter};

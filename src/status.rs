@@ -1,21 +1,13 @@
 //! The one place where internal errors become gRPC statuses. The client maps
-//! them back in `client::error`, and nowhere else.
+//! them back in `raftlock_client::error`, and nowhere else; the metadata
+//! keys both sides use live in `raftlock_client::metadata`.
 
 use raftlock_raft::Error;
 use raftlock_storage::CommandError;
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Status};
 
-/// Metadata key naming the leader's node id in a not-leader answer.
-pub const LEADER_ID_KEY: &str = "raftlock-leader-id";
-/// Metadata key naming the leader's client address in a not-leader answer.
-pub const LEADER_ADDR_KEY: &str = "raftlock-leader-addr";
-/// Metadata key set to [`OUTCOME_UNKNOWN`] on a FAILED_PRECONDITION whose
-/// request may or may not have been applied: the cluster no longer
-/// remembers its reply (a stale retry, or a client whose session expired).
-pub const OUTCOME_KEY: &str = "raftlock-outcome";
-/// The value of [`OUTCOME_KEY`].
-pub const OUTCOME_UNKNOWN: &str = "unknown";
+pub use raftlock_client::metadata::{LEADER_ADDR_KEY, LEADER_ID_KEY, OUTCOME_KEY, OUTCOME_UNKNOWN};
 
 /// Maps a replication-layer error to the status a client sees. The
 /// message says what happened in words once: the code already says

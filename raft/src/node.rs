@@ -268,6 +268,10 @@ impl RaftNode {
     /// peer listener, then the event router once the state machine is gone
     /// (which flushes sled when its last handle drops).
     pub async fn shutdown(&mut self) {
+        if self.inner.fatal.borrow().is_some() {
+            // Before any handle on the storage drops: see `abandon`.
+            self.log.abandon();
+        }
         self.inner.mark_stopping();
         let _ = self.stop.send(true);
         let raft_stopped = match self.inner.raft.shutdown().await {

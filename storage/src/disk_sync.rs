@@ -57,6 +57,8 @@ pub struct DiskSync {
     /// once, sequentially; a length that changed since means it was still
     /// being written then, and is synced again.
     synced_blobs: Mutex<HashMap<OsString, u64>>,
+    /// Set once the database was abandoned (see [`DiskSync::abandon`]).
+    abandoned: std::sync::atomic::AtomicBool,
 }
 
 impl DiskSync {
@@ -71,7 +73,20 @@ impl DiskSync {
             data_path,
             blobs_dir: dir.join("blobs"),
             synced_blobs: Mutex::default(),
+            abandoned: Default::default(),
         })
+    }
+
+    /// Gives up on the database after a failed write: it stays open, and
+    /// its directory locked, until the process exits. sled flushes each
+    /// tree when its last handle drops, and after a failed write (a full
+    /// disk) that flush waits for ever; keeping one handle alive means no
+    /// drop ever runs it, so a failed node can still stop and exit.
+    pub fn abandon(&self) {
+        use std::sync::atomic::Ordering;
+        if !self.abandoned.swap(true, Ordering::SeqCst) {
+            std::mem::forget(self.db.clone());
+        }
     }
 
     /// The mode this node syncs in.

@@ -128,6 +128,12 @@ impl LogStore {
         .await
     }
 
+    /// Gives up on the data dir after its storage failed, so that stopping
+    /// the node never waits on it (see [`DiskSync::abandon`]).
+    pub fn abandon(&self) {
+        self.sync.abandon();
+    }
+
     /// The cluster id the data dir records, if any.
     pub fn cluster_id(&self) -> Option<uuid::Uuid> {
         self.floor.as_ref().and_then(|f| f.cluster_id())

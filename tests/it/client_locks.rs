@@ -150,7 +150,7 @@ async fn lost_fires_on_force_release_and_aborts_the_task() {
     let err = tokio::time::timeout(TTL, guard.lost())
         .await
         .expect("lost() must fire within a keep-alive round of a force-release");
-    assert!(format!("{err}").contains("no longer held"), "{err}");
+    assert!(format!("{err}").contains("no longer holds"), "{err}");
     let joined = tokio::time::timeout(Duration::from_secs(1), work)
         .await
         .expect("the task must be aborted on loss");

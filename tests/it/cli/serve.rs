@@ -142,7 +142,13 @@ async fn cli_serve_exits_non_zero_when_its_disk_fills() {
         let campaign = election.campaign(value.clone());
         match tokio::time::timeout(Duration::from_secs(20), campaign).await {
             Ok(Ok(_leadership)) => continue,
-            Ok(Err(_)) | Err(_) => {
+            Ok(Err(e)) => {
+                eprintln!("campaign {i} failed: {e}");
+                failed = true;
+                break;
+            }
+            Err(_) => {
+                eprintln!("campaign {i} timed out");
                 failed = true;
                 break;
             }

@@ -31,7 +31,7 @@ impl Client {
     /// (at least 100 ms; keep it above the job's longest run).
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
     /// use std::time::Duration;
     ///
     /// let hourly = client.task_lock("hourly-report", Duration::from_secs(60), Duration::from_secs(600));

@@ -44,9 +44,9 @@ impl ClientTls {
     /// (`--cert`, `--key`; both or neither) from files.
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), raftlock::Error> {
+    /// # async fn demo() -> Result<(), raftlock_client::Error> {
     /// use std::path::Path;
-    /// use raftlock::client::{Client, ClientOptions, ClientTls};
+    /// use raftlock_client::{Client, ClientOptions, ClientTls};
     ///
     /// let tls = ClientTls::from_files(
     ///     Some(Path::new("certs/ca.crt")),

@@ -31,7 +31,7 @@ impl Client {
     /// by smaller ones behind it.
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
     /// let pool = client.semaphore("gpu-pool", 4);
     /// let permits = pool.acquire(2).await?;
     /// // ... use two GPUs ...
@@ -48,7 +48,7 @@ impl Client {
     /// A read-write lock `name`: many readers or one writer, FIFO.
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
     /// let config = client.rwlock("config");
     /// let reading = config.read().await?;
     /// drop(reading);

@@ -11,8 +11,8 @@ use crate::error::Error;
 /// tokens are ordered per name.
 ///
 /// ```no_run
-/// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
-/// use raftlock::client::Fenced;
+/// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+/// use raftlock_client::Fenced;
 ///
 /// let store = Fenced::new(Vec::<String>::new());
 /// let guard = client.lock("store").acquire().await?;
@@ -20,7 +20,7 @@ use crate::error::Error;
 ///
 /// // A holder with an older token (its lock was lost meanwhile) is refused:
 /// let err = store.write(guard.fence() - 1, |rows| rows.clear()).unwrap_err();
-/// assert!(matches!(err, raftlock::Error::StaleFence { .. }));
+/// assert!(matches!(err, raftlock_client::Error::StaleFence { .. }));
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Default)]

@@ -58,7 +58,7 @@ impl Client {
     /// the stream instead of one call.
     ///
     /// ```no_run
-    /// # async fn f(client: raftlock::Client, leases: Vec<u64>) -> Result<(), raftlock::Error> {
+    /// # async fn f(client: raftlock_client::Client, leases: Vec<u64>) -> Result<(), raftlock_client::Error> {
     /// let mut stream = client.keep_alive_stream().await?;
     /// for lease in leases {
     ///     let ttl = stream.keep_alive(lease).await?;

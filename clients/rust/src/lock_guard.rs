@@ -47,7 +47,7 @@ impl Client {
     /// waiting until granted, with a fresh owner token).
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
     /// use std::time::Duration;
     ///
     /// let guard = client
@@ -152,7 +152,7 @@ impl LockBuilder {
     /// Takes the lock only if it is free now: `Ok(None)` when busy.
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
     /// match client.lock("nightly-report").try_acquire().await? {
     ///     Some(guard) => println!("got it, fence {}", guard.fence()),
     ///     None => println!("someone else is on it"),
@@ -320,7 +320,7 @@ impl LockGuard {
     /// marks the lock lost. [`Error::LockLost`] says why.
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
     /// let guard = client.lock("reports").acquire().await?;
     /// guard.ensure_valid()?; // never start on a grant that may be gone
     /// // ... the work ...
@@ -353,7 +353,7 @@ impl LockGuard {
     /// guard, so it can be spawned or raced against the work.
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
     /// let guard = client.lock("migrations").acquire().await?;
     /// tokio::select! {
     ///     err = guard.lost() => return Err(err),
@@ -379,7 +379,7 @@ impl LockGuard {
     /// once every guard is released.
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
     /// let outer = client.lock("ledger").acquire().await?;
     /// let inner = outer.reenter().await?;
     /// assert_eq!(inner.fence(), outer.fence());

@@ -44,7 +44,7 @@ impl Client {
     /// an error, never a shorter file.
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), Box<dyn std::error::Error>> {
     /// let bytes = client.backup(false).await?;
     /// std::fs::write("raftlock.backup", bytes)?;
     /// # Ok(()) }

@@ -4,7 +4,7 @@
 
 use tonic::{Code, Status};
 
-use crate::status::{LEADER_ADDR_KEY, LEADER_ID_KEY, OUTCOME_KEY, OUTCOME_UNKNOWN};
+use crate::metadata::{LEADER_ADDR_KEY, LEADER_ID_KEY, OUTCOME_KEY, OUTCOME_UNKNOWN};
 
 /// Everything that can go wrong talking to raftlock.
 #[non_exhaustive]
@@ -33,7 +33,7 @@ pub enum Error {
     /// margin) or it was force-released. Stop acting as its holder.
     #[error("lock lost: {0}")]
     LockLost(String),
-    /// A write to a [`Fenced`](crate::client::Fenced) resource carried an
+    /// A write to a [`Fenced`](crate::Fenced) resource carried an
     /// older fencing token than one it already accepted: the writer's lock
     /// was lost and someone else has held it since.
     #[error("stale fencing token {presented}: token {highest} was already accepted")]

@@ -7,8 +7,8 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 
 use super::Blocker;
-use crate::client::{self as nonblocking, LeaderInfo, LeaseId};
 use crate::error::Error;
+use crate::{self as nonblocking, LeaderInfo, LeaseId};
 
 /// How long a drop waits for its release before leaving it to the lease.
 const RELEASE_ON_DROP_FOR: Duration = Duration::from_secs(5);
@@ -35,7 +35,7 @@ fn wait_for(
 }
 
 /// A held lock, permits or read/write hold (see
-/// [`crate::client::LockGuard`]); released when dropped.
+/// [`crate::LockGuard`]); released when dropped.
 #[derive(Debug)]
 #[must_use = "dropping a guard releases the lock at once"]
 pub struct LockGuard {
@@ -94,7 +94,7 @@ impl LockGuard {
         let again = self.rt.block_on(self.guard().reenter())?;
         Ok(LockGuard::new(again, self.rt.clone()))
     }
-    /// Releases this hold (see [`crate::client::LockGuard::release`]).
+    /// Releases this hold (see [`crate::LockGuard::release`]).
     pub fn release(mut self) -> Result<(), Error> {
         match self.inner.take() {
             Some(g) => self.rt.block_on(g.release()),
@@ -118,7 +118,7 @@ impl Drop for LockGuard {
     }
 }
 
-/// Leadership of an election (see [`crate::client::Leadership`]); resigned
+/// Leadership of an election (see [`crate::Leadership`]); resigned
 /// when dropped.
 #[derive(Debug)]
 #[must_use = "dropping a leadership resigns it at once"]
@@ -181,7 +181,7 @@ impl Drop for Leadership {
     }
 }
 
-/// A held task lock (see [`crate::client::TaskGuard`]). Dropping it ends
+/// A held task lock (see [`crate::TaskGuard`]). Dropping it ends
 /// the hold in the background once `min_hold` has passed.
 #[derive(Debug)]
 #[must_use = "dropping a task guard ends the hold after min_hold"]
@@ -216,7 +216,7 @@ impl TaskGuard {
 }
 
 /// Every change of an election's leader, blocking for each (see
-/// [`crate::client::Election::observe`]).
+/// [`crate::Election::observe`]).
 pub struct Observe {
     stream: Pin<Box<dyn Stream<Item = Result<Option<LeaderInfo>, Error>> + Send>>,
     rt: Blocker,

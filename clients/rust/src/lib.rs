@@ -1,4 +1,7 @@
-//! The Rust client for `raftlock.v1`.
+//! The Rust client for `raftlock.v1`, with the generated API: everything a
+//! program needs to take locks from a raftlock cluster, and nothing of the
+//! server (no openraft, no sled). The `raftlock` crate re-exports it as
+//! `raftlock::client`; the Python package binds it.
 //!
 //! [`Client`] talks to any node (nodes forward to the leader), follows
 //! not-leader answers, retries transient failures with backoff, and re-sends
@@ -21,7 +24,7 @@
 //! - `task_lock`: [`TaskLock`] for scheduled jobs;
 //! - `fenced`: [`Fenced`], a resource that rejects stale fencing tokens;
 //! - [`blocking`]: the same surface for code that is not async (also at
-//!   `raftlock::blocking`);
+//!   `raftlock_client::blocking`);
 //! - `endpoints`, `request_ids`: retries and exactly-once request ids.
 
 /// One low-level call: `rpc!(self, LeaseClient, grant, req)` sends `req`
@@ -33,7 +36,7 @@ macro_rules! rpc {
         $self
             .inner
             .endpoints
-            .call(|ch: $crate::client::endpoints::Transport| {
+            .call(|ch: $crate::endpoints::Transport| {
                 let req = req.clone();
                 async move { $client::new(ch).$method(req).await.map(|r| r.into_inner()) }
             })
@@ -44,7 +47,7 @@ macro_rules! rpc {
         $self
             .inner
             .endpoints
-            .call_bounded(Some($limit), |ch: $crate::client::endpoints::Transport| {
+            .call_bounded(Some($limit), |ch: $crate::endpoints::Transport| {
                 let req = req.clone();
                 async move { $client::new(ch).$method(req).await.map(|r| r.into_inner()) }
             })
@@ -53,6 +56,10 @@ macro_rules! rpc {
 }
 
 pub mod blocking;
+pub mod error;
+pub mod metadata;
+pub mod pb;
+
 mod cluster_calls;
 mod election;
 mod election_calls;
@@ -87,7 +94,7 @@ pub use semaphore::{RwLock, Semaphore, SemaphoreGuard};
 pub use task_lock::{TaskGuard, TaskLock};
 pub use tls::ClientTls;
 
-use crate::error::Error;
+pub use crate::error::Error;
 
 pub use crate::pb::{
     LeaderResponse as LeaderInfo, LockInfo, LockMode, StatusResponse as NodeStatus,
@@ -143,9 +150,9 @@ impl Client {
     /// Connects with explicit [`ClientOptions`].
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), raftlock::Error> {
+    /// # async fn demo() -> Result<(), raftlock_client::Error> {
     /// use std::time::Duration;
-    /// use raftlock::client::{Client, ClientOptions};
+    /// use raftlock_client::{Client, ClientOptions};
     ///
     /// let options = ClientOptions {
     ///     session_ttl: Duration::from_secs(5),
@@ -180,10 +187,10 @@ impl Client {
     /// A builder: session TTL, safety margin, retry budget, explicit lease.
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), raftlock::Error> {
+    /// # async fn demo() -> Result<(), raftlock_client::Error> {
     /// use std::time::Duration;
     ///
-    /// let client = raftlock::Client::builder(["127.0.0.1:7379", "127.0.0.1:7380"])
+    /// let client = raftlock_client::Client::builder(["127.0.0.1:7379", "127.0.0.1:7380"])
     ///     .session_ttl(Duration::from_secs(5))
     ///     .connect()
     ///     .await?;
@@ -206,7 +213,7 @@ impl Client {
     /// lease `lease` (kept alive, never revoked by the client).
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
     /// let lease = client.grant_lease(std::time::Duration::from_secs(30)).await?;
     /// let on_lease = client.with_lease(lease);
     /// let guard = on_lease.lock("reports").acquire().await?;
@@ -241,7 +248,7 @@ impl Client {
     /// The session lease id, granting the session now if needed.
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
     /// let lease = client.session_lease().await?;
     /// println!("holding locks on lease {lease}");
     /// # Ok(()) }
@@ -257,7 +264,7 @@ impl Client {
     /// affected.
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
     /// let guard = client.lock("batch").acquire().await?;
     /// // ... work ...
     /// drop(guard);

@@ -140,7 +140,7 @@ impl Client {
     /// one that can.
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client, fence: u64) -> Result<(), raftlock::Error> {
+    /// # async fn demo(client: raftlock_client::Client, fence: u64) -> Result<(), raftlock_client::Error> {
     /// if !client.check("orders", fence).await? {
     ///     return Ok(()); // the writer's lock is gone: refuse its write
     /// }

@@ -1,4 +1,4 @@
-//! `raftlock::blocking`: the client for code that is not async (threads).
+//! `raftlock_client::blocking`: the client for code that is not async (threads).
 //!
 //! [`Client`] owns a small internal tokio runtime (one worker thread) on
 //! which the async [`crate::Client`] runs, including the session
@@ -19,7 +19,7 @@ use std::time::Duration;
 pub use guards::{Leadership, LockGuard, Observe, TaskGuard};
 
 use super::{ClientOptions, LeaderInfo, LeaseId, LockInfo};
-use crate::client as nonblocking;
+use crate as nonblocking;
 use crate::error::Error;
 
 /// The internal runtime; shut down in the background when the last client
@@ -69,8 +69,8 @@ impl Blocker {
 /// [`crate::Client`], one call at a time. Cheap to clone.
 ///
 /// ```no_run
-/// # fn demo() -> Result<(), raftlock::Error> {
-/// let client = raftlock::blocking::Client::connect(["127.0.0.1:7379"])?;
+/// # fn demo() -> Result<(), raftlock_client::Error> {
+/// let client = raftlock_client::blocking::Client::connect(["127.0.0.1:7379"])?;
 /// let guard = client.lock("reports").acquire()?;
 /// println!("fence {}", guard.fence());
 /// drop(guard); // released before drop returns
@@ -115,7 +115,7 @@ impl Client {
     /// call without a blocking twin.
     ///
     /// ```no_run
-    /// # fn demo(client: raftlock::blocking::Client) -> Result<(), raftlock::Error> {
+    /// # fn demo(client: raftlock_client::blocking::Client) -> Result<(), raftlock_client::Error> {
     /// let leases = client.block_on(client.async_client().leases())?;
     /// # Ok(()) }
     /// ```
@@ -144,7 +144,7 @@ impl Client {
     /// Starts building a lock on `name` (see [`crate::Client::lock`]).
     ///
     /// ```no_run
-    /// # fn demo(client: raftlock::blocking::Client) -> Result<(), raftlock::Error> {
+    /// # fn demo(client: raftlock_client::blocking::Client) -> Result<(), raftlock_client::Error> {
     /// use std::time::Duration;
     ///
     /// if let Some(guard) = client.lock("cron").ttl(Duration::from_secs(30)).try_acquire()? {
@@ -228,7 +228,7 @@ impl Client {
     }
 }
 
-/// How to acquire a lock (see [`crate::client::LockBuilder`]).
+/// How to acquire a lock (see [`crate::LockBuilder`]).
 #[must_use = "a lock builder does nothing until `.acquire()`"]
 #[derive(Debug)]
 pub struct LockBuilder {
@@ -274,7 +274,7 @@ impl LockBuilder {
     }
 }
 
-/// A counting semaphore (see [`crate::client::Semaphore`]).
+/// A counting semaphore (see [`crate::Semaphore`]).
 #[derive(Debug, Clone)]
 pub struct Semaphore {
     inner: nonblocking::Semaphore,
@@ -294,7 +294,7 @@ impl Semaphore {
     }
 }
 
-/// A read-write lock (see [`crate::client::RwLock`]).
+/// A read-write lock (see [`crate::RwLock`]).
 #[derive(Debug, Clone)]
 pub struct RwLock {
     inner: nonblocking::RwLock,
@@ -314,7 +314,7 @@ impl RwLock {
     }
 }
 
-/// An election (see [`crate::client::Election`]).
+/// An election (see [`crate::Election`]).
 #[derive(Debug, Clone)]
 pub struct Election {
     inner: nonblocking::Election,
@@ -338,7 +338,7 @@ impl Election {
     }
 }
 
-/// A task lock (see [`crate::client::TaskLock`]).
+/// A task lock (see [`crate::TaskLock`]).
 #[derive(Debug, Clone)]
 pub struct TaskLock {
     inner: nonblocking::TaskLock,

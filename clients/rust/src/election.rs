@@ -28,7 +28,7 @@ impl Client {
     /// The election `name`.
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
     /// let election = client.election("scheduler");
     /// let leadership = election.campaign("node-a:8080").await?;
     /// println!("leading with fence {}", leadership.fence());
@@ -104,7 +104,7 @@ impl Election {
     /// to the last one it gave. It ends after an error it cannot retry.
     ///
     /// ```no_run
-    /// # async fn demo(client: raftlock::Client) -> Result<(), raftlock::Error> {
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
     /// use futures::StreamExt;
     ///
     /// let mut changes = std::pin::pin!(client.election("scheduler").observe());

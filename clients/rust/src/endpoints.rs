@@ -11,8 +11,6 @@ use tonic::service::Interceptor;
 use tonic::transport::{Channel, Endpoint};
 use tonic::Status;
 
-use raftlock_raft::tls::error_chain;
-
 use super::ClientTls;
 use crate::error::{from_status, leader_hint, Error};
 
@@ -217,4 +215,17 @@ impl Endpoints {
             pause = (pause * 2).min(Duration::from_millis(500));
         }
     }
+}
+
+/// An error and its sources, `: `-separated (tonic's transport errors say
+/// only "transport error" themselves).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
