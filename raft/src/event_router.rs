@@ -174,6 +174,7 @@ fn route(
         }
         Event::LeaseGranted { id, ttl_ms } => timer.on_granted(id, ttl_ms),
         Event::LeaseEnded { id, .. } => timer.on_ended(id),
+        Event::LeaseTtlSet { id, ttl_ms } => timer.on_ttl_set(id, ttl_ms),
         Event::LockDelayStarted { name, since, ms } => delays.on_started(name, since, ms),
         Event::LockDelayEnded { name, since } => delays.on_ended(&name, since),
     }

@@ -12,7 +12,9 @@ use std::time::Duration;
 use openraft::ChangeMembers;
 use tokio::time::Instant;
 
-use raftlock_storage::{Caller, CommandError, LeaseId, NodeAddr, NodeId, Request, Response};
+use raftlock_storage::{
+    Caller, Command, CommandError, LeaseId, NodeAddr, NodeId, Request, Response,
+};
 
 use crate::error::Error;
 use crate::forward::{ForwardReply, ForwardResult, Forwarded};
@@ -189,6 +191,9 @@ impl Replica {
     pub async fn serve_as_leader(&self, call: Forwarded) -> ForwardResult {
         match call {
             Forwarded::Write(request) => {
+                if let Command::SetLeaseTtl { id, ttl_ms } = request.command {
+                    self.hold_for_ttl_change(id, ttl_ms)?;
+                }
                 let (index, response) = self.proposer.write(request).await?;
                 Ok(ForwardReply::Written { index, response })
             }
@@ -305,6 +310,24 @@ impl Replica {
             m.current_term
         };
         self.read_rounds.leased(term, Instant::now())
+    }
+
+    /// Keeps lease `id` from expiring while a change of its TTL to `ttl_ms`
+    /// is in flight; once applied, the change sets its deadline (see
+    /// `LeaseTimer::hold`). Without this, an expiry proposed meanwhile would
+    /// end the lease right after the change was answered.
+    fn hold_for_ttl_change(&self, id: LeaseId, ttl_ms: u64) -> Result<(), Error> {
+        // Bounded: the state machine refuses a TTL above the maximum anyway.
+        let ttl = Duration::from_millis(ttl_ms.min(raftlock_storage::limits::MAX_TTL_MS));
+        let hold = ttl + self.config.leader_wait;
+        match self.timer.hold(id, Instant::now(), hold) {
+            Ok(()) => Ok(()),
+            Err(KeepAliveRefused::Expiring) => Err(Error::Unavailable(format!(
+                "lease {id} is being expired; its outcome is not known yet"
+            ))),
+            Err(KeepAliveRefused::NotLeader) => Err(self.not_leader()),
+            Err(KeepAliveRefused::NotFound) => Ok(()),
+        }
     }
 
     /// Moves lease `id`'s deadline to now + TTL if the applied state has it

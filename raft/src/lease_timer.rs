@@ -122,6 +122,39 @@ impl LeaseTimer {
         self.lock().remove(id);
     }
 
+    /// A TTL change for `id` is about to be proposed: keeps it from expiring
+    /// while the entry is in flight by moving its deadline to at least now +
+    /// `hold` (never sooner than it was). Refused like a keep-alive when not
+    /// leader or when its expiry is in flight; a lease this timer does not
+    /// track is left to the state machine to answer "not found".
+    pub fn hold(&self, id: LeaseId, now: Instant, hold: Duration) -> Result<(), KeepAliveRefused> {
+        let mut d = self.lock();
+        if !d.active {
+            return Err(KeepAliveRefused::NotLeader);
+        }
+        if d.expiring.contains(&id) {
+            return Err(KeepAliveRefused::Expiring);
+        }
+        if let Some(&(deadline, ttl_ms)) = d.by_id.get(&id) {
+            let held = (now + hold).max(deadline);
+            d.queue.remove(&(deadline, id));
+            d.by_id.insert(id, (held, ttl_ms));
+            d.queue.insert((held, id));
+        }
+        Ok(())
+    }
+
+    /// Lease `id` was given TTL `ttl_ms` (applied): its deadline becomes now
+    /// + `ttl_ms`, sooner or later than before.
+    pub fn on_ttl_set(&self, id: LeaseId, ttl_ms: u64) {
+        let mut d = self.lock();
+        if d.active && d.by_id.contains_key(&id) && !d.expiring.contains(&id) {
+            d.set(id, ttl_ms, Instant::now());
+            drop(d);
+            self.wake.notify_one();
+        }
+    }
+
     /// Renews `id` to now + its TTL. `ttl_of` reads the lease's TTL from the
     /// applied state (`None`: no such lease); it runs under the timer's lock
     /// so no expiry can slip between the check and the renewal.
@@ -259,6 +292,38 @@ mod tests {
             timer.keep_alive(9, t0, || None),
             Err(KeepAliveRefused::NotFound)
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ttl_change_holds_the_lease_then_moves_its_deadline() {
+        let timer = LeaseTimer::default();
+        let t0 = Instant::now();
+        assert_eq!(
+            timer.hold(1, t0, Duration::from_secs(5)),
+            Err(KeepAliveRefused::NotLeader)
+        );
+        timer.activate(t0, || vec![(1, 100)]);
+        // In flight: the lease outlives its old deadline.
+        timer.hold(1, t0, Duration::from_secs(5)).unwrap();
+        assert!(timer
+            .take_due(t0 + Duration::from_millis(4999))
+            .0
+            .is_empty());
+        // Applied: now + the new TTL, even when that is sooner.
+        timer.on_ttl_set(1, 50);
+        assert_eq!(timer.remaining(1, t0), Some(Duration::from_millis(50)));
+        assert_eq!(timer.take_due(t0 + Duration::from_millis(50)).0, vec![1]);
+        // Expiring: a change is refused as retryable, and not applied.
+        assert_eq!(
+            timer.hold(1, t0, Duration::from_secs(5)),
+            Err(KeepAliveRefused::Expiring)
+        );
+        timer.on_ttl_set(1, 10_000);
+        assert_eq!(
+            timer.take_due(t0 + Duration::from_secs(1)).0,
+            Vec::<LeaseId>::new()
+        );
+        assert_eq!(timer.remaining(1, t0), Some(Duration::from_millis(50)));
     }
 
     #[tokio::test(start_paused = true)]

@@ -400,7 +400,10 @@ impl NodeMetrics {
             Event::LockDelayStarted { .. } => {
                 self.lock_delays.inc();
             }
-            Event::WaitEnded { .. } | Event::Changed { .. } | Event::LockDelayEnded { .. } => {}
+            Event::WaitEnded { .. }
+            | Event::Changed { .. }
+            | Event::LockDelayEnded { .. }
+            | Event::LeaseTtlSet { .. } => {}
         }
     }
 

@@ -125,7 +125,7 @@ fn weight(request: &Request) -> usize {
         }
         Command::ForceRelease { name } | Command::EndLockDelay { name, .. } => name.len(),
         Command::ExpireLeases { ids } => ids.len() * 8,
-        Command::GrantLease { .. } | Command::RevokeLease { .. } => 0,
+        Command::GrantLease { .. } | Command::RevokeLease { .. } | Command::SetLeaseTtl { .. } => 0,
     };
     128 + variable
 }

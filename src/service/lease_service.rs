@@ -68,6 +68,32 @@ impl pb::lease_server::Lease for LeaseService {
         }))
     }
 
+    async fn set_ttl(
+        &self,
+        req: Request<pb::LeaseSetTtlRequest>,
+    ) -> Result<Reply<pb::LeaseSetTtlResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
+        let req = req.into_inner();
+        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
+        input::lease(req.id).map_err(to_status)?;
+        input::ttl_ms(req.ttl_ms).map_err(to_status)?;
+        let command = Command::SetLeaseTtl {
+            id: req.id,
+            ttl_ms: req.ttl_ms,
+        };
+        let (index, response) = write(&self.node, origin, who.caller(), command)
+            .await
+            .map_err(to_status)?;
+        let Response::LeaseTtlSet { id, ttl_ms } = response else {
+            return Err(to_status(unexpected(response)));
+        };
+        Ok(Reply::new(pb::LeaseSetTtlResponse {
+            header: header(&self.node, index),
+            id,
+            ttl_ms,
+        }))
+    }
+
     async fn keep_alive(
         &self,
         req: Request<pb::LeaseKeepAliveRequest>,

@@ -220,6 +220,13 @@ pub enum Command {
         owner: String,
         value: Vec<u8>,
     },
+    /// Give lease `id` a new TTL: later keep-alives renew to it, a new
+    /// leader restarts it with it, and the leader's deadline becomes now +
+    /// `ttl_ms` when this applies (shorter or longer than before). A lock on
+    /// a lease of its own that is never kept alive is then a lock whose TTL
+    /// is its own (Redis `SET PX` + `PEXPIRE`). Last in the enum so earlier
+    /// logs decode unchanged.
+    SetLeaseTtl { id: LeaseId, ttl_ms: u64 },
 }
 
 impl Request {
@@ -273,6 +280,9 @@ pub enum Response {
     LockDelayEnded { ended: bool },
     /// The request was refused and changed nothing.
     Rejected(CommandError),
+    /// Lease `id` now has TTL `ttl_ms` (after `Rejected` so stored replies
+    /// decode unchanged).
+    LeaseTtlSet { id: LeaseId, ttl_ms: u64 },
 }
 
 /// What a cancel did.

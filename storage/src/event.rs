@@ -51,6 +51,9 @@ pub enum Event {
     LockDelayStarted { name: String, since: u64, ms: u64 },
     /// The lock-delay `since` of `name` ended; the leader stops tracking it.
     LockDelayEnded { name: String, since: u64 },
+    /// Lease `id` was given TTL `ttl_ms`; the leader restarts its deadline
+    /// at now + `ttl_ms`.
+    LeaseTtlSet { id: LeaseId, ttl_ms: u64 },
 }
 
 /// Why a hold, a wait or a lease ended.

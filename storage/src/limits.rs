@@ -8,9 +8,11 @@ pub const MAX_NAME_LEN: usize = 512;
 pub const MAX_OWNER_LEN: usize = 128;
 /// Largest election value, in bytes.
 pub const MAX_VALUE_LEN: usize = 64 * 1024;
-/// Shortest lease TTL. Shorter leases would expire before a keep-alive could
-/// cross a loaded network and be confirmed by a quorum.
-pub const MIN_TTL_MS: u64 = 100;
+/// Shortest lease TTL: 1 ms, as Redis `PX` and grelmicro allow. A lease
+/// that is never kept alive (a lock whose TTL is its own) may be that short;
+/// one that is kept alive needs a TTL a keep-alive can cross a loaded
+/// network within, which the clients enforce for their sessions (100 ms).
+pub const MIN_TTL_MS: u64 = 1;
 /// Longest lease TTL: one day. Anything longer is almost surely a unit mistake.
 pub const MAX_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 /// Longest lock-delay: a minute, as Consul allows. A longer pause between

@@ -176,6 +176,14 @@ impl Raw {
             }))
         );
         call!(
+            "Lease.SetTtl",
+            self.lease().set_ttl(self.req(pb::LeaseSetTtlRequest {
+                request_id: None,
+                id: lease,
+                ttl_ms: 1,
+            }))
+        );
+        call!(
             "Lease.KeepAlive",
             self.lease()
                 .keep_alive(self.req(pb::LeaseKeepAliveRequest { id: lease }))

@@ -23,7 +23,8 @@ pub struct LeaseTtl {
 }
 
 impl Client {
-    /// Grants a lease with `ttl` (100 ms ..= 1 day).
+    /// Grants a lease with `ttl` (1 ms ..= 1 day; one kept alive needs
+    /// at least 100 ms).
     pub async fn grant_lease(&self, ttl: Duration) -> Result<LeaseId, Error> {
         let (request_id, open) = self.inner.ids.next();
         let req = pb::LeaseGrantRequest {
@@ -78,6 +79,30 @@ impl Client {
                 Ok(KeepAliveStream { requests, replies })
             })
             .await
+    }
+
+    /// Gives a lease the TTL `ttl` (1 ms ..= 1 day), replicated: it now
+    /// ends `ttl` after this call was sent unless kept alive or changed
+    /// again (sooner or later than before), and later keep-alives renew to
+    /// `ttl`. On a lease that is never kept alive this extends (or shortens)
+    /// a lock whose TTL is its own, as Redis' `PEXPIRE` does.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+    /// use std::time::Duration;
+    /// let lease = client.grant_lease(Duration::from_millis(500)).await?;
+    /// client.set_lease_ttl(lease, Duration::from_secs(2)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_lease_ttl(&self, lease: LeaseId, ttl: Duration) -> Result<Duration, Error> {
+        let (request_id, open) = self.inner.ids.next();
+        let req = pb::LeaseSetTtlRequest {
+            request_id: Some(request_id),
+            id: lease,
+            ttl_ms: ttl.as_millis().min(u128::from(u64::MAX)) as u64,
+        };
+        let reply = open.settle(rpc!(self, LeaseClient, set_ttl, req))?;
+        Ok(Duration::from_millis(reply.ttl_ms))
     }
 
     /// Revokes a lease, releasing its locks; answers how many holds ended.

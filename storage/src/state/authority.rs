@@ -20,6 +20,7 @@ impl LockState {
             | Command::ExpireLeases { .. }
             | Command::EndLockDelay { .. } => Ok(()),
             Command::RevokeLease { id } => self.may_use_lease(caller, *id, "revoke"),
+            Command::SetLeaseTtl { id, .. } => self.may_use_lease(caller, *id, "change the TTL of"),
             Command::Acquire { lease, .. } => self.may_use_lease(caller, *lease, "acquire through"),
             Command::Release { name, owner }
             | Command::Cancel { name, owner, .. }

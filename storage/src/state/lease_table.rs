@@ -89,6 +89,25 @@ impl LeaseTable {
         Ok(Response::LeaseGranted { id, ttl_ms })
     }
 
+    /// Gives lease `id` the TTL `ttl_ms` (see [`Command::SetLeaseTtl`]).
+    ///
+    /// [`Command::SetLeaseTtl`]: crate::command::Command::SetLeaseTtl
+    pub(super) fn set_ttl(
+        &mut self,
+        id: LeaseId,
+        ttl_ms: u64,
+        step: &mut Step<'_>,
+    ) -> Result<Response, CommandError> {
+        check_ttl(ttl_ms)?;
+        let lease = self
+            .leases
+            .get_mut(&id)
+            .ok_or(CommandError::LeaseNotFound(id))?;
+        lease.ttl_ms = ttl_ms;
+        step.changes.events.push(Event::LeaseTtlSet { id, ttl_ms });
+        Ok(Response::LeaseTtlSet { id, ttl_ms })
+    }
+
     /// Forgets a lease and its index entries, and returns the lease. The
     /// caller has already ended (and so detached) everything attached to it.
     pub(super) fn remove(&mut self, id: LeaseId) -> Option<Lease> {

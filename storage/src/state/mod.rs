@@ -298,6 +298,7 @@ impl LockState {
         let result = match &request.command {
             Command::GrantLease { ttl_ms } => self.grant_lease(*ttl_ms, request, &mut step),
             Command::RevokeLease { id } => self.revoke_lease(*id, &mut step),
+            Command::SetLeaseTtl { id, ttl_ms } => self.leases.set_ttl(*id, *ttl_ms, &mut step),
             Command::ExpireLeases { ids } => Ok(self.expire_leases(ids, &mut step)),
             Command::Acquire {
                 name,

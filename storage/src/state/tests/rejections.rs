@@ -54,6 +54,20 @@ fn bad_ttls_and_unknown_leases() {
             Command::GrantLease { ttl_ms }
         )));
     }
+    for ttl_ms in [0, MAX_TTL_MS + 1, u64::MAX] {
+        assert!(invalid(&assert_refused(
+            &mut h,
+            Command::SetLeaseTtl { id: l, ttl_ms }
+        )));
+    }
+    assert_eq!(
+        assert_refused(&mut h, Command::SetLeaseTtl { id: 999, ttl_ms: 5 }),
+        CommandError::LeaseNotFound(999)
+    );
+    assert_eq!(
+        h.reply(Command::SetLeaseTtl { id: l, ttl_ms: 7 }),
+        Response::LeaseTtlSet { id: l, ttl_ms: 7 }
+    );
     assert_eq!(
         assert_refused(&mut h, Command::RevokeLease { id: 999 }),
         CommandError::LeaseNotFound(999)
