@@ -1,0 +1,78 @@
+"""raftlock: locks, leases, semaphores, elections and fencing tokens from a
+raftlock cluster, in place of Redis locks.
+
+The blocking API is here; the same names for asyncio are in
+:mod:`raftlock.asyncio`; :mod:`raftlock.redis` has a redis-py-shaped
+``Lock`` and :mod:`raftlock.grelmicro` a grelmicro ``SyncBackend``.
+
+>>> import raftlock
+>>> client = raftlock.Client("127.0.0.1:7379")      # doctest: +SKIP
+>>> with client.lock("jobs/nightly", timeout=10) as lock:  # doctest: +SKIP
+...     write_report(fence=lock.fence)
+"""
+
+from raftlock._native import Holder, LeaderInfo, LeaseTtl, LockInfo, Waiter
+from raftlock._sync import (
+    Client,
+    Election,
+    Fenced,
+    LeaderElection,
+    Leadership,
+    Lock,
+    RwLock,
+    Semaphore,
+    TaskGuard,
+    TaskLock,
+)
+from raftlock.errors import (
+    InternalError,
+    InvalidArgument,
+    LeaseExpired,
+    LimitReached,
+    LockLost,
+    NotHeld,
+    NotServed,
+    OutcomeUnknown,
+    PermissionDenied,
+    RaftlockError,
+    StaleFence,
+    Timeout,
+    TlsError,
+    Unauthenticated,
+    Unavailable,
+    WaitEnded,
+)
+
+__all__ = [
+    "Client",
+    "Election",
+    "Fenced",
+    "Holder",
+    "InternalError",
+    "InvalidArgument",
+    "LeaderElection",
+    "LeaderInfo",
+    "Leadership",
+    "LeaseExpired",
+    "LeaseTtl",
+    "LimitReached",
+    "Lock",
+    "LockInfo",
+    "LockLost",
+    "NotHeld",
+    "NotServed",
+    "OutcomeUnknown",
+    "PermissionDenied",
+    "RaftlockError",
+    "RwLock",
+    "Semaphore",
+    "StaleFence",
+    "TaskGuard",
+    "TaskLock",
+    "Timeout",
+    "TlsError",
+    "Unauthenticated",
+    "Unavailable",
+    "WaitEnded",
+    "Waiter",
+]

@@ -1,0 +1,52 @@
+"""What the blocking and the asyncio API share: argument checks and names."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from raftlock.errors import InvalidArgument
+
+#: Where ``raftlock serve`` listens with no flags.
+DEFAULT_ENDPOINT = "127.0.0.1:7379"
+
+
+def endpoints_from(endpoints: str | Sequence[str] | None) -> list[str]:
+    """``host:port`` endpoints from a list, a comma-separated string, or
+    (``None``) ``RAFTLOCK_ENDPOINTS``, as the CLI reads it, else the default."""
+    if endpoints is None:
+        endpoints = os.environ.get("RAFTLOCK_ENDPOINTS") or DEFAULT_ENDPOINT
+    if isinstance(endpoints, str):
+        endpoints = endpoints.split(",")
+    found = [e.strip() for e in endpoints if e.strip()]
+    if not found:
+        raise InvalidArgument("no endpoints given")
+    return found
+
+
+def seconds(what: str, value: float | None) -> float | None:
+    """``value`` if it is a positive number of seconds (or ``None``)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgument(f"{what} must be a number of seconds, not {value!r}")
+    if not value > 0 or value != value or value == float("inf"):
+        raise InvalidArgument(f"{what} must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+def wait_limit(blocking: bool, timeout: float | None, default: float | None) -> float | None:
+    """The wait of an acquire: ``timeout`` (``-1`` or ``None``: the lock's
+    default, which ``None`` makes unbounded), as ``threading.Lock`` reads it."""
+    if not blocking:
+        if timeout is not None and timeout != -1:
+            raise InvalidArgument("a timeout needs blocking=True")
+        return None
+    if timeout is None or timeout == -1:
+        return default
+    return seconds("timeout", timeout)
+
+
+def as_bytes(value: bytes | str) -> bytes:
+    """An election value: bytes as given, text as UTF-8."""
+    return value.encode() if isinstance(value, str) else bytes(value)

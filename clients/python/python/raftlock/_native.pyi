@@ -1,0 +1,157 @@
+"""Type stubs of the native half of raftlock (the Rust client, bound with PyO3).
+
+Every call blocks (GIL released) or, with ``aio=True``, returns an awaitable.
+Use the ``raftlock`` and ``raftlock.asyncio`` modules, not this one.
+"""
+
+from collections.abc import Awaitable, Callable
+from os import PathLike
+from typing import Any, Literal, overload
+
+class Holder:
+    owner: str
+    lease: int
+    mode: str
+    permits: int
+    fence: int
+    count: int
+    held: float
+    value: bytes
+    lock_delay: float
+
+class Waiter:
+    owner: str
+    lease: int
+    mode: str
+    permits: int
+    waited: float
+
+class LockInfo:
+    name: str
+    semaphore_limit: int
+    holders: list[Holder]
+    waiters: list[Waiter]
+    delayed: float
+
+class LeaderInfo:
+    owner: str
+    lease: int
+    fence: int
+    value: bytes
+
+class LeaseTtl:
+    granted_ttl: float
+    remaining: float | None
+    attachments: list[tuple[str, str, bool]]
+
+class NativeGuard:
+    name: str
+    owner: str
+    fence: int
+    lease: int
+    count: int
+    def ensure_valid(self) -> None: ...
+    def is_lost(self) -> bool: ...
+    def is_held(self) -> bool: ...
+    def on_lost(self, callback: Callable[[str], object]) -> None: ...
+    @overload
+    def reenter(self, *, aio: Literal[False] = False) -> NativeGuard: ...
+    @overload
+    def reenter(self, *, aio: Literal[True]) -> Awaitable[NativeGuard]: ...
+    @overload
+    def release(self, *, aio: Literal[False] = False) -> None: ...
+    @overload
+    def release(self, *, aio: Literal[True]) -> Awaitable[None]: ...
+
+class NativeLeadership:
+    name: str
+    owner: str
+    fence: int
+    lease: int
+    def ensure_valid(self) -> None: ...
+    def is_lost(self) -> bool: ...
+    def is_held(self) -> bool: ...
+    def on_lost(self, callback: Callable[[str], object]) -> None: ...
+    @overload
+    def proclaim(self, value: bytes, *, aio: Literal[False] = False) -> None: ...
+    @overload
+    def proclaim(self, value: bytes, *, aio: Literal[True]) -> Awaitable[None]: ...
+    @overload
+    def resign(self, *, aio: Literal[False] = False) -> None: ...
+    @overload
+    def resign(self, *, aio: Literal[True]) -> Awaitable[None]: ...
+
+class NativeTaskGuard:
+    fence: int
+    def ensure_valid(self) -> None: ...
+    def is_lost(self) -> bool: ...
+    def on_lost(self, callback: Callable[[str], object]) -> None: ...
+    @overload
+    def finish(self, *, aio: Literal[False] = False) -> None: ...
+    @overload
+    def finish(self, *, aio: Literal[True]) -> Awaitable[None]: ...
+
+class NativeObserver:
+    @overload
+    def next(self, *, aio: Literal[False] = False) -> tuple[bool, LeaderInfo | None]: ...
+    @overload
+    def next(self, *, aio: Literal[True]) -> Awaitable[tuple[bool, LeaderInfo | None]]: ...
+
+class NativeClient:
+    endpoints: list[str]
+    def __init__(
+        self,
+        endpoints: list[str],
+        *,
+        session_ttl: float | None = None,
+        safety_margin: float | None = None,
+        retry_for: float | None = None,
+        token: str | None = None,
+        cacert: str | PathLike[str] | None = None,
+        cert: str | PathLike[str] | None = None,
+        key: str | PathLike[str] | None = None,
+    ) -> None: ...
+    def lock(
+        self,
+        name: str,
+        ttl: float | None,
+        timeout: float | None,
+        wait: bool,
+        mode: str,
+        permits: int,
+        limit: int,
+        owner: str | None,
+        lock_delay: float | None,
+        *,
+        aio: bool = False,
+    ) -> Any: ...
+    def check(self, name: str, fence: int, *, aio: bool = False) -> Any: ...
+    def describe(self, name: str, *, aio: bool = False) -> Any: ...
+    def list(self, prefix: str, limit: int, *, aio: bool = False) -> Any: ...
+    def force_release(self, name: str, *, aio: bool = False) -> Any: ...
+    def grant_lease(self, ttl: float, *, aio: bool = False) -> Any: ...
+    def keep_alive(self, lease: int, *, aio: bool = False) -> Any: ...
+    def revoke(self, lease: int, *, aio: bool = False) -> Any: ...
+    def set_lease_ttl(self, lease: int, ttl: float, *, aio: bool = False) -> Any: ...
+    def time_to_live(self, lease: int, *, aio: bool = False) -> Any: ...
+    def acquire_on(
+        self,
+        name: str,
+        owner: str,
+        lease: int,
+        wait: bool,
+        timeout: float | None,
+        *,
+        aio: bool = False,
+    ) -> Any: ...
+    def release_on(self, name: str, owner: str, *, aio: bool = False) -> Any: ...
+    def campaign(
+        self, name: str, value: bytes, timeout: float | None, *, aio: bool = False
+    ) -> Any: ...
+    def leader(self, name: str, *, aio: bool = False) -> Any: ...
+    def task_lock(
+        self, name: str, min_hold: float, max_hold: float, *, aio: bool = False
+    ) -> Any: ...
+    def session_lease(self, *, aio: bool = False) -> Any: ...
+    def close(self, *, aio: bool = False) -> Any: ...
+    def observe(self, name: str) -> NativeObserver: ...

@@ -1,0 +1,219 @@
+"""A lock shaped like redis-py's ``redis.lock.Lock``, on raftlock.
+
+Code written against redis-py's lock keeps its calls::
+
+    # before                                 # after
+    lock = redis.lock("jobs", timeout=30)    lock = raftlock.redis.Lock(client, "jobs", timeout=30)
+    if lock.acquire(blocking_timeout=5):     if lock.acquire(blocking_timeout=5):
+        lock.extend(30)                          lock.extend(30)
+        lock.release()                           lock.release()
+
+What is the same: ``acquire(blocking, blocking_timeout, token)``,
+``release()``, ``extend(additional_time, replace_ttl)``, ``reacquire()``,
+``locked()``, ``owned()``, ``with``; ``timeout`` is the lock's own TTL
+(Redis ``PX``): it ends that long after acquire, extend or reacquire
+unless extended again, and a process that dies loses it then. The
+exceptions are named as redis-py's (:class:`LockError`,
+:class:`LockNotOwnedError`).
+
+What differs, and why:
+
+- A waiting ``acquire`` queues at the server (FIFO) and is granted as the
+  lock frees, instead of polling every ``sleep`` seconds: ``sleep`` is
+  accepted and not used.
+- ``timeout=None`` holds the lock on the client's session lease, kept alive
+  in the background: it never ends while the process lives, and ends
+  ``session_ttl`` after the process dies (redis-py's would stay locked
+  for ever).
+- The lock comes with a fencing token, :attr:`Lock.fence`, strictly
+  greater than any earlier grant of the name: pass it to what the lock
+  protects (Redis locks have none).
+- The thread that holds the lock acquiring it again gets
+  :class:`LockError` at once, where redis-py's lock would wait on itself
+  until ``blocking_timeout``.
+- It survives the loss of a node: the grant is replicated by Raft before
+  it is answered.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from types import SimpleNamespace, TracebackType
+from typing import Any
+
+from raftlock._sync import Client
+from raftlock.errors import LeaseExpired, NotHeld, RaftlockError, Timeout
+
+
+class LockError(RaftlockError, ValueError):
+    """As redis-py's ``LockError``: the lock cannot be used this way."""
+
+
+class LockNotOwnedError(LockError):
+    """As redis-py's ``LockNotOwnedError``: the lock is no longer ours."""
+
+
+class Lock:
+    """A redis-py-shaped lock on ``name`` (see the module's text).
+
+    Args:
+        client: the :class:`raftlock.Client` to use.
+        name: the lock's name.
+        timeout: seconds the lock lives after each acquire, extend or
+            reacquire (``None``: while the process lives).
+        sleep: accepted for compatibility; the server queues waiters.
+        blocking: whether ``acquire`` waits by default.
+        blocking_timeout: default seconds ``acquire`` waits (``None``: for ever).
+        thread_local: keep the token per thread (redis-py's default), so one
+            thread cannot release another's lock.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        name: str,
+        timeout: float | None = None,
+        sleep: float = 0.1,
+        blocking: bool = True,
+        blocking_timeout: float | None = None,
+        thread_local: bool = True,
+    ) -> None:
+        self.client = client
+        self.name = name
+        self.timeout = timeout
+        self.sleep = sleep
+        self.blocking = blocking
+        self.blocking_timeout = blocking_timeout
+        self.thread_local = thread_local
+        self.local: Any = threading.local() if thread_local else SimpleNamespace()
+        self.local.token = None
+        self.local.lease = None
+        self.local.fence = None
+
+    def acquire(
+        self,
+        blocking: bool | None = None,
+        blocking_timeout: float | None = None,
+        token: str | bytes | None = None,
+    ) -> bool:
+        """Takes the lock; ``False`` if it is busy (``blocking=False``) or
+        ``blocking_timeout`` seconds pass first."""
+        blocking = self.blocking if blocking is None else blocking
+        wait = self.blocking_timeout if blocking_timeout is None else blocking_timeout
+        if isinstance(token, bytes):
+            token = token.decode()
+        if self.local.token is not None:
+            raise LockError(f"lock {self.name!r} is already held by this thread")
+        token = token or uuid.uuid4().hex
+        native = self.client._native
+        own = self.timeout is not None
+        lease = native.grant_lease(float(self.timeout)) if own else self.client.session_lease()
+        try:
+            granted = native.acquire_on(
+                self.name, token, lease, blocking, wait if blocking else None
+            )
+        except Timeout:
+            granted = None
+        except BaseException:
+            if own:
+                self._revoke(lease)
+            raise
+        if granted is None:
+            if own:
+                self._revoke(lease)
+            return False
+        self.local.token = token
+        self.local.lease = lease
+        self.local.fence = granted[0]
+        return True
+
+    def release(self) -> None:
+        """Releases the lock; raises :class:`LockNotOwnedError` if it was
+        no longer held (expired, or taken by another since)."""
+        token, lease = self.local.token, self.local.lease
+        if token is None:
+            raise LockError("Cannot release an unlocked lock")
+        self.local.token = self.local.lease = self.local.fence = None
+        try:
+            if self.timeout is not None:
+                if self._revoke(lease) == 0:
+                    raise LockNotOwnedError("Cannot release a lock that's no longer owned")
+            else:
+                self.client._native.release_on(self.name, token)
+        except NotHeld as e:
+            raise LockNotOwnedError("Cannot release a lock that's no longer owned") from e
+
+    def extend(self, additional_time: float, replace_ttl: bool = False) -> bool:
+        """Adds ``additional_time`` seconds to the time the lock has left
+        (or, with ``replace_ttl``, sets it to that)."""
+        if self.local.token is None:
+            raise LockError("Cannot extend an unlocked lock")
+        if self.timeout is None:
+            raise LockError("Cannot extend a lock with no timeout")
+        left = self._left_if_owned()
+        ttl = additional_time if replace_ttl else left + additional_time
+        self.client.set_lease_ttl(self.local.lease, ttl)
+        return True
+
+    def reacquire(self) -> bool:
+        """Resets the time the lock has left to ``timeout``."""
+        if self.local.token is None:
+            raise LockError("Cannot reacquire an unlocked lock")
+        if self.timeout is None:
+            raise LockError("Cannot reacquire a lock with no timeout")
+        self._left_if_owned()
+        self.client.set_lease_ttl(self.local.lease, float(self.timeout))
+        return True
+
+    def locked(self) -> bool:
+        """Whether anyone holds the lock."""
+        info = self.client.describe(self.name)
+        return info is not None and bool(info.holders)
+
+    def owned(self) -> bool:
+        """Whether this lock's token holds it."""
+        token = self.local.token
+        if token is None:
+            return False
+        info = self.client.describe(self.name)
+        return info is not None and any(h.owner == token for h in info.holders)
+
+    @property
+    def fence(self) -> int:
+        """The fencing token of the current hold."""
+        if self.local.fence is None:
+            raise LockError("the lock is not held")
+        return int(self.local.fence)
+
+    def _left_if_owned(self) -> float:
+        """Seconds the held lock has left; :class:`LockNotOwnedError` if gone."""
+        try:
+            ttl = self.client.time_to_live(self.local.lease)
+        except LeaseExpired as e:
+            raise LockNotOwnedError("Cannot extend a lock that's no longer owned") from e
+        if (self.name, self.local.token, True) not in ttl.attachments:
+            raise LockNotOwnedError("Cannot extend a lock that's no longer owned")
+        return ttl.remaining or 0.0
+
+    def _revoke(self, lease: int) -> int:
+        try:
+            return self.client.revoke(lease)
+        except LeaseExpired:
+            return 0
+
+    def __enter__(self) -> Lock:
+        if self.acquire():
+            return self
+        raise LockError("Unable to acquire lock within the time specified")
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+__all__ = ["Lock", "LockError", "LockNotOwnedError"]

@@ -1,0 +1,225 @@
+//! Values crossing to Python: durations in seconds, and the read-only
+//! records the client answers (a lock's holders and waiters, a leader, a
+//! lease's TTL).
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use raftlock_client::pb;
+
+/// `value` seconds as a duration; `what` names the argument in the error.
+pub fn secs(what: &str, value: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(value).map_err(|_| {
+        PyValueError::new_err(format!(
+            "{what} must be a finite number of seconds >= 0, not {value}"
+        ))
+    })
+}
+
+fn mode_name(mode: i32) -> &'static str {
+    match pb::LockMode::try_from(mode) {
+        Ok(pb::LockMode::Shared) => "shared",
+        Ok(pb::LockMode::Permits) => "permits",
+        _ => "exclusive",
+    }
+}
+
+/// One holder of a lock.
+#[pyclass(module = "raftlock._native", frozen)]
+#[derive(Clone)]
+pub struct Holder {
+    #[pyo3(get)]
+    pub owner: String,
+    #[pyo3(get)]
+    pub lease: u64,
+    #[pyo3(get)]
+    pub mode: &'static str,
+    #[pyo3(get)]
+    pub permits: u32,
+    #[pyo3(get)]
+    pub fence: u64,
+    #[pyo3(get)]
+    pub count: u32,
+    /// Seconds since granted.
+    #[pyo3(get)]
+    pub held: f64,
+    pub(crate) value_bytes: Vec<u8>,
+    /// Seconds the lock stays closed if this hold is lost.
+    #[pyo3(get)]
+    pub lock_delay: f64,
+}
+
+#[pymethods]
+impl Holder {
+    /// The value an election leader published.
+    #[getter]
+    fn value(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(&self.value_bytes)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Holder(owner={:?}, lease={}, mode={:?}, fence={}, count={})",
+            self.owner, self.lease, self.mode, self.fence, self.count
+        )
+    }
+}
+
+/// One waiter of a lock, in queue order.
+#[pyclass(module = "raftlock._native", frozen, get_all)]
+#[derive(Clone)]
+pub struct Waiter {
+    pub owner: String,
+    pub lease: u64,
+    pub mode: &'static str,
+    pub permits: u32,
+    /// Seconds in the queue.
+    pub waited: f64,
+}
+
+#[pymethods]
+impl Waiter {
+    fn __repr__(&self) -> String {
+        format!(
+            "Waiter(owner={:?}, lease={}, mode={:?})",
+            self.owner, self.lease, self.mode
+        )
+    }
+}
+
+/// A lock as `describe` shows it.
+#[pyclass(module = "raftlock._native", frozen, get_all)]
+pub struct LockInfo {
+    pub name: String,
+    pub semaphore_limit: u32,
+    pub holders: Vec<Holder>,
+    pub waiters: Vec<Waiter>,
+    /// Seconds the lock stays closed after a lost hold (0: none in force).
+    pub delayed: f64,
+}
+
+#[pymethods]
+impl LockInfo {
+    fn __repr__(&self) -> String {
+        format!(
+            "LockInfo(name={:?}, holders={}, waiters={})",
+            self.name,
+            self.holders.len(),
+            self.waiters.len()
+        )
+    }
+}
+
+fn ms(ms: u64) -> f64 {
+    Duration::from_millis(ms).as_secs_f64()
+}
+
+impl From<pb::LockInfo> for LockInfo {
+    fn from(info: pb::LockInfo) -> Self {
+        LockInfo {
+            name: info.name,
+            semaphore_limit: info.semaphore_limit,
+            holders: info
+                .holders
+                .into_iter()
+                .map(|h| Holder {
+                    owner: h.owner,
+                    lease: h.lease,
+                    mode: mode_name(h.mode),
+                    permits: h.permits,
+                    fence: h.fence,
+                    count: h.count,
+                    held: ms(h.held_ms),
+                    value_bytes: h.value,
+                    lock_delay: ms(h.lock_delay_ms),
+                })
+                .collect(),
+            waiters: info
+                .waiters
+                .into_iter()
+                .map(|w| Waiter {
+                    owner: w.owner,
+                    lease: w.lease,
+                    mode: mode_name(w.mode),
+                    permits: w.permits,
+                    waited: ms(w.waited_ms),
+                })
+                .collect(),
+            delayed: ms(info.delayed_ms),
+        }
+    }
+}
+
+/// The leader of an election.
+#[pyclass(module = "raftlock._native", frozen)]
+pub struct LeaderInfo {
+    #[pyo3(get)]
+    pub owner: String,
+    #[pyo3(get)]
+    pub lease: u64,
+    #[pyo3(get)]
+    pub fence: u64,
+    pub(crate) value_bytes: Vec<u8>,
+}
+
+#[pymethods]
+impl LeaderInfo {
+    /// The value the leader published (campaign or proclaim).
+    #[getter]
+    fn value(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(&self.value_bytes)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "LeaderInfo(owner={:?}, fence={}, value={:?})",
+            self.owner,
+            self.fence,
+            String::from_utf8_lossy(&self.value_bytes)
+        )
+    }
+}
+
+impl From<raftlock_client::LeaderInfo> for LeaderInfo {
+    fn from(info: raftlock_client::LeaderInfo) -> Self {
+        LeaderInfo {
+            owner: info.owner,
+            lease: info.lease,
+            fence: info.fence,
+            value_bytes: info.value,
+        }
+    }
+}
+
+/// A lease's TTL, the time it has left and what it holds.
+#[pyclass(module = "raftlock._native", frozen, get_all)]
+pub struct LeaseTtl {
+    /// Seconds.
+    pub granted_ttl: f64,
+    /// Seconds left by the leader's timer.
+    pub remaining: Option<f64>,
+    /// `(lock name, owner, held)`: held, or waiting.
+    pub attachments: Vec<(String, String, bool)>,
+}
+
+#[pymethods]
+impl LeaseTtl {
+    fn __repr__(&self) -> String {
+        format!(
+            "LeaseTtl(granted_ttl={}, remaining={:?})",
+            self.granted_ttl, self.remaining
+        )
+    }
+}
+
+impl From<raftlock_client::LeaseTtl> for LeaseTtl {
+    fn from(t: raftlock_client::LeaseTtl) -> Self {
+        LeaseTtl {
+            granted_ttl: t.granted_ttl.as_secs_f64(),
+            remaining: t.remaining.map(|d| d.as_secs_f64()),
+            attachments: t.attachments,
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! What a Python program holds: a lock (or shared hold, or permits), a
+//! leadership, a task lock. Each wraps the Rust client's guard, which keeps
+//! the hold's session alive and watches for its loss; dropping the Python
+//! object without releasing releases in the background, as dropping the
+//! Rust guard does.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use raftlock_client::{Error, Leadership, LockGuard, TaskGuard};
+use tokio::task::AbortHandle;
+
+use crate::run::{finish, to_py};
+use crate::Boxed;
+
+/// The loss signal and validity check every hold has.
+pub trait Hold: Send + Sync + 'static {
+    fn ensure_valid(&self) -> Result<(), Error>;
+    fn is_lost(&self) -> bool;
+    fn lost(&self) -> Pin<Box<dyn Future<Output = Error> + Send + 'static>>;
+}
+
+impl Hold for LockGuard {
+    fn ensure_valid(&self) -> Result<(), Error> {
+        LockGuard::ensure_valid(self)
+    }
+    fn is_lost(&self) -> bool {
+        LockGuard::is_lost(self)
+    }
+    fn lost(&self) -> Pin<Box<dyn Future<Output = Error> + Send + 'static>> {
+        Box::pin(LockGuard::lost(self))
+    }
+}
+
+impl Hold for Leadership {
+    fn ensure_valid(&self) -> Result<(), Error> {
+        Leadership::ensure_valid(self)
+    }
+    fn is_lost(&self) -> bool {
+        Leadership::is_lost(self)
+    }
+    fn lost(&self) -> Pin<Box<dyn Future<Output = Error> + Send + 'static>> {
+        Box::pin(Leadership::lost(self))
+    }
+}
+
+impl Hold for TaskGuard {
+    fn ensure_valid(&self) -> Result<(), Error> {
+        TaskGuard::ensure_valid(self)
+    }
+    fn is_lost(&self) -> bool {
+        TaskGuard::is_lost(self)
+    }
+    fn lost(&self) -> Pin<Box<dyn Future<Output = Error> + Send + 'static>> {
+        Box::pin(TaskGuard::lost(self))
+    }
+}
+
+/// A hold until it is released: `None` after. Calls that borrow the hold
+/// (re-enter, proclaim) clone the `Arc` for their duration; releasing waits
+/// for them to finish.
+pub struct Held<G: Hold> {
+    slot: Mutex<Option<Arc<G>>>,
+    /// The tasks running `on_lost` callbacks; stopped on release.
+    watchers: Mutex<Vec<AbortHandle>>,
+    /// "lock \"x\"", "leadership of \"x\"": for errors.
+    what: String,
+}
+
+fn unpoisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<G: Hold> Held<G> {
+    fn new(hold: G, what: String) -> Arc<Self> {
+        Arc::new(Held {
+            slot: Mutex::new(Some(Arc::new(hold))),
+            watchers: Mutex::new(Vec::new()),
+            what,
+        })
+    }
+
+    fn get(&self) -> Result<Arc<G>, Error> {
+        unpoisoned(&self.slot)
+            .clone()
+            .ok_or_else(|| Error::NotHeld(format!("{} was already released", self.what)))
+    }
+
+    fn ensure_valid(&self) -> PyResult<()> {
+        self.get().and_then(|h| h.ensure_valid()).map_err(to_py)
+    }
+
+    fn is_lost(&self) -> bool {
+        unpoisoned(&self.slot).as_ref().is_some_and(|h| h.is_lost())
+    }
+
+    fn is_held(&self) -> bool {
+        unpoisoned(&self.slot).is_some()
+    }
+
+    /// Calls `callback(reason)` once, from a runtime thread, when the hold
+    /// is lost; never after it was released.
+    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
+        let lost = self.get().map_err(to_py)?.lost();
+        let runtime = pyo3_async_runtimes::tokio::get_runtime();
+        let task = runtime.spawn(async move {
+            let why = match lost.await {
+                Error::LockLost(why) => why,
+                other => other.to_string(),
+            };
+            Python::attach(|py| {
+                if let Err(e) = callback.call1(py, (why,)) {
+                    e.write_unraisable(py, Some(callback.bind(py)));
+                }
+            });
+        });
+        unpoisoned(&self.watchers).push(task.abort_handle());
+        Ok(())
+    }
+
+    fn stop_watchers(&self) {
+        for watcher in unpoisoned(&self.watchers).drain(..) {
+            watcher.abort();
+        }
+    }
+
+    /// Takes the hold out to end it, once no call borrows it.
+    async fn take(self: Arc<Self>) -> Result<G, Error> {
+        let taken = unpoisoned(&self.slot).take();
+        let mut hold =
+            taken.ok_or_else(|| Error::NotHeld(format!("{} was already released", self.what)))?;
+        self.stop_watchers();
+        loop {
+            match Arc::try_unwrap(hold) {
+                Ok(hold) => return Ok(hold),
+                Err(shared) => {
+                    hold = shared;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        }
+    }
+}
+
+impl<G: Hold> Drop for Held<G> {
+    fn drop(&mut self) {
+        self.stop_watchers();
+    }
+}
+
+/// A held lock, shared hold or semaphore permits (`raftlock.Lock` wraps it).
+#[pyclass(module = "raftlock._native", frozen)]
+pub struct NativeGuard {
+    held: Arc<Held<LockGuard>>,
+    #[pyo3(get)]
+    name: String,
+    #[pyo3(get)]
+    owner: String,
+    #[pyo3(get)]
+    fence: u64,
+    #[pyo3(get)]
+    lease: u64,
+    #[pyo3(get)]
+    count: u32,
+}
+
+impl NativeGuard {
+    pub fn new(guard: LockGuard) -> Self {
+        let name = guard.name().to_owned();
+        NativeGuard {
+            owner: guard.owner().to_owned(),
+            fence: guard.fence(),
+            lease: guard.lease(),
+            count: guard.count(),
+            held: Held::new(guard, format!("lock {name:?}")),
+            name,
+        }
+    }
+
+    fn reenter_fut(&self) -> PyResult<Boxed<NativeGuard>> {
+        let held = self.held.clone();
+        Ok(Box::pin(async move {
+            let guard = held.get()?;
+            Ok(NativeGuard::new(guard.reenter().await?))
+        }))
+    }
+
+    fn release_fut(&self) -> PyResult<Boxed<()>> {
+        let held = self.held.clone();
+        Ok(Box::pin(async move { held.take().await?.release().await }))
+    }
+}
+
+#[pymethods]
+impl NativeGuard {
+    /// Raises `LockLost` unless the hold can be trusted right now.
+    fn ensure_valid(&self) -> PyResult<()> {
+        self.held.ensure_valid()
+    }
+
+    /// Whether the hold was lost (not released).
+    fn is_lost(&self) -> bool {
+        self.held.is_lost()
+    }
+
+    /// Whether the hold is still this object's (not released).
+    fn is_held(&self) -> bool {
+        self.held.is_held()
+    }
+
+    /// Calls `callback(reason)` from a client thread when the hold is lost.
+    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
+        self.held.on_lost(callback)
+    }
+
+    /// The same lock again under the same owner: count + 1, same fence.
+    /// `aio=True`: an awaitable; otherwise blocks until done.
+    #[pyo3(signature = (*, aio=false))]
+    fn reenter<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
+        finish(py, aio, self.reenter_fut()?)
+    }
+    /// Releases this level of the hold; raises `LockLost` if it had
+    /// been lost meanwhile.
+    /// `aio=True`: an awaitable; otherwise blocks until done.
+    #[pyo3(signature = (*, aio=false))]
+    fn release<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
+        finish(py, aio, self.release_fut()?)
+    }
+}
+
+/// Leadership of an election (`raftlock.Leadership` wraps it).
+#[pyclass(module = "raftlock._native", frozen)]
+pub struct NativeLeadership {
+    held: Arc<Held<Leadership>>,
+    #[pyo3(get)]
+    name: String,
+    #[pyo3(get)]
+    owner: String,
+    #[pyo3(get)]
+    fence: u64,
+    #[pyo3(get)]
+    lease: u64,
+}
+
+impl NativeLeadership {
+    pub fn new(leadership: Leadership) -> Self {
+        let name = leadership.name().to_owned();
+        NativeLeadership {
+            owner: leadership.owner().to_owned(),
+            fence: leadership.fence(),
+            lease: leadership.lease(),
+            held: Held::new(leadership, format!("leadership of {name:?}")),
+            name,
+        }
+    }
+
+    fn proclaim_fut(&self, value: Vec<u8>) -> PyResult<Boxed<()>> {
+        let held = self.held.clone();
+        Ok(Box::pin(async move { held.get()?.proclaim(value).await }))
+    }
+
+    fn resign_fut(&self) -> PyResult<Boxed<()>> {
+        let held = self.held.clone();
+        Ok(Box::pin(async move { held.take().await?.resign().await }))
+    }
+}
+
+#[pymethods]
+impl NativeLeadership {
+    /// Raises `LockLost` unless the leadership can be trusted right now.
+    fn ensure_valid(&self) -> PyResult<()> {
+        self.held.ensure_valid()
+    }
+
+    /// Whether the leadership was lost (not resigned).
+    fn is_lost(&self) -> bool {
+        self.held.is_lost()
+    }
+
+    /// Whether this object still leads (not resigned).
+    fn is_held(&self) -> bool {
+        self.held.is_held()
+    }
+
+    /// Calls `callback(reason)` from a client thread when leadership is lost.
+    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
+        self.held.on_lost(callback)
+    }
+
+    /// Publishes a new value as leader.
+    /// `aio=True`: an awaitable; otherwise blocks until done.
+    #[pyo3(signature = (value, *, aio=false))]
+    fn proclaim<'py>(
+        &self,
+        py: Python<'py>,
+        value: Vec<u8>,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        finish(py, aio, self.proclaim_fut(value)?)
+    }
+    /// Steps down; the next candidate is elected.
+    /// `aio=True`: an awaitable; otherwise blocks until done.
+    #[pyo3(signature = (*, aio=false))]
+    fn resign<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
+        finish(py, aio, self.resign_fut()?)
+    }
+}
+
+/// A held task lock (`raftlock.TaskLock` hands it out).
+#[pyclass(module = "raftlock._native", frozen)]
+pub struct NativeTaskGuard {
+    held: Arc<Held<TaskGuard>>,
+    #[pyo3(get)]
+    fence: u64,
+}
+
+impl NativeTaskGuard {
+    pub fn new(guard: TaskGuard) -> Self {
+        NativeTaskGuard {
+            fence: guard.fence(),
+            held: Held::new(guard, "task lock".to_owned()),
+        }
+    }
+
+    fn finish_fut(&self) -> PyResult<Boxed<()>> {
+        let held = self.held.clone();
+        Ok(Box::pin(async move { held.take().await?.finish().await }))
+    }
+}
+
+#[pymethods]
+impl NativeTaskGuard {
+    /// Raises `LockLost` unless the hold can be trusted right now.
+    fn ensure_valid(&self) -> PyResult<()> {
+        self.held.ensure_valid()
+    }
+
+    /// Whether the hold ended early (`max_hold`, revoked, force-released).
+    fn is_lost(&self) -> bool {
+        self.held.is_lost()
+    }
+
+    /// Calls `callback(reason)` from a client thread when the hold is lost.
+    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
+        self.held.on_lost(callback)
+    }
+
+    /// The job is done: releases once `min_hold` has passed.
+    /// `aio=True`: an awaitable; otherwise blocks until done.
+    #[pyo3(signature = (*, aio=false))]
+    fn finish<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
+        finish(py, aio, self.finish_fut()?)
+    }
+}

@@ -1,0 +1,164 @@
+"""A real raftlock cluster for the tests: `raftlock serve` processes on
+loopback, from RAFTLOCK_BIN or the workspace's target/debug/raftlock."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import raftlock
+import raftlock.asyncio
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def raftlock_bin() -> str:
+    found = os.environ.get("RAFTLOCK_BIN") or str(REPO / "target" / "debug" / "raftlock")
+    if not Path(found).is_file():
+        pytest.fail(f"no raftlock binary at {found}: run `cargo build --bin raftlock`")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Cluster:
+    """N `raftlock serve` processes that a test may kill, pause and restart."""
+
+    def __init__(self, n: int = 3) -> None:
+        self.bin = raftlock_bin()
+        self.dir = Path(tempfile.mkdtemp(prefix="raftlock-py-"))
+        self.clients = {i: f"127.0.0.1:{free_port()}" for i in range(1, n + 1)}
+        self.peers = {i: f"127.0.0.1:{free_port()}" for i in range(1, n + 1)}
+        self.initial = ",".join(f"{i}={self.peers[i]}/{self.clients[i]}" for i in self.clients)
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        for i in self.clients:
+            self.start(i)
+        self.wait_for_leader()
+
+    @property
+    def endpoints(self) -> list[str]:
+        return list(self.clients.values())
+
+    def start(self, i: int) -> None:
+        log = open(self.dir / f"node-{i}.log", "ab")  # noqa: SIM115 - the process owns it
+        self.procs[i] = subprocess.Popen(
+            [
+                self.bin,
+                "serve",
+                "--id",
+                str(i),
+                "--data-dir",
+                str(self.dir / f"node-{i}"),
+                "--client-addr",
+                self.clients[i],
+                "--peer-addr",
+                self.peers[i],
+                "--initial-cluster",
+                self.initial,
+                "--admin-addr",
+                "off",
+            ],
+            stdout=log,
+            stderr=log,
+        )
+
+    def status(self) -> dict[str, object]:
+        out = subprocess.run(
+            [self.bin, "cluster", "status", "--output", "json", "--endpoints", ",".join(
+                self.clients[i] for i in self.procs
+            )],
+            capture_output=True,
+            timeout=30,
+            check=True,
+        )
+        return dict(json.loads(out.stdout))
+
+    def wait_for_leader(self, timeout: float = 30.0) -> int:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                leader = self.status().get("leader")
+                if isinstance(leader, int) and leader in self.procs:
+                    return leader
+            except (subprocess.SubprocessError, ValueError):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no leader within {timeout}s; logs in {self.dir}")
+            time.sleep(0.2)
+
+    def kill(self, i: int) -> None:
+        proc = self.procs.pop(i)
+        proc.kill()
+        proc.wait()
+
+    def pause(self, i: int) -> None:
+        self.procs[i].send_signal(signal.SIGSTOP)
+
+    def resume(self, i: int) -> None:
+        self.procs[i].send_signal(signal.SIGCONT)
+
+    def stop(self) -> None:
+        for i in list(self.procs):
+            self.procs[i].send_signal(signal.SIGCONT)
+            self.kill(i)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    """One 3-node cluster for the tests that do not harm it."""
+    c = Cluster(3)
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def fresh_cluster() -> Iterator[Cluster]:
+    """A 3-node cluster of the test's own, to kill nodes in."""
+    c = Cluster(3)
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def client(cluster: Cluster) -> Iterator[raftlock.Client]:
+    c = raftlock.Client(cluster.endpoints, session_ttl=3)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def other(cluster: Cluster) -> Iterator[raftlock.Client]:
+    """A second process's client, as far as the cluster can tell."""
+    c = raftlock.Client(cluster.endpoints, session_ttl=3)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+async def aclient(cluster: Cluster) -> AsyncIterator[raftlock.asyncio.Client]:
+    c = raftlock.asyncio.Client(cluster.endpoints, session_ttl=3)
+    yield c
+    await c.close()
+
+
+def wait_until(what: str, check: object, timeout: float = 15.0) -> None:
+    """Polls `check()` until true; fails naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: not within {timeout}s")
+        time.sleep(0.05)
