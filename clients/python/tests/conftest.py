@@ -77,9 +77,15 @@ class Cluster:
 
     def status(self) -> dict[str, object]:
         out = subprocess.run(
-            [self.bin, "cluster", "status", "--output", "json", "--endpoints", ",".join(
-                self.clients[i] for i in self.procs
-            )],
+            [
+                self.bin,
+                "cluster",
+                "status",
+                "--output",
+                "json",
+                "--endpoints",
+                ",".join(self.clients[i] for i in self.procs),
+            ],
             capture_output=True,
             timeout=30,
             check=True,

@@ -41,7 +41,8 @@ def test_a_lock_is_reentrant_per_owner(client: raftlock.Client, name: str) -> No
         with lock:
             assert lock.fence == fence
             info = client.describe(name)
-            assert info is not None and info.holders[0].count == 2
+            assert info is not None
+            assert info.holders[0].count == 2
         # One level released: still held.
         assert lock.owned()
         same_owner = client.lock(name, owner=lock.owner)
@@ -51,9 +52,7 @@ def test_a_lock_is_reentrant_per_owner(client: raftlock.Client, name: str) -> No
     assert not lock.locked()
 
 
-def test_waiters_are_granted_in_order(
-    client: raftlock.Client, cluster: Cluster, name: str
-) -> None:
+def test_waiters_are_granted_in_order(client: raftlock.Client, cluster: Cluster, name: str) -> None:
     order: list[int] = []
     clients = [raftlock.Client(cluster.endpoints, session_ttl=3) for _ in range(3)]
     with client.lock(name):
@@ -156,9 +155,7 @@ def test_a_lock_on_a_lease_of_its_own(client: raftlock.Client, name: str) -> Non
         client.time_to_live(lease)
 
 
-def test_semaphore_and_rwlock(
-    client: raftlock.Client, other: raftlock.Client, name: str
-) -> None:
+def test_semaphore_and_rwlock(client: raftlock.Client, other: raftlock.Client, name: str) -> None:
     sem = client.semaphore(name + "/sem", 2)
     assert sem.acquire()
     assert sem.acquire()
@@ -172,7 +169,8 @@ def test_semaphore_and_rwlock(
     theirs_rw = other.rwlock(name + "/rw")
     with rw.read(), theirs_rw.read():
         info = client.describe(name + "/rw")
-        assert info is not None and len(info.holders) == 2
+        assert info is not None
+        assert len(info.holders) == 2
         assert {h.mode for h in info.holders} == {"shared"}
         assert not theirs_rw.write().acquire(blocking=False)
     with theirs_rw.write():
@@ -189,7 +187,9 @@ def test_a_task_lock_runs_a_job_once(
         barrier.wait()
         c.task_lock(name, min_hold=1, max_hold=10).run(lambda: ran.append(who))
 
-    threads = [threading.Thread(target=worker, args=(c, w)) for c, w in ((client, "a"), (other, "b"))]
+    threads = [
+        threading.Thread(target=worker, args=(c, w)) for c, w in ((client, "a"), (other, "b"))
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -222,7 +222,8 @@ def test_election_campaign_observe_resign(
     with election.campaign("node-a") as leadership:
         assert leadership.is_leader
         leader = other.election(name).leader()
-        assert leader is not None and leader.value == b"node-a"
+        assert leader is not None
+        assert leader.value == b"node-a"
         assert leader.fence == leadership.fence
         with pytest.raises(raftlock.Timeout):
             other.election(name).campaign("node-b", timeout=0.3)
@@ -242,7 +243,44 @@ def test_leader_election_fails_over_between_processes(
         assert a.wait_for_leader(15)
         b.start()
         time.sleep(0.5)
-        assert a.is_leader and not b.is_leader
+        assert a.is_leader
+        assert not b.is_leader
     assert b.wait_for_leader(15), "b took over when a stopped"
     assert b.is_leader
     b.stop()
+
+
+def test_ctrl_c_interrupts_a_blocking_wait(
+    cluster: Cluster, client: raftlock.Client, name: str
+) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, raftlock\n"
+        "c = raftlock.Client(sys.argv[1])\n"
+        "print('WAITING', flush=True)\n"
+        "try:\n"
+        "    c.lock(sys.argv[2]).acquire()\n"
+        "except KeyboardInterrupt:\n"
+        "    print('INTERRUPTED', flush=True)\n"
+    )
+    with client.lock(name):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script, ",".join(cluster.endpoints), name],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "WAITING"
+        wait_until(
+            "the waiter queued", lambda: len((client.describe(name) or _empty()).waiters) == 1
+        )
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=10)
+        assert out.strip() == "INTERRUPTED"
+        wait_until(
+            "the interrupted waiter left the queue",
+            lambda: not (client.describe(name) or _empty()).waiters,
+        )

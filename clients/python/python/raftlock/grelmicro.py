@@ -14,7 +14,9 @@ The contract of grelmicro's ``sync/abc.py``, and how it is kept:
   ``duration`` seconds, or extends it if ``token`` holds it already. The
   lock is held on a lease of its own whose TTL is ``duration`` and which is
   never kept alive: a process that dies loses its locks when their duration
-  ends, as with Redis ``SET PX``. Extending sets the lease's TTL again
+  ends, as with Redis ``SET PX``. The duration counts from the grant (the
+  lease lives a few seconds while the lock is being taken, then gets the
+  duration: see ``raftlock._own_ttl``). Extending sets the lease's TTL again
   (``Lease.SetTtl``, replicated), so the lock then ends ``duration`` after
   the extension. Any positive duration is taken, down to a millisecond.
 - ``release(name, token)`` ends the hold and its lease; it is not
@@ -32,6 +34,7 @@ import math
 from collections.abc import Sequence
 from types import TracebackType
 
+from raftlock import _own_ttl
 from raftlock.asyncio import Client
 from raftlock.errors import InvalidArgument, LeaseExpired
 
@@ -112,16 +115,10 @@ class RaftlockSyncBackend(SyncBackend):
         info = await self._client.describe(key)
         if info is not None and info.holders:
             return False
-        lease = await native.grant_lease(ttl, aio=True)
-        try:
-            granted = await native.acquire_on(key, token, lease, False, None, aio=True)
-        except BaseException:
-            await self._revoke(lease)
-            raise
-        if granted is None:
-            await self._revoke(lease)
+        held = await _own_ttl.acquire_async(native, key, token, ttl, False, None)
+        if held is None:
             return False
-        fence, _count = granted
+        lease, fence = held
         self._holds[(key, token)] = (lease, fence)
         return True
 
@@ -143,10 +140,7 @@ class RaftlockSyncBackend(SyncBackend):
         return info is not None and any(h.owner == token for h in info.holders)
 
     async def _revoke(self, lease: int) -> int:
-        try:
-            return await self._client._native.revoke(lease, aio=True)  # type: ignore[no-any-return]
-        except LeaseExpired:
-            return 0
+        return await _own_ttl.revoke_async(self._client._native, lease)
 
 
 __all__ = ["RaftlockSyncBackend"]

@@ -39,9 +39,9 @@ from __future__ import annotations
 
 import threading
 import uuid
-from types import SimpleNamespace, TracebackType
-from typing import Any
+from types import TracebackType
 
+from raftlock import _own_ttl
 from raftlock._sync import Client
 from raftlock.errors import LeaseExpired, NotHeld, RaftlockError, Timeout
 
@@ -52,6 +52,18 @@ class LockError(RaftlockError, ValueError):
 
 class LockNotOwnedError(LockError):
     """As redis-py's ``LockNotOwnedError``: the lock is no longer ours."""
+
+
+class _Held:
+    """The token, lease and fence of the current hold."""
+
+    token: str | None = None
+    lease: int | None = None
+    fence: int | None = None
+
+
+class _ThreadHeld(_Held, threading.local):
+    """The same, per thread (class attributes are every thread's defaults)."""
 
 
 class Lock:
@@ -86,10 +98,7 @@ class Lock:
         self.blocking = blocking
         self.blocking_timeout = blocking_timeout
         self.thread_local = thread_local
-        self.local: Any = threading.local() if thread_local else SimpleNamespace()
-        self.local.token = None
-        self.local.lease = None
-        self.local.fence = None
+        self.local: _Held = _ThreadHeld() if thread_local else _Held()
 
     def acquire(
         self,
@@ -107,25 +116,24 @@ class Lock:
             raise LockError(f"lock {self.name!r} is already held by this thread")
         token = token or uuid.uuid4().hex
         native = self.client._native
-        own = self.timeout is not None
-        lease = native.grant_lease(float(self.timeout)) if own else self.client.session_lease()
-        try:
-            granted = native.acquire_on(
-                self.name, token, lease, blocking, wait if blocking else None
-            )
-        except Timeout:
-            granted = None
-        except BaseException:
-            if own:
-                self._revoke(lease)
-            raise
-        if granted is None:
-            if own:
-                self._revoke(lease)
-            return False
+        limit = wait if blocking else None
+        if self.timeout is not None:
+            held = _own_ttl.acquire(native, self.name, token, float(self.timeout), blocking, limit)
+            if held is None:
+                return False
+            lease, fence = held
+        else:
+            lease = self.client.session_lease()
+            try:
+                granted = native.acquire_on(self.name, token, lease, blocking, limit)
+            except Timeout:
+                return False
+            if granted is None:
+                return False
+            fence = granted[0]
         self.local.token = token
         self.local.lease = lease
-        self.local.fence = granted[0]
+        self.local.fence = fence
         return True
 
     def release(self) -> None:
@@ -136,8 +144,8 @@ class Lock:
             raise LockError("Cannot release an unlocked lock")
         self.local.token = self.local.lease = self.local.fence = None
         try:
-            if self.timeout is not None:
-                if self._revoke(lease) == 0:
+            if lease is not None and self.timeout is not None:
+                if _own_ttl.revoke(self.client._native, lease) == 0:
                     raise LockNotOwnedError("Cannot release a lock that's no longer owned")
             else:
                 self.client._native.release_on(self.name, token)
@@ -147,23 +155,15 @@ class Lock:
     def extend(self, additional_time: float, replace_ttl: bool = False) -> bool:
         """Adds ``additional_time`` seconds to the time the lock has left
         (or, with ``replace_ttl``, sets it to that)."""
-        if self.local.token is None:
-            raise LockError("Cannot extend an unlocked lock")
-        if self.timeout is None:
-            raise LockError("Cannot extend a lock with no timeout")
-        left = self._left_if_owned()
+        lease, left = self._own_lease("extend")
         ttl = additional_time if replace_ttl else left + additional_time
-        self.client.set_lease_ttl(self.local.lease, ttl)
+        self.client.set_lease_ttl(lease, ttl)
         return True
 
     def reacquire(self) -> bool:
         """Resets the time the lock has left to ``timeout``."""
-        if self.local.token is None:
-            raise LockError("Cannot reacquire an unlocked lock")
-        if self.timeout is None:
-            raise LockError("Cannot reacquire a lock with no timeout")
-        self._left_if_owned()
-        self.client.set_lease_ttl(self.local.lease, float(self.timeout))
+        lease, _ = self._own_lease("reacquire")
+        self.client.set_lease_ttl(lease, float(self.timeout or 0))
         return True
 
     def locked(self) -> bool:
@@ -186,21 +186,21 @@ class Lock:
             raise LockError("the lock is not held")
         return int(self.local.fence)
 
-    def _left_if_owned(self) -> float:
-        """Seconds the held lock has left; :class:`LockNotOwnedError` if gone."""
+    def _own_lease(self, verb: str) -> tuple[int, float]:
+        """The lease of the lock this thread holds and the seconds it has
+        left; :class:`LockNotOwnedError` if it is no longer held."""
+        token, lease = self.local.token, self.local.lease
+        if token is None:
+            raise LockError(f"Cannot {verb} an unlocked lock")
+        if self.timeout is None or lease is None:
+            raise LockError(f"Cannot {verb} a lock with no timeout")
         try:
-            ttl = self.client.time_to_live(self.local.lease)
+            ttl = self.client.time_to_live(lease)
         except LeaseExpired as e:
-            raise LockNotOwnedError("Cannot extend a lock that's no longer owned") from e
-        if (self.name, self.local.token, True) not in ttl.attachments:
-            raise LockNotOwnedError("Cannot extend a lock that's no longer owned")
-        return ttl.remaining or 0.0
-
-    def _revoke(self, lease: int) -> int:
-        try:
-            return self.client.revoke(lease)
-        except LeaseExpired:
-            return 0
+            raise LockNotOwnedError(f"Cannot {verb} a lock that's no longer owned") from e
+        if (self.name, token, True) not in ttl.attachments:
+            raise LockNotOwnedError(f"Cannot {verb} a lock that's no longer owned")
+        return lease, ttl.remaining or 0.0
 
     def __enter__(self) -> Lock:
         if self.acquire():
