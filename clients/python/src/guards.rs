@@ -105,7 +105,7 @@ impl<G: Hold> Held<G> {
     /// is lost; never after it was released.
     fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
         let lost = self.get().map_err(to_py)?.lost();
-        let runtime = pyo3_async_runtimes::tokio::get_runtime();
+        let runtime = crate::run::runtime()?;
         let task = runtime.spawn(async move {
             let why = match lost.await {
                 Error::LockLost(why) => why,

@@ -3,6 +3,7 @@
 //! `pyo3-async-runtimes`; and the client's errors as `raftlock.errors`.
 
 use std::future::Future;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
@@ -12,6 +13,26 @@ use raftlock_client::Error;
 
 /// How often a blocking call looks for a signal (Ctrl-C) while it waits.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// The process that started the shared runtime. Its threads do not survive
+/// `fork()`: a child that used it would wait for ever on tasks no thread
+/// runs, so it is told instead.
+static RUNTIME_PID: OnceLock<u32> = OnceLock::new();
+
+/// The shared runtime, if this process (not a parent it forked from)
+/// started it.
+pub fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
+    let pid = std::process::id();
+    let runtime = pyo3_async_runtimes::tokio::get_runtime();
+    if *RUNTIME_PID.get_or_init(|| pid) != pid {
+        return Err(PyRuntimeError::new_err(
+            "raftlock was used before this process forked, and its threads do not \
+             survive fork(): create raftlock clients after forking (e.g. in a \
+             gunicorn post_fork hook, not with --preload)",
+        ));
+    }
+    Ok(runtime)
+}
 
 /// Runs `fut` to completion on the shared runtime, blocking this thread
 /// with the GIL released. A signal handler that raises (Ctrl-C:
@@ -30,7 +51,7 @@ where
              hand it to another thread, or use raftlock.asyncio",
         ));
     }
-    let runtime = pyo3_async_runtimes::tokio::get_runtime();
+    let runtime = runtime()?;
     let mut task = runtime.spawn(fut);
     loop {
         let polled = py.detach(|| {
@@ -60,6 +81,7 @@ where
     F: Future<Output = Result<T, Error>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
+    runtime()?;
     pyo3_async_runtimes::tokio::future_into_py(py, async move { fut.await.map_err(to_py) })
 }
 

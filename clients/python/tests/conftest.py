@@ -37,9 +37,14 @@ def free_port() -> int:
 class Cluster:
     """N `raftlock serve` processes that a test may kill, pause and restart."""
 
-    def __init__(self, n: int = 3) -> None:
+    def __init__(self, n: int = 3, *, secure: bool = False) -> None:
         self.bin = raftlock_bin()
         self.dir = Path(tempfile.mkdtemp(prefix="raftlock-py-"))
+        self.node_args: dict[int, list[str]] = {i: [] for i in range(1, n + 1)}
+        self.cli_args: list[str] = []
+        self.token = ""
+        if secure:
+            self.secure(n)
         self.clients = {i: f"127.0.0.1:{free_port()}" for i in range(1, n + 1)}
         self.peers = {i: f"127.0.0.1:{free_port()}" for i in range(1, n + 1)}
         self.initial = ",".join(f"{i}={self.peers[i]}/{self.clients[i]}" for i in self.clients)
@@ -47,6 +52,64 @@ class Cluster:
         for i in self.clients:
             self.start(i)
         self.wait_for_leader()
+
+    def secure(self, n: int) -> None:
+        """TLS on both ports (certificates from `raftlock certs`), client
+        authentication: the client certificate `admin` is an admin, a token
+        user `jobs` may use `jobs/*` only."""
+        certs = self.dir / "certs"
+
+        def cli(*args: str) -> str:
+            done = subprocess.run(
+                [self.bin, *args], capture_output=True, text=True, check=True, timeout=60
+            )
+            return done.stdout
+
+        cli("certs", "create-ca", "--certs-dir", str(certs))
+        for i in range(1, n + 1):
+            cli(
+                "certs",
+                "create-node",
+                "--id",
+                str(i),
+                "--host",
+                "127.0.0.1",
+                "--certs-dir",
+                str(certs),
+            )
+        cli("certs", "create-client", "--name", "admin", "--certs-dir", str(certs))
+        made = cli("auth", "create-token", "--user", "jobs", "--role", "jobs")
+        self.token = next(
+            line.split()[1] for line in made.splitlines() if line.startswith("token:")
+        )
+        entry = made[made.index("[[users]]") :]
+        auth = self.dir / "auth.toml"
+        auth.write_text(
+            '[[users]]\nname = "admin"\nroles = ["admin"]\n\n'
+            '[roles.jobs]\nnames = ["jobs/*"]\n\n' + entry
+        )
+        self.ca = certs / "ca.crt"
+        self.admin_cert = certs / "client-admin.crt"
+        self.admin_key = certs / "client-admin.key"
+        for i in range(1, n + 1):
+            self.node_args[i] = [
+                "--tls-cert",
+                str(certs / f"node-{i}.crt"),
+                "--tls-key",
+                str(certs / f"node-{i}.key"),
+                "--tls-ca",
+                str(self.ca),
+                "--auth-file",
+                str(auth),
+            ]
+        self.cli_args = [
+            "--cacert",
+            str(self.ca),
+            "--cert",
+            str(self.admin_cert),
+            "--key",
+            str(self.admin_key),
+        ]
 
     @property
     def endpoints(self) -> list[str]:
@@ -70,6 +133,7 @@ class Cluster:
                 self.initial,
                 "--admin-addr",
                 "off",
+                *self.node_args[i],
             ],
             stdout=log,
             stderr=log,
@@ -85,6 +149,7 @@ class Cluster:
                 "json",
                 "--endpoints",
                 ",".join(self.clients[i] for i in self.procs),
+                *self.cli_args,
             ],
             capture_output=True,
             timeout=30,

@@ -284,3 +284,30 @@ def test_ctrl_c_interrupts_a_blocking_wait(
             "the interrupted waiter left the queue",
             lambda: not (client.describe(name) or _empty()).waiters,
         )
+
+
+def test_a_forked_child_is_told_not_hung(cluster: Cluster) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import os, sys, raftlock\n"
+        "c = raftlock.Client(sys.argv[1])\n"
+        "c.session_lease()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    try:\n"
+        "        raftlock.Client(sys.argv[1]).session_lease()\n"
+        "    except RuntimeError as e:\n"
+        "        print('CHILD', 'fork' in str(e), flush=True)\n"
+        "    os._exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+        "print('PARENT', c.session_lease() > 0, flush=True)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, ",".join(cluster.endpoints)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.stdout.split("\n")[:2] == ["CHILD True", "PARENT True"], out
