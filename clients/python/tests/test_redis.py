@@ -114,3 +114,33 @@ def test_thread_local_tokens(client: raftlock.Client, name: str) -> None:
     assert errors, "another thread cannot release this thread's lock"
     assert lock.owned()
     lock.release()
+
+
+async def test_the_asyncio_lock(cluster, name: str) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    import raftlock.asyncio
+    from raftlock.redis import AsyncLock
+
+    a = raftlock.asyncio.Client(cluster.endpoints, session_ttl=3)
+    b = raftlock.asyncio.Client(cluster.endpoints, session_ttl=3)
+    lock = AsyncLock(a, name, timeout=0.5)
+    assert await lock.acquire(blocking=False)
+    assert await lock.owned()
+    assert not await AsyncLock(b, name, timeout=5).acquire(blocking=False)
+    assert await lock.extend(2)
+    await asyncio.sleep(1.0)
+    assert await lock.owned()
+    assert await lock.reacquire()
+    await lock.release()
+    assert not await lock.locked()
+    theirs = AsyncLock(b, name, timeout=0.3)
+    assert await theirs.acquire()
+    await asyncio.sleep(0.6)
+    assert not await theirs.owned()
+    with pytest.raises(LockNotOwnedError):  # expired before release, as redis-py says
+        await theirs.release()
+    with pytest.raises(LockError):
+        await AsyncLock(b, name, timeout=5).release()  # unlocked
+    await a.close()
+    await b.close()

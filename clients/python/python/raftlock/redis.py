@@ -43,6 +43,7 @@ from types import TracebackType
 
 from raftlock import _own_ttl
 from raftlock._sync import Client
+from raftlock.asyncio import Client as AsyncClient
 from raftlock.errors import LeaseExpired, NotHeld, RaftlockError, Timeout
 
 
@@ -216,4 +217,144 @@ class Lock:
         self.release()
 
 
-__all__ = ["Lock", "LockError", "LockNotOwnedError"]
+class AsyncLock:
+    """:class:`Lock` for asyncio, as redis-py's ``redis.asyncio.lock.Lock``:
+    the same arguments, with a :class:`raftlock.asyncio.Client`, and the
+    same methods, awaited (``async with``)."""
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        name: str,
+        timeout: float | None = None,
+        sleep: float = 0.1,
+        blocking: bool = True,
+        blocking_timeout: float | None = None,
+        thread_local: bool = True,
+    ) -> None:
+        self.client = client
+        self.name = name
+        self.timeout = timeout
+        self.sleep = sleep
+        self.blocking = blocking
+        self.blocking_timeout = blocking_timeout
+        self.thread_local = thread_local
+        self.local: _Held = _ThreadHeld() if thread_local else _Held()
+
+    async def acquire(
+        self,
+        blocking: bool | None = None,
+        blocking_timeout: float | None = None,
+        token: str | bytes | None = None,
+    ) -> bool:
+        """Takes the lock; ``False`` if it is busy or ``blocking_timeout`` passes."""
+        blocking = self.blocking if blocking is None else blocking
+        wait = self.blocking_timeout if blocking_timeout is None else blocking_timeout
+        if isinstance(token, bytes):
+            token = token.decode()
+        if self.local.token is not None:
+            raise LockError(f"lock {self.name!r} is already held by this thread")
+        token = token or uuid.uuid4().hex
+        native = self.client._native
+        limit = wait if blocking else None
+        if self.timeout is not None:
+            held = await _own_ttl.acquire_async(
+                native, self.name, token, float(self.timeout), blocking, limit
+            )
+            if held is None:
+                return False
+            lease, fence = held
+        else:
+            lease = await self.client.session_lease()
+            try:
+                granted = await native.acquire_on(
+                    self.name, token, lease, blocking, limit, aio=True
+                )
+            except Timeout:
+                return False
+            if granted is None:
+                return False
+            fence = granted[0]
+        self.local.token = token
+        self.local.lease = lease
+        self.local.fence = fence
+        return True
+
+    async def release(self) -> None:
+        """Releases the lock; :class:`LockNotOwnedError` if no longer held."""
+        token, lease = self.local.token, self.local.lease
+        if token is None:
+            raise LockError("Cannot release an unlocked lock")
+        self.local.token = self.local.lease = self.local.fence = None
+        try:
+            if lease is not None and self.timeout is not None:
+                if await _own_ttl.revoke_async(self.client._native, lease) == 0:
+                    raise LockNotOwnedError("Cannot release a lock that's no longer owned")
+            else:
+                await self.client._native.release_on(self.name, token, aio=True)
+        except NotHeld as e:
+            raise LockNotOwnedError("Cannot release a lock that's no longer owned") from e
+
+    async def extend(self, additional_time: float, replace_ttl: bool = False) -> bool:
+        """Adds ``additional_time`` seconds to the time the lock has left
+        (or, with ``replace_ttl``, sets it to that)."""
+        lease, left = await self._own_lease("extend")
+        ttl = additional_time if replace_ttl else left + additional_time
+        await self.client.set_lease_ttl(lease, ttl)
+        return True
+
+    async def reacquire(self) -> bool:
+        """Resets the time the lock has left to ``timeout``."""
+        lease, _ = await self._own_lease("reacquire")
+        await self.client.set_lease_ttl(lease, float(self.timeout or 0))
+        return True
+
+    async def locked(self) -> bool:
+        """Whether anyone holds the lock."""
+        info = await self.client.describe(self.name)
+        return info is not None and bool(info.holders)
+
+    async def owned(self) -> bool:
+        """Whether this lock's token holds it."""
+        token = self.local.token
+        if token is None:
+            return False
+        info = await self.client.describe(self.name)
+        return info is not None and any(h.owner == token for h in info.holders)
+
+    @property
+    def fence(self) -> int:
+        """The fencing token of the current hold."""
+        if self.local.fence is None:
+            raise LockError("the lock is not held")
+        return int(self.local.fence)
+
+    async def _own_lease(self, verb: str) -> tuple[int, float]:
+        token, lease = self.local.token, self.local.lease
+        if token is None:
+            raise LockError(f"Cannot {verb} an unlocked lock")
+        if self.timeout is None or lease is None:
+            raise LockError(f"Cannot {verb} a lock with no timeout")
+        try:
+            ttl = await self.client.time_to_live(lease)
+        except LeaseExpired as e:
+            raise LockNotOwnedError(f"Cannot {verb} a lock that's no longer owned") from e
+        if (self.name, token, True) not in ttl.attachments:
+            raise LockNotOwnedError(f"Cannot {verb} a lock that's no longer owned")
+        return lease, ttl.remaining or 0.0
+
+    async def __aenter__(self) -> AsyncLock:
+        if await self.acquire():
+            return self
+        raise LockError("Unable to acquire lock within the time specified")
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.release()
+
+
+__all__ = ["AsyncLock", "Lock", "LockError", "LockNotOwnedError"]
