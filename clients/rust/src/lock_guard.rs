@@ -423,11 +423,23 @@ impl LockGuard {
         } = hold;
         // Stop checking (and watching) before the release makes Check false.
         drop((_registration, _abort_watch));
+        // Lost already: the release below is only cleanup, and the loss is
+        // what the caller must hear, even if the cluster cannot be reached.
+        let lost = self.lost.reason().or_else(|| self.session_lost.reason());
         let released = self.client.release(&self.spec.name, &self.spec.owner).await;
         if self.dedicated {
             let _ = Session::close(session).await;
         }
         match released {
+            Err(e)
+                if lost.is_some() && !matches!(e, Error::NotHeld(_) | Error::LeaseExpired(_)) =>
+            {
+                Err(Error::LockLost(format!(
+                    "{:?} was lost before it was released: {}",
+                    self.spec.name,
+                    lost.unwrap_or_default()
+                )))
+            }
             Ok(_) => Ok(()),
             Err(Error::NotHeld(why) | Error::LeaseExpired(why)) => Err(Error::LockLost(format!(
                 "{:?} was lost before it was released: {why}",
