@@ -56,6 +56,24 @@ pub fn ttl_ms(ttl_ms: u64) -> Result<(), Error> {
     Ok(())
 }
 
+/// A lock whose TTL is its own: a TTL in range, taken by a try-lock
+/// without a lease of the caller's.
+pub fn own_ttl(ttl: u64, lease: u64, wait: bool) -> Result<(), Error> {
+    ttl_ms(ttl)?;
+    if lease != 0 {
+        return Err(invalid(format!(
+            "ttl_ms makes the lock a lease of its own; lease must be 0, not {lease}"
+        )));
+    }
+    if wait {
+        return Err(invalid(
+            "ttl_ms is for a try-lock (wait false): a waiter needs a lease kept alive while it waits"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// A lock-delay asked for with an acquire (absent: the node's default).
 pub fn lock_delay(lock_delay_ms: Option<u64>) -> Result<Option<Duration>, Error> {
     match lock_delay_ms {

@@ -120,9 +120,9 @@ fn weight(request: &Request) -> usize {
         Command::Proclaim {
             name, owner, value, ..
         } => name.len() + owner.len() + value.len(),
-        Command::Release { name, owner } | Command::Cancel { name, owner, .. } => {
-            name.len() + owner.len()
-        }
+        Command::Release { name, owner }
+        | Command::Cancel { name, owner, .. }
+        | Command::AcquireWithTtl { name, owner, .. } => name.len() + owner.len(),
         Command::ForceRelease { name } | Command::EndLockDelay { name, .. } => name.len(),
         Command::ExpireLeases { ids } => ids.len() * 8,
         Command::GrantLease { .. } | Command::RevokeLease { .. } | Command::SetLeaseTtl { .. } => 0,

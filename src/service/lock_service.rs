@@ -39,9 +39,39 @@ impl pb::lock_server::Lock for LockService {
         input::name(&req.name).map_err(to_status)?;
         who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
-        input::lease(req.lease).map_err(to_status)?;
         let mode = input::mode(req.mode, req.permits, req.limit).map_err(to_status)?;
         let lock_delay = input::lock_delay(req.lock_delay_ms).map_err(to_status)?;
+        if let Some(ttl_ms) = req.ttl_ms {
+            input::own_ttl(ttl_ms, req.lease, req.wait).map_err(to_status)?;
+            let delay = lock_delay.unwrap_or(self.node.config().lock_delay);
+            let command = Command::AcquireWithTtl {
+                name: req.name,
+                owner: req.owner,
+                ttl_ms,
+                mode,
+                lock_delay_ms: delay.as_millis() as u64,
+            };
+            let (index, response) = write(&self.node, origin, who.caller(), command)
+                .await
+                .map_err(to_status)?;
+            let (fence, count, lease) = match response {
+                Response::GrantedWithLease {
+                    lease,
+                    fence,
+                    count,
+                } => (fence, count, lease),
+                Response::Busy => (0, 0, 0),
+                other => return Err(to_status(unexpected(other))),
+            };
+            return Ok(Reply::new(pb::AcquireResponse {
+                header: header(&self.node, index),
+                acquired: lease != 0,
+                fence,
+                count,
+                lease,
+            }));
+        }
+        input::lease(req.lease).map_err(to_status)?;
         let spec = AcquireSpec {
             name: req.name,
             owner: req.owner,
@@ -61,6 +91,7 @@ impl pb::lock_server::Lock for LockService {
             acquired: grant.is_some(),
             fence: grant.map(|g| g.fence).unwrap_or(0),
             count: grant.map(|g| g.count).unwrap_or(0),
+            lease: 0,
         }))
     }
 

@@ -227,6 +227,18 @@ pub enum Command {
     /// is its own (Redis `SET PX` + `PEXPIRE`). Last in the enum so earlier
     /// logs decode unchanged.
     SetLeaseTtl { id: LeaseId, ttl_ms: u64 },
+    /// Try-lock `name` on a lease of its own, made by this entry with TTL
+    /// `ttl_ms` and counted from the grant: a lock whose TTL is its own
+    /// (Redis `SET NX PX`), in one entry. Busy or refused, no lease is made.
+    /// Extend it with [`SetLeaseTtl`](Self::SetLeaseTtl), end it by revoking
+    /// the lease ([`Response::GrantedWithLease`] names it).
+    AcquireWithTtl {
+        name: String,
+        owner: String,
+        ttl_ms: u64,
+        mode: Mode,
+        lock_delay_ms: u64,
+    },
 }
 
 impl Request {
@@ -283,6 +295,12 @@ pub enum Response {
     /// Lease `id` now has TTL `ttl_ms` (after `Rejected` so stored replies
     /// decode unchanged).
     LeaseTtlSet { id: LeaseId, ttl_ms: u64 },
+    /// [`Command::AcquireWithTtl`] granted: the hold is on lease `lease`.
+    GrantedWithLease {
+        lease: LeaseId,
+        fence: Fence,
+        count: u32,
+    },
 }
 
 /// What a cancel did.

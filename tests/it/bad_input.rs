@@ -79,6 +79,31 @@ async fn bad_requests_are_refused_and_change_nothing() {
         ..Acquire::exclusive("s", "a", lease)
     };
     invalid(client.acquire(&sem).await.unwrap_err());
+    invalid(
+        client
+            .acquire_with_ttl("n", "a", Duration::ZERO)
+            .await
+            .unwrap_err(),
+    );
+    // A lock with its own TTL takes no lease and does not wait.
+    let mut raw_lock =
+        pb::lock_client::LockClient::connect(format!("http://{}", cluster.addrs[&1].0))
+            .await
+            .unwrap();
+    for (lease, wait) in [(lease, false), (0, true)] {
+        let status = raw_lock
+            .acquire(pb::AcquireRequest {
+                name: "n".into(),
+                owner: "a".into(),
+                lease,
+                wait,
+                ttl_ms: Some(1000),
+                ..pb::AcquireRequest::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    }
     assert_eq!(
         applied(&cluster).await,
         before,

@@ -141,3 +141,57 @@ async fn a_lease_ttl_change_extends_and_shortens_a_lock_and_survives_failover() 
     assert_eq!(ttl.granted_ttl, Duration::from_secs(30));
     cluster.shutdown().await;
 }
+
+/// `acquire_with_ttl`: the lock and its lease in one entry. Busy makes no
+/// lease; the lock ends its TTL after the grant unless extended; revoking
+/// the lease releases it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lock_with_its_own_ttl_is_taken_in_one_entry() {
+    let cluster = TestCluster::new(3).await;
+    let client = cluster.client().await;
+    let other = cluster.client().await;
+    let ttl = Duration::from_millis(600);
+    let (lease, held) = client
+        .acquire_with_ttl("own", "a", ttl)
+        .await
+        .unwrap()
+        .expect("free");
+    assert!(held.fence > 0);
+    let leases = client.leases().await.unwrap().len();
+    assert!(other
+        .acquire_with_ttl("own", "b", ttl)
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(
+        client.leases().await.unwrap().len(),
+        leases,
+        "a busy take leaves no lease"
+    );
+    // Extended past its TTL, then left to run out: the next one gets it.
+    client
+        .set_lease_ttl(lease, Duration::from_secs(2))
+        .await
+        .unwrap();
+    tokio::time::sleep(ttl * 2).await;
+    assert!(client.check("own", held.fence).await.unwrap());
+    let taken = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Some(hold) = other.acquire_with_ttl("own", "b", ttl).await.unwrap() {
+                return hold;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("granted once the extended TTL ran out");
+    assert!(taken.1.fence > held.fence);
+    // Revoking its lease releases it at once.
+    assert_eq!(other.revoke(taken.0).await.unwrap(), 1);
+    assert!(client
+        .acquire_with_ttl("own", "c", ttl)
+        .await
+        .unwrap()
+        .is_some());
+    cluster.shutdown().await;
+}

@@ -224,6 +224,27 @@ impl NativeClient {
             self.acquire_on_fut(name, owner, lease, wait, timeout)?,
         )
     }
+    /// A try-lock of `name` for `owner` on a lease made for it in the same
+    /// entry, ending `ttl` seconds after the grant: `(lease, fence)`, or
+    /// `None` when busy.
+    /// `aio=True`: an awaitable; otherwise blocks until done.
+    #[pyo3(signature = (name, owner, ttl, *, aio=false))]
+    fn acquire_with_ttl<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        owner: String,
+        ttl: f64,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ttl = secs("ttl", ttl)?;
+        let client = self.client.clone();
+        finish(py, aio, async move {
+            let held = client.acquire_with_ttl(&name, &owner, ttl).await?;
+            Ok(held.map(|(lease, a)| (lease, a.fence)))
+        })
+    }
+
     /// Low-level release of one level of `owner`'s hold; answers the
     /// re-entry depth left.
     /// `aio=True`: an awaitable; otherwise blocks until done.

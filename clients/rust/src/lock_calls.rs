@@ -73,6 +73,7 @@ impl Client {
             lock_delay_ms: spec
                 .lock_delay
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            ttl_ms: None,
         };
         let mut attempts = WaitAttempts::new(spec.timeout);
         let answer = self
@@ -98,6 +99,50 @@ impl Client {
             fence: r.fence,
             count: r.count,
         }))
+    }
+
+    /// Try-locks `name` exclusively for `owner` on a lease made for it in
+    /// the same Raft entry: a lock whose TTL is its own (Redis `SET NX
+    /// PX`), ending `ttl` (1 ms ..= 1 day) after the grant. Nothing keeps
+    /// it alive: extend it with [`set_lease_ttl`](Self::set_lease_ttl) and
+    /// end it with [`revoke`](Self::revoke) of the lease answered. `None`
+    /// when the lock is busy (then no lease is made).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+    /// use std::time::Duration;
+    /// if let Some((lease, held)) = client
+    ///     .acquire_with_ttl("report", "worker-1", Duration::from_secs(30))
+    ///     .await?
+    /// {
+    ///     println!("fence {}", held.fence);
+    ///     client.revoke(lease).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire_with_ttl(
+        &self,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<(LeaseId, Acquired)>, Error> {
+        let (request_id, open) = self.inner.ids.next();
+        let req = pb::AcquireRequest {
+            request_id: Some(request_id),
+            name: name.to_owned(),
+            owner: owner.to_owned(),
+            mode: LockMode::Exclusive as i32,
+            ttl_ms: Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
+            ..pb::AcquireRequest::default()
+        };
+        let r = open.settle(rpc!(self, LockClient, acquire, req))?;
+        Ok(r.acquired.then_some((
+            r.lease,
+            Acquired {
+                fence: r.fence,
+                count: r.count,
+            },
+        )))
     }
 
     /// Releases one level of `owner`'s hold; answers the depth still held.

@@ -17,6 +17,7 @@ impl LockState {
         let caller = &request.caller;
         match &request.command {
             Command::GrantLease { .. }
+            | Command::AcquireWithTtl { .. }
             | Command::ExpireLeases { .. }
             | Command::EndLockDelay { .. } => Ok(()),
             Command::RevokeLease { id } => self.may_use_lease(caller, *id, "revoke"),

@@ -187,6 +187,15 @@ pub struct Changes {
     pub events: Vec<Event>,
 }
 
+/// The fields of [`Command::AcquireWithTtl`].
+struct OwnTtlHold<'a> {
+    name: &'a str,
+    owner: &'a str,
+    ttl_ms: u64,
+    mode: Mode,
+    lock_delay_ms: u64,
+}
+
 /// The whole replicated lock state.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct LockState {
@@ -299,6 +308,22 @@ impl LockState {
             Command::GrantLease { ttl_ms } => self.grant_lease(*ttl_ms, request, &mut step),
             Command::RevokeLease { id } => self.revoke_lease(*id, &mut step),
             Command::SetLeaseTtl { id, ttl_ms } => self.leases.set_ttl(*id, *ttl_ms, &mut step),
+            Command::AcquireWithTtl {
+                name,
+                owner,
+                ttl_ms,
+                mode,
+                lock_delay_ms,
+            } => {
+                let hold = OwnTtlHold {
+                    name,
+                    owner,
+                    ttl_ms: *ttl_ms,
+                    mode: *mode,
+                    lock_delay_ms: *lock_delay_ms,
+                };
+                self.acquire_with_ttl(&hold, request, &mut step)
+            }
             Command::ExpireLeases { ids } => Ok(self.expire_leases(ids, &mut step)),
             Command::Acquire {
                 name,
@@ -362,6 +387,55 @@ impl LockState {
             self.sessions.pin(client);
         }
         Ok(response)
+    }
+
+    /// Try-locks `hold.name` on a lease made for it; when the lock is busy
+    /// or the request refused, the lease is taken back with its event, so
+    /// nothing changes.
+    fn acquire_with_ttl(
+        &mut self,
+        hold: &OwnTtlHold<'_>,
+        request: &Request,
+        step: &mut Step<'_>,
+    ) -> Result<Response, CommandError> {
+        let granted_by = request
+            .origin
+            .as_ref()
+            .filter(|o| !o.anonymous)
+            .map(|o| o.client);
+        let identity = request.caller.identity.clone();
+        let events_before = step.changes.events.len();
+        let Response::LeaseGranted { id: lease, .. } =
+            self.leases.grant(hold.ttl_ms, granted_by, identity, step)?
+        else {
+            unreachable!("a lease grant answers LeaseGranted")
+        };
+        let acquire = AcquireRequest {
+            name: hold.name,
+            owner: hold.owner,
+            lease,
+            mode: hold.mode,
+            wait: false,
+            value: &None,
+            lock_delay_ms: hold.lock_delay_ms,
+        };
+        match self.locks.acquire(&acquire, &mut self.leases, step) {
+            Ok(Response::Granted { fence, count }) => {
+                if let Some(client) = granted_by {
+                    self.sessions.pin(client);
+                }
+                Ok(Response::GrantedWithLease {
+                    lease,
+                    fence,
+                    count,
+                })
+            }
+            other => {
+                self.leases.remove(lease);
+                step.changes.events.truncate(events_before);
+                other
+            }
+        }
     }
 
     fn revoke_lease(&mut self, id: LeaseId, step: &mut Step<'_>) -> Result<Response, CommandError> {

@@ -1,11 +1,12 @@
 """Locks whose TTL is their own (Redis ``SET NX PX``, grelmicro's
-``duration``): each hold gets a lease of its own that is never kept alive.
+``duration``): each hold is on a lease of its own that is never kept alive.
 
-The lease is granted with a TTL of at least :data:`WAIT_TTL`, so it cannot
-run out on the way to the leader or while its owner waits in the queue;
-once the lock is granted, ``Lease.SetTtl`` gives it the lock's TTL from
-that moment. So a lock of 1 ms is granted and then lives 1 ms, instead of
-expiring before it could be taken. A waiter whose process dies leaves the
+A try-lock is one call and one Raft entry (``Acquire`` with ``ttl_ms``):
+the lease and the hold are made together, the TTL counts from the grant,
+and a busy lock makes no lease. A waiting acquire needs its lease to live
+while it waits: the lease is granted with a TTL of at least
+:data:`WAIT_TTL` and, once the lock is granted, ``Lease.SetTtl`` gives it
+the lock's TTL from that moment. A waiter whose process dies leaves the
 queue within :data:`WAIT_TTL`; one that waits longer queues again.
 """
 
@@ -28,6 +29,9 @@ def acquire(
 ) -> tuple[int, int] | None:
     """``(lease, fence)`` of a hold of ``name`` by ``owner`` that ends
     ``ttl`` seconds after it was granted; ``None`` if busy or timed out."""
+    if not wait:
+        held: tuple[int, int] | None = native.acquire_with_ttl(name, owner, ttl)
+        return held
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         lease = int(native.grant_lease(max(ttl, WAIT_TTL)))
@@ -56,6 +60,9 @@ async def acquire_async(
     native: NativeClient, name: str, owner: str, ttl: float, wait: bool, timeout: float | None
 ) -> tuple[int, int] | None:
     """:func:`acquire`, awaited."""
+    if not wait:
+        held: tuple[int, int] | None = await native.acquire_with_ttl(name, owner, ttl, aio=True)
+        return held
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         lease = int(await native.grant_lease(max(ttl, WAIT_TTL), aio=True))

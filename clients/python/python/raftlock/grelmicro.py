@@ -14,9 +14,9 @@ The contract of grelmicro's ``sync/abc.py``, and how it is kept:
   ``duration`` seconds, or extends it if ``token`` holds it already. The
   lock is held on a lease of its own whose TTL is ``duration`` and which is
   never kept alive: a process that dies loses its locks when their duration
-  ends, as with Redis ``SET PX``. The duration counts from the grant (the
-  lease lives a few seconds while the lock is being taken, then gets the
-  duration: see ``raftlock._own_ttl``). Extending sets the lease's TTL again
+  ends, as with Redis ``SET PX``. Lock and lease are made in one Raft entry
+  (``Acquire`` with ``ttl_ms``), so the duration counts from the grant and
+  a busy lock makes no lease. Extending sets the lease's TTL again
   (``Lease.SetTtl``, replicated), so the lock then ends ``duration`` after
   the extension. Any positive duration is taken, down to a millisecond.
 - ``release(name, token)`` ends the hold and its lease; it is not

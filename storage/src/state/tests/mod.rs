@@ -7,6 +7,7 @@ mod dedup_attacks;
 mod leases;
 mod lock_delay;
 mod locks;
+mod own_ttl;
 mod random;
 mod rejections;
 mod sessions;
