@@ -18,9 +18,14 @@ pub fn explain(error: &Error, endpoints: &[String]) -> String {
             tls_hint(m)
         ),
         Error::Internal(m) if m.contains("h2 protocol error") => format!(
-            "the node at {} did not answer in plain gRPC ({m}); if it serves TLS, pass the \
-             cluster CA with --cacert (RAFTLOCK_CACERT)",
-            endpoints.join(",")
+            "{} did not answer in plain gRPC ({m}); if {} TLS, pass the cluster CA with \
+             --cacert (RAFTLOCK_CACERT)",
+            nodes_at(endpoints),
+            if endpoints.len() == 1 {
+                "it serves"
+            } else {
+                "they serve"
+            }
         ),
         Error::Tls(m) => format!("{m}; check --cacert, --cert and --key"),
         Error::NotServed(_) => format!(
@@ -56,6 +61,14 @@ pub fn explain(error: &Error, endpoints: &[String]) -> String {
     }
 }
 
+/// "the node at A" or "the nodes at A,B".
+fn nodes_at(endpoints: &[String]) -> String {
+    match endpoints {
+        [one] => format!("the node at {one}"),
+        many => format!("the nodes at {}", many.join(",")),
+    }
+}
+
 /// What to check when a connection failed in the TLS handshake (or may
 /// have: a refused client certificate only shows as a cancelled call).
 fn tls_hint(message: &str) -> &'static str {
@@ -69,5 +82,24 @@ fn tls_hint(message: &str) -> &'static str {
          pass --cert and --key (RAFTLOCK_CERT, RAFTLOCK_KEY)"
     } else {
         ""
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_grpc_against_tls_names_one_node_or_several() {
+        let e = Error::Internal("Internal: h2 protocol error: http2 error".into());
+        let one = explain(&e, &["a:1".into()]);
+        assert!(one.starts_with("the node at a:1 did not answer"), "{one}");
+        assert!(one.contains("if it serves TLS"), "{one}");
+        let two = explain(&e, &["a:1".into(), "b:2".into()]);
+        assert!(
+            two.starts_with("the nodes at a:1,b:2 did not answer"),
+            "{two}"
+        );
+        assert!(two.contains("if they serve TLS"), "{two}");
     }
 }
