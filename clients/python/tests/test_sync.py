@@ -132,6 +132,8 @@ def test_a_force_released_lock_is_reported_lost(
         fenced.write(lambda log, fence: log.append(fence))
     assert fenced.resource == []
     with pytest.raises(raftlock.LockLost):
+        lock.acquire()  # re-entering a lost hold
+    with pytest.raises(raftlock.LockLost):
         lock.release()
 
 

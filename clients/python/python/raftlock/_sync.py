@@ -270,6 +270,7 @@ class Lock:
         with self._state:
             top = self._guards[-1] if self._guards else None
         if top is not None and top.is_held():
+            top.ensure_valid()  # never re-enter a hold that is already lost
             guard = top.reenter()
         else:
             try:

@@ -251,6 +251,7 @@ class Lock:
         wait = wait_limit(blocking, timeout, self._timeout)
         top = self._guards[-1] if self._guards else None
         if top is not None and top.is_held():
+            top.ensure_valid()  # never re-enter a hold that is already lost
             guard: _native.NativeGuard = await top.reenter(aio=True)
         else:
             try:
