@@ -10,6 +10,11 @@ repo=$(cd "$here/../.." && pwd)
 cd "$here"
 
 python=${PYTHON:-python3}
+# The machines come with CPython; install Debian's if one does not.
+if ! command -v "$python" >/dev/null || ! "$python" -c 'import venv, ensurepip' 2>/dev/null; then
+  apt-get update -qq && apt-get install -y -qq python3 python3-venv python3-dev >/dev/null
+  python=python3
+fi
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
