@@ -40,6 +40,13 @@ enum LeaseCommand {
     },
     /// Revoke a lease, releasing every lock it holds.
     Revoke { id: LeaseId },
+    /// Give a lease a new TTL from now (shorter or longer; replicated, so
+    /// a new leader keeps it): extends a lock held on its own lease.
+    SetTtl {
+        id: LeaseId,
+        #[arg(value_parser = parse_duration_or_seconds)]
+        ttl: Duration,
+    },
     /// A lease's TTL, time left, and the locks it holds or waits for.
     #[command(visible_alias = "timetolive")]
     Ttl { id: LeaseId },
@@ -80,6 +87,16 @@ pub async fn run(args: LeaseArgs) -> Result<ExitCode, String> {
             match ep.output {
                 Output::Json => print_json(&Revoked { id, released })?,
                 Output::Table => out!("lease {id} revoked; {released} hold(s) released"),
+            }
+        }
+        LeaseCommand::SetTtl { id, ttl } => {
+            let ttl = client.set_lease_ttl(id, ttl).await.map_err(explain)?;
+            match ep.output {
+                Output::Json => print_json(&LeaseRow {
+                    id,
+                    ttl_ms: ttl.as_millis() as u64,
+                })?,
+                Output::Table => out!("lease {id} now ends {} from now", format_duration(ttl)),
             }
         }
         LeaseCommand::Ttl { id } => {

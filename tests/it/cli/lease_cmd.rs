@@ -36,6 +36,26 @@ async fn cli_lease_grant_keepalive_ttl_list_revoke() {
 
     let ttl = json(&cluster, &["lease", "ttl", &id_arg, "--output", "json"]).await;
     assert_eq!(ttl["granted_ttl_ms"], 10_000);
+
+    // A new TTL from now, replicated: shorter here, then back.
+    let set = json(
+        &cluster,
+        &["lease", "set-ttl", &id_arg, "2s", "--output", "json"],
+    )
+    .await;
+    assert_eq!(set["ttl_ms"], 2_000);
+    let ttl = json(&cluster, &["lease", "ttl", &id_arg, "--output", "json"]).await;
+    assert_eq!(ttl["granted_ttl_ms"], 2_000);
+    assert!(
+        ttl["remaining_ms"].as_u64().expect("remaining") <= 2_000,
+        "{ttl}"
+    );
+    json(
+        &cluster,
+        &["lease", "set-ttl", &id_arg, "10", "--output", "json"],
+    )
+    .await;
+    let ttl = json(&cluster, &["lease", "ttl", &id_arg, "--output", "json"]).await;
     assert_eq!(ttl["attachments"], Value::Array(Vec::new()));
 
     let list = json(&cluster, &["lease", "list", "--output", "json"]).await;
