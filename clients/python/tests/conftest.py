@@ -49,9 +49,13 @@ class Cluster:
         self.peers = {i: f"127.0.0.1:{free_port()}" for i in range(1, n + 1)}
         self.initial = ",".join(f"{i}={self.peers[i]}/{self.clients[i]}" for i in self.clients)
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
-        for i in self.clients:
-            self.start(i)
-        self.wait_for_leader()
+        try:
+            for i in self.clients:
+                self.start(i)
+            self.wait_for_leader()
+        except BaseException:
+            self.stop(keep_logs=True)  # no node outlives a cluster that failed to start
+            raise
 
     def secure(self, n: int) -> None:
         """TLS on both ports (certificates from `raftlock certs`), client
@@ -181,11 +185,12 @@ class Cluster:
     def resume(self, i: int) -> None:
         self.procs[i].send_signal(signal.SIGCONT)
 
-    def stop(self) -> None:
+    def stop(self, keep_logs: bool = False) -> None:
         for i in list(self.procs):
             self.procs[i].send_signal(signal.SIGCONT)
             self.kill(i)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not keep_logs:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
