@@ -14,7 +14,6 @@ use raftlock_client::{Error, Leadership, LockGuard, TaskGuard};
 use tokio::task::AbortHandle;
 
 use crate::run::{finish, to_py};
-use crate::Boxed;
 
 /// The loss signal and validity check every hold has.
 pub trait Hold: Send + Sync + 'static {
@@ -179,19 +178,6 @@ impl NativeGuard {
             name,
         }
     }
-
-    fn reenter_fut(&self) -> PyResult<Boxed<NativeGuard>> {
-        let held = self.held.clone();
-        Ok(Box::pin(async move {
-            let guard = held.get()?;
-            Ok(NativeGuard::new(guard.reenter().await?))
-        }))
-    }
-
-    fn release_fut(&self) -> PyResult<Boxed<()>> {
-        let held = self.held.clone();
-        Ok(Box::pin(async move { held.take().await?.release().await }))
-    }
 }
 
 #[pymethods]
@@ -220,14 +206,19 @@ impl NativeGuard {
     /// `aio=True`: an awaitable; otherwise blocks until done.
     #[pyo3(signature = (*, aio=false))]
     fn reenter<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
-        finish(py, aio, self.reenter_fut()?)
+        let held = self.held.clone();
+        finish(py, aio, async move {
+            let guard = held.get()?;
+            Ok(NativeGuard::new(guard.reenter().await?))
+        })
     }
     /// Releases this level of the hold; raises `LockLost` if it had
     /// been lost meanwhile.
     /// `aio=True`: an awaitable; otherwise blocks until done.
     #[pyo3(signature = (*, aio=false))]
     fn release<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
-        finish(py, aio, self.release_fut()?)
+        let held = self.held.clone();
+        finish(py, aio, async move { held.take().await?.release().await })
     }
 }
 
@@ -255,16 +246,6 @@ impl NativeLeadership {
             held: Held::new(leadership, format!("leadership of {name:?}")),
             name,
         }
-    }
-
-    fn proclaim_fut(&self, value: Vec<u8>) -> PyResult<Boxed<()>> {
-        let held = self.held.clone();
-        Ok(Box::pin(async move { held.get()?.proclaim(value).await }))
-    }
-
-    fn resign_fut(&self) -> PyResult<Boxed<()>> {
-        let held = self.held.clone();
-        Ok(Box::pin(async move { held.take().await?.resign().await }))
     }
 }
 
@@ -299,13 +280,15 @@ impl NativeLeadership {
         value: Vec<u8>,
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        finish(py, aio, self.proclaim_fut(value)?)
+        let held = self.held.clone();
+        finish(py, aio, async move { held.get()?.proclaim(value).await })
     }
     /// Steps down; the next candidate is elected.
     /// `aio=True`: an awaitable; otherwise blocks until done.
     #[pyo3(signature = (*, aio=false))]
     fn resign<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
-        finish(py, aio, self.resign_fut()?)
+        let held = self.held.clone();
+        finish(py, aio, async move { held.take().await?.resign().await })
     }
 }
 
@@ -323,11 +306,6 @@ impl NativeTaskGuard {
             fence: guard.fence(),
             held: Held::new(guard, "task lock".to_owned()),
         }
-    }
-
-    fn finish_fut(&self) -> PyResult<Boxed<()>> {
-        let held = self.held.clone();
-        Ok(Box::pin(async move { held.take().await?.finish().await }))
     }
 }
 
@@ -352,6 +330,7 @@ impl NativeTaskGuard {
     /// `aio=True`: an awaitable; otherwise blocks until done.
     #[pyo3(signature = (*, aio=false))]
     fn finish<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
-        finish(py, aio, self.finish_fut()?)
+        let held = self.held.clone();
+        finish(py, aio, async move { held.take().await?.finish().await })
     }
 }

@@ -26,6 +26,7 @@ mod authority;
 mod bounds;
 mod lease_table;
 mod lock_table;
+mod own_ttl;
 mod queue;
 mod session_table;
 
@@ -43,6 +44,7 @@ use crate::event::{EndReason, Event};
 use acquisition::AcquireRequest;
 use lease_table::LeaseTable;
 use lock_table::LockTable;
+use own_ttl::OwnTtlHold;
 use session_table::{Admission, SessionTable};
 
 /// A live lease.
@@ -187,13 +189,14 @@ pub struct Changes {
     pub events: Vec<Event>,
 }
 
-/// The fields of [`Command::AcquireWithTtl`].
-struct OwnTtlHold<'a> {
-    name: &'a str,
-    owner: &'a str,
-    ttl_ms: u64,
-    mode: Mode,
-    lock_delay_ms: u64,
+/// The client a lease granted by `request` is remembered for: the one that
+/// asked, unless anonymous.
+fn granted_by(request: &Request) -> Option<Uuid> {
+    request
+        .origin
+        .as_ref()
+        .filter(|o| !o.anonymous)
+        .map(|o| o.client)
 }
 
 /// The whole replicated lock state.
@@ -376,66 +379,13 @@ impl LockState {
         request: &Request,
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
-        let granted_by = request
-            .origin
-            .as_ref()
-            .filter(|o| !o.anonymous)
-            .map(|o| o.client);
+        let granted_by = granted_by(request);
         let identity = request.caller.identity.clone();
         let response = self.leases.grant(ttl_ms, granted_by, identity, step)?;
         if let Some(client) = granted_by {
             self.sessions.pin(client);
         }
         Ok(response)
-    }
-
-    /// Try-locks `hold.name` on a lease made for it; when the lock is busy
-    /// or the request refused, the lease is taken back with its event, so
-    /// nothing changes.
-    fn acquire_with_ttl(
-        &mut self,
-        hold: &OwnTtlHold<'_>,
-        request: &Request,
-        step: &mut Step<'_>,
-    ) -> Result<Response, CommandError> {
-        let granted_by = request
-            .origin
-            .as_ref()
-            .filter(|o| !o.anonymous)
-            .map(|o| o.client);
-        let identity = request.caller.identity.clone();
-        let events_before = step.changes.events.len();
-        let Response::LeaseGranted { id: lease, .. } =
-            self.leases.grant(hold.ttl_ms, granted_by, identity, step)?
-        else {
-            unreachable!("a lease grant answers LeaseGranted")
-        };
-        let acquire = AcquireRequest {
-            name: hold.name,
-            owner: hold.owner,
-            lease,
-            mode: hold.mode,
-            wait: false,
-            value: &None,
-            lock_delay_ms: hold.lock_delay_ms,
-        };
-        match self.locks.acquire(&acquire, &mut self.leases, step) {
-            Ok(Response::Granted { fence, count }) => {
-                if let Some(client) = granted_by {
-                    self.sessions.pin(client);
-                }
-                Ok(Response::GrantedWithLease {
-                    lease,
-                    fence,
-                    count,
-                })
-            }
-            other => {
-                self.leases.remove(lease);
-                step.changes.events.truncate(events_before);
-                other
-            }
-        }
     }
 
     fn revoke_lease(&mut self, id: LeaseId, step: &mut Step<'_>) -> Result<Response, CommandError> {

@@ -12,18 +12,8 @@ The blocking API is here; the same names for asyncio are in
 """
 
 from raftlock._native import Holder, LeaderInfo, LeaseTtl, LockInfo, Waiter
-from raftlock._sync import (
-    Client,
-    Election,
-    Fenced,
-    LeaderElection,
-    Leadership,
-    Lock,
-    RwLock,
-    Semaphore,
-    TaskGuard,
-    TaskLock,
-)
+from raftlock._sync import Client, Fenced, Lock, RwLock, Semaphore
+from raftlock._sync_leadership import Election, LeaderElection, Leadership, TaskGuard, TaskLock
 from raftlock.errors import (
     InternalError,
     InvalidArgument,

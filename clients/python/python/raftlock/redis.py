@@ -40,8 +40,10 @@ from __future__ import annotations
 import threading
 import uuid
 from types import TracebackType
+from typing import Any
 
 from raftlock import _own_ttl
+from raftlock._native import LeaseTtl, LockInfo
 from raftlock._sync import Client
 from raftlock.asyncio import Client as AsyncClient
 from raftlock.errors import LeaseExpired, NotHeld, RaftlockError, Timeout
@@ -67,24 +69,13 @@ class _ThreadHeld(_Held, threading.local):
     """The same, per thread (class attributes are every thread's defaults)."""
 
 
-class Lock:
-    """A redis-py-shaped lock on ``name`` (see the module's text).
-
-    Args:
-        client: the :class:`raftlock.Client` to use.
-        name: the lock's name.
-        timeout: seconds the lock lives after each acquire, extend or
-            reacquire (``None``: while the process lives).
-        sleep: accepted for compatibility; the server queues waiters.
-        blocking: whether ``acquire`` waits by default.
-        blocking_timeout: default seconds ``acquire`` waits (``None``: for ever).
-        thread_local: keep the token per thread (redis-py's default), so one
-            thread cannot release another's lock.
-    """
+class _LockBase:
+    """What the blocking and the asyncio lock share: settings, the hold of
+    this thread (or of every thread), and every check that makes no call."""
 
     def __init__(
         self,
-        client: Client,
+        client: Any,
         name: str,
         timeout: float | None = None,
         sleep: float = 0.1,
@@ -101,6 +92,79 @@ class Lock:
         self.thread_local = thread_local
         self.local: _Held = _ThreadHeld() if thread_local else _Held()
 
+    def _begin(
+        self, blocking: bool | None, blocking_timeout: float | None, token: str | bytes | None
+    ) -> tuple[str, bool, float | None]:
+        """An acquire's token, whether it waits, and for how long."""
+        if self.local.token is not None:
+            raise LockError(f"lock {self.name!r} is already held by this thread")
+        if isinstance(token, bytes):
+            token = token.decode()
+        wait = self.blocking if blocking is None else blocking
+        limit = self.blocking_timeout if blocking_timeout is None else blocking_timeout
+        return token or uuid.uuid4().hex, wait, limit if wait else None
+
+    def _record(self, token: str, lease: int, fence: int) -> None:
+        self.local.token, self.local.lease, self.local.fence = token, lease, fence
+
+    def _end(self) -> tuple[str, int | None]:
+        """The token and lease of the hold being released, forgotten now."""
+        token, lease = self.local.token, self.local.lease
+        if token is None:
+            raise LockError("Cannot release an unlocked lock")
+        self.local.token = self.local.lease = self.local.fence = None
+        return token, lease if self.timeout is not None else None
+
+    def _own(self, verb: str) -> tuple[str, int]:
+        """The token and lease of a hold with its own TTL, for ``verb``."""
+        token, lease = self.local.token, self.local.lease
+        if token is None:
+            raise LockError(f"Cannot {verb} an unlocked lock")
+        if self.timeout is None or lease is None:
+            raise LockError(f"Cannot {verb} a lock with no timeout")
+        return token, lease
+
+    def _left(self, verb: str, token: str, ttl: LeaseTtl) -> float:
+        """Seconds a hold has left, if its lease still holds it."""
+        if (self.name, token, True) not in ttl.attachments:
+            raise _not_owned(verb)
+        return ttl.remaining or 0.0
+
+    def _holds(self, info: LockInfo | None) -> bool:
+        token = self.local.token
+        return (
+            token is not None and info is not None and any(h.owner == token for h in info.holders)
+        )
+
+    @property
+    def fence(self) -> int:
+        """The fencing token of the current hold."""
+        if self.local.fence is None:
+            raise LockError("the lock is not held")
+        return int(self.local.fence)
+
+
+def _not_owned(verb: str) -> LockNotOwnedError:
+    return LockNotOwnedError(f"Cannot {verb} a lock that's no longer owned")
+
+
+class Lock(_LockBase):
+    """A redis-py-shaped lock on ``name`` (see the module's text).
+
+    Args:
+        client: the :class:`raftlock.Client` to use.
+        name: the lock's name.
+        timeout: seconds the lock lives after each acquire, extend or
+            reacquire (``None``: while the process lives).
+        sleep: accepted for compatibility; the server queues waiters.
+        blocking: whether ``acquire`` waits by default.
+        blocking_timeout: default seconds ``acquire`` waits (``None``: for ever).
+        thread_local: keep the token per thread (redis-py's default), so one
+            thread cannot release another's lock.
+    """
+
+    client: Client
+
     def acquire(
         self,
         blocking: bool | None = None,
@@ -109,61 +173,45 @@ class Lock:
     ) -> bool:
         """Takes the lock; ``False`` if it is busy (``blocking=False``) or
         ``blocking_timeout`` seconds pass first."""
-        blocking = self.blocking if blocking is None else blocking
-        wait = self.blocking_timeout if blocking_timeout is None else blocking_timeout
-        if isinstance(token, bytes):
-            token = token.decode()
-        if self.local.token is not None:
-            raise LockError(f"lock {self.name!r} is already held by this thread")
-        token = token or uuid.uuid4().hex
+        token, wait, limit = self._begin(blocking, blocking_timeout, token)
         native = self.client._native
-        limit = wait if blocking else None
         if self.timeout is not None:
-            held = _own_ttl.acquire(native, self.name, token, float(self.timeout), blocking, limit)
-            if held is None:
-                return False
-            lease, fence = held
+            held = _own_ttl.acquire(native, self.name, token, float(self.timeout), wait, limit)
         else:
             lease = self.client.session_lease()
             try:
-                granted = native.acquire_on(self.name, token, lease, blocking, limit)
+                granted = native.acquire_on(self.name, token, lease, wait, limit)
             except Timeout:
-                return False
-            if granted is None:
-                return False
-            fence = granted[0]
-        self.local.token = token
-        self.local.lease = lease
-        self.local.fence = fence
+                granted = None
+            held = None if granted is None else (lease, granted[0])
+        if held is None:
+            return False
+        self._record(token, *held)
         return True
 
     def release(self) -> None:
         """Releases the lock; raises :class:`LockNotOwnedError` if it was
         no longer held (expired, or taken by another since)."""
-        token, lease = self.local.token, self.local.lease
-        if token is None:
-            raise LockError("Cannot release an unlocked lock")
-        self.local.token = self.local.lease = self.local.fence = None
+        token, lease = self._end()
         try:
-            if lease is not None and self.timeout is not None:
+            if lease is not None:
                 if _own_ttl.revoke(self.client._native, lease) == 0:
-                    raise LockNotOwnedError("Cannot release a lock that's no longer owned")
+                    raise _not_owned("release")
             else:
                 self.client._native.release_on(self.name, token)
         except NotHeld as e:
-            raise LockNotOwnedError("Cannot release a lock that's no longer owned") from e
+            raise _not_owned("release") from e
 
     def extend(self, additional_time: float, replace_ttl: bool = False) -> bool:
         """Adds ``additional_time`` seconds to the time the lock has left
         (or, with ``replace_ttl``, sets it to that)."""
-        lease, left = self._own_lease("extend")
-        ttl = additional_time if replace_ttl else left + additional_time
-        self.client.set_lease_ttl(lease, ttl)
+        lease, left = self._time_left("extend")
+        self.client.set_lease_ttl(lease, additional_time if replace_ttl else left + additional_time)
         return True
 
     def reacquire(self) -> bool:
         """Resets the time the lock has left to ``timeout``."""
-        lease, _ = self._own_lease("reacquire")
+        lease, _ = self._time_left("reacquire")
         self.client.set_lease_ttl(lease, float(self.timeout or 0))
         return True
 
@@ -174,34 +222,15 @@ class Lock:
 
     def owned(self) -> bool:
         """Whether this lock's token holds it."""
-        token = self.local.token
-        if token is None:
-            return False
-        info = self.client.describe(self.name)
-        return info is not None and any(h.owner == token for h in info.holders)
+        return self.local.token is not None and self._holds(self.client.describe(self.name))
 
-    @property
-    def fence(self) -> int:
-        """The fencing token of the current hold."""
-        if self.local.fence is None:
-            raise LockError("the lock is not held")
-        return int(self.local.fence)
-
-    def _own_lease(self, verb: str) -> tuple[int, float]:
-        """The lease of the lock this thread holds and the seconds it has
-        left; :class:`LockNotOwnedError` if it is no longer held."""
-        token, lease = self.local.token, self.local.lease
-        if token is None:
-            raise LockError(f"Cannot {verb} an unlocked lock")
-        if self.timeout is None or lease is None:
-            raise LockError(f"Cannot {verb} a lock with no timeout")
+    def _time_left(self, verb: str) -> tuple[int, float]:
+        token, lease = self._own(verb)
         try:
             ttl = self.client.time_to_live(lease)
         except LeaseExpired as e:
-            raise LockNotOwnedError(f"Cannot {verb} a lock that's no longer owned") from e
-        if (self.name, token, True) not in ttl.attachments:
-            raise LockNotOwnedError(f"Cannot {verb} a lock that's no longer owned")
-        return lease, ttl.remaining or 0.0
+            raise _not_owned(verb) from e
+        return lease, self._left(verb, token, ttl)
 
     def __enter__(self) -> Lock:
         if self.acquire():
@@ -217,29 +246,12 @@ class Lock:
         self.release()
 
 
-class AsyncLock:
+class AsyncLock(_LockBase):
     """:class:`Lock` for asyncio, as redis-py's ``redis.asyncio.lock.Lock``:
     the same arguments, with a :class:`raftlock.asyncio.Client`, and the
     same methods, awaited (``async with``)."""
 
-    def __init__(
-        self,
-        client: AsyncClient,
-        name: str,
-        timeout: float | None = None,
-        sleep: float = 0.1,
-        blocking: bool = True,
-        blocking_timeout: float | None = None,
-        thread_local: bool = True,
-    ) -> None:
-        self.client = client
-        self.name = name
-        self.timeout = timeout
-        self.sleep = sleep
-        self.blocking = blocking
-        self.blocking_timeout = blocking_timeout
-        self.thread_local = thread_local
-        self.local: _Held = _ThreadHeld() if thread_local else _Held()
+    client: AsyncClient
 
     async def acquire(
         self,
@@ -248,64 +260,48 @@ class AsyncLock:
         token: str | bytes | None = None,
     ) -> bool:
         """Takes the lock; ``False`` if it is busy or ``blocking_timeout`` passes."""
-        blocking = self.blocking if blocking is None else blocking
-        wait = self.blocking_timeout if blocking_timeout is None else blocking_timeout
-        if isinstance(token, bytes):
-            token = token.decode()
-        if self.local.token is not None:
-            raise LockError(f"lock {self.name!r} is already held by this thread")
-        token = token or uuid.uuid4().hex
+        token, wait, limit = self._begin(blocking, blocking_timeout, token)
         native = self.client._native
-        limit = wait if blocking else None
         if self.timeout is not None:
             held = await _own_ttl.acquire_async(
-                native, self.name, token, float(self.timeout), blocking, limit
+                native, self.name, token, float(self.timeout), wait, limit
             )
-            if held is None:
-                return False
-            lease, fence = held
         else:
             lease = await self.client.session_lease()
             try:
-                granted = await native.acquire_on(
-                    self.name, token, lease, blocking, limit, aio=True
-                )
+                granted = await native.acquire_on(self.name, token, lease, wait, limit, aio=True)
             except Timeout:
-                return False
-            if granted is None:
-                return False
-            fence = granted[0]
-        self.local.token = token
-        self.local.lease = lease
-        self.local.fence = fence
+                granted = None
+            held = None if granted is None else (lease, granted[0])
+        if held is None:
+            return False
+        self._record(token, *held)
         return True
 
     async def release(self) -> None:
         """Releases the lock; :class:`LockNotOwnedError` if no longer held."""
-        token, lease = self.local.token, self.local.lease
-        if token is None:
-            raise LockError("Cannot release an unlocked lock")
-        self.local.token = self.local.lease = self.local.fence = None
+        token, lease = self._end()
         try:
-            if lease is not None and self.timeout is not None:
+            if lease is not None:
                 if await _own_ttl.revoke_async(self.client._native, lease) == 0:
-                    raise LockNotOwnedError("Cannot release a lock that's no longer owned")
+                    raise _not_owned("release")
             else:
                 await self.client._native.release_on(self.name, token, aio=True)
         except NotHeld as e:
-            raise LockNotOwnedError("Cannot release a lock that's no longer owned") from e
+            raise _not_owned("release") from e
 
     async def extend(self, additional_time: float, replace_ttl: bool = False) -> bool:
         """Adds ``additional_time`` seconds to the time the lock has left
         (or, with ``replace_ttl``, sets it to that)."""
-        lease, left = await self._own_lease("extend")
-        ttl = additional_time if replace_ttl else left + additional_time
-        await self.client.set_lease_ttl(lease, ttl)
+        lease, left = await self._time_left("extend")
+        await self.client.set_lease_ttl(
+            lease, additional_time if replace_ttl else left + additional_time
+        )
         return True
 
     async def reacquire(self) -> bool:
         """Resets the time the lock has left to ``timeout``."""
-        lease, _ = await self._own_lease("reacquire")
+        lease, _ = await self._time_left("reacquire")
         await self.client.set_lease_ttl(lease, float(self.timeout or 0))
         return True
 
@@ -316,32 +312,15 @@ class AsyncLock:
 
     async def owned(self) -> bool:
         """Whether this lock's token holds it."""
-        token = self.local.token
-        if token is None:
-            return False
-        info = await self.client.describe(self.name)
-        return info is not None and any(h.owner == token for h in info.holders)
+        return self.local.token is not None and self._holds(await self.client.describe(self.name))
 
-    @property
-    def fence(self) -> int:
-        """The fencing token of the current hold."""
-        if self.local.fence is None:
-            raise LockError("the lock is not held")
-        return int(self.local.fence)
-
-    async def _own_lease(self, verb: str) -> tuple[int, float]:
-        token, lease = self.local.token, self.local.lease
-        if token is None:
-            raise LockError(f"Cannot {verb} an unlocked lock")
-        if self.timeout is None or lease is None:
-            raise LockError(f"Cannot {verb} a lock with no timeout")
+    async def _time_left(self, verb: str) -> tuple[int, float]:
+        token, lease = self._own(verb)
         try:
             ttl = await self.client.time_to_live(lease)
         except LeaseExpired as e:
-            raise LockNotOwnedError(f"Cannot {verb} a lock that's no longer owned") from e
-        if (self.name, token, True) not in ttl.attachments:
-            raise LockNotOwnedError(f"Cannot {verb} a lock that's no longer owned")
-        return lease, ttl.remaining or 0.0
+            raise _not_owned(verb) from e
+        return lease, self._left(verb, token, ttl)
 
     async def __aenter__(self) -> AsyncLock:
         if await self.acquire():

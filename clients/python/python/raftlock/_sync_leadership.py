@@ -1,0 +1,217 @@
+"""Blocking leadership and scheduled jobs: :class:`Election` and its
+:class:`Leadership`, :class:`LeaderElection` in the background, and
+:class:`TaskLock` for a job that runs once across replicas."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from raftlock import _native
+from raftlock._base import LeadershipBase, TaskGuardBase, checked_ttl, on_lost_thread
+from raftlock._common import as_bytes, seconds
+from raftlock._native import LeaderInfo
+
+if TYPE_CHECKING:
+    from raftlock._sync import Client
+
+
+class TaskGuard(TaskGuardBase):
+    """A held task lock; :meth:`finish` (or leaving ``with``) releases it
+    once ``min_hold`` has passed."""
+
+    def __init__(self, guard: _native.NativeTaskGuard) -> None:
+        super().__init__(guard)
+        self.lost = threading.Event()
+        guard.on_lost(on_lost_thread(self.lost, None))
+
+    def finish(self) -> None:
+        """The job is done: waits out ``min_hold``, then releases."""
+        self._guard.finish()
+
+    def __enter__(self) -> TaskGuard:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.finish()
+
+
+class TaskLock:
+    """Lets a scheduled job run once across replicas (as ShedLock does):
+    the first worker takes it, the others skip. It is held at least
+    ``min_hold`` (so a worker whose clock runs late does not run the job
+    again) and at most ``max_hold`` (a worker that dies frees it then)."""
+
+    def __init__(self, client: Client, name: str, min_hold: float, max_hold: float) -> None:
+        self._client = client
+        self.name = name
+        self.min_hold = checked_ttl(min_hold)
+        self.max_hold = checked_ttl(max_hold)
+
+    def try_acquire(self) -> TaskGuard | None:
+        """Takes the lock if no worker holds it."""
+        guard = self._client._native.task_lock(self.name, self.min_hold, self.max_hold)
+        return None if guard is None else TaskGuard(guard)
+
+    def run(self, job: Callable[..., object], *args: Any, **kwargs: Any) -> bool:
+        """Runs ``job(*args, **kwargs)`` if this worker got the lock;
+        answers whether it ran."""
+        guard = self.try_acquire()
+        if guard is None:
+            return False
+        with guard:
+            guard.ensure_valid()
+            job(*args, **kwargs)
+        return True
+
+
+class Leadership(LeadershipBase):
+    """Leadership of an election, held on the client's session until
+    :meth:`resign` (or leaving ``with``)."""
+
+    def __init__(self, native: _native.NativeLeadership) -> None:
+        super().__init__(native)
+        self.lost = threading.Event()
+        native.on_lost(on_lost_thread(self.lost, None))
+
+    def proclaim(self, value: bytes | str) -> None:
+        """Publishes a new value as leader."""
+        self._native.proclaim(as_bytes(value))
+
+    def resign(self) -> None:
+        """Steps down; the next candidate is elected."""
+        self._native.resign()
+
+    def __enter__(self) -> Leadership:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._native.is_held():
+            self.resign()
+
+
+class Election:
+    """An election: campaign to lead, read or watch the leader."""
+
+    def __init__(self, client: Client, name: str, *, timeout: float | None = None) -> None:
+        self._client = client
+        self.name = name
+        self._timeout = seconds("timeout", timeout)
+
+    def campaign(self, value: bytes | str = b"", timeout: float | None = None) -> Leadership:
+        """Waits (FIFO) until elected; publishes ``value``."""
+        wait = self._timeout if timeout is None else seconds("timeout", timeout)
+        return Leadership(self._client._native.campaign(self.name, as_bytes(value), wait))
+
+    def leader(self) -> LeaderInfo | None:
+        """The current leader, if any."""
+        info: LeaderInfo | None = self._client._native.leader(self.name)
+        return info
+
+    def observe(self) -> Iterator[LeaderInfo | None]:
+        """Each leader from now on (``None`` while there is none), following
+        failovers; ends only with an error."""
+        observer = self._client._native.observe(self.name)
+        while True:
+            more, leader = observer.next()
+            if not more:
+                return
+            yield leader
+
+
+class LeaderElection:
+    """Campaigns in the background, as grelmicro's ``LeaderElection`` and
+    Kubernetes' leader election do: :attr:`is_leader` says whether this
+    process leads now; when leadership is lost it campaigns again.
+
+    ``with LeaderElection(...) as election:`` starts and stops it.
+    """
+
+    def __init__(self, client: Client, name: str, value: bytes | str = b"") -> None:
+        from raftlock import asyncio as aio
+
+        self._loop_thread = _LoopThread()
+        self._inner = aio.LeaderElection(aio.Client._wrap(client._native), name, value)
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this process leads now, as far as the client can prove."""
+        return self._inner.is_leader
+
+    @property
+    def fence(self) -> int:
+        """The fencing token of the current leadership."""
+        return self._inner.fence
+
+    def start(self) -> None:
+        """Starts campaigning in the background."""
+        self._loop_thread.call(self._inner.start)
+
+    def stop(self) -> None:
+        """Stops campaigning and resigns if leading."""
+        self._loop_thread.run(self._inner.stop())
+        self._loop_thread.close()
+
+    def wait_for_leader(self, timeout: float | None = None) -> bool:
+        """Waits until this process leads; ``False`` after ``timeout``."""
+        return bool(self._loop_thread.run(self._inner.wait_for_leader(timeout)))
+
+    def __enter__(self) -> LeaderElection:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class _LoopThread:
+    """An asyncio loop on a thread of its own, for the blocking wrappers of
+    background work written once in asyncio."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="raftlock-loop", daemon=True
+        )
+        self._thread.start()
+
+    def call(self, fn: Callable[[], object]) -> None:
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                fn()
+            finally:
+                done.set()
+
+        self._loop.call_soon_threadsafe(run)
+        done.wait()
+
+    def run(self, coro: Any) -> Any:
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()

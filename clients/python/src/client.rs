@@ -1,0 +1,359 @@
+//! `NativeClient`: the calls of the Rust client, each blocking or, with
+//! `aio=True`, answering an awaitable (see `run::finish`).
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use raftlock_client::{Acquire, Client, ClientOptions, ClientTls, Error};
+
+use crate::convert::{secs, LeaderInfo, LeaseTtl, LockInfo};
+use crate::guards::{NativeGuard, NativeLeadership, NativeTaskGuard};
+use crate::observer::NativeObserver;
+use crate::run::{block, finish, to_py};
+
+/// A connection to a raftlock cluster (`raftlock.Client` wraps it).
+#[pyclass(module = "raftlock._native", frozen)]
+pub struct NativeClient {
+    client: Client,
+}
+
+/// Every method but `new`, `endpoints` and `observe` takes `aio`: `True`
+/// answers an awaitable, `False` blocks until done.
+// Keyword arguments in Python; Rust sees them as parameters.
+#[allow(clippy::too_many_arguments)]
+#[pymethods]
+impl NativeClient {
+    /// Connects lazily: no call is made until the first request.
+    #[new]
+    #[pyo3(signature = (endpoints, *, session_ttl=None, safety_margin=None, retry_for=None, token=None, cacert=None, cert=None, key=None))]
+    fn new(
+        py: Python<'_>,
+        endpoints: Vec<String>,
+        session_ttl: Option<f64>,
+        safety_margin: Option<f64>,
+        retry_for: Option<f64>,
+        token: Option<String>,
+        cacert: Option<PathBuf>,
+        cert: Option<PathBuf>,
+        key: Option<PathBuf>,
+    ) -> PyResult<Self> {
+        let mut options = ClientOptions::default();
+        if let Some(ttl) = session_ttl {
+            options.session_ttl = secs("session_ttl", ttl)?;
+        }
+        if let Some(margin) = safety_margin {
+            options.safety_margin = Some(secs("safety_margin", margin)?);
+        }
+        if let Some(retry) = retry_for {
+            options.retry_for = secs("retry_for", retry)?;
+        }
+        options.token = token;
+        if cacert.is_some() || cert.is_some() || key.is_some() {
+            let tls = ClientTls::from_files(cacert.as_deref(), cert.as_deref(), key.as_deref())
+                .map_err(to_py)?;
+            options.tls = Some(tls);
+        }
+        let client = block(py, Client::connect_with(endpoints, options))?;
+        Ok(Self { client })
+    }
+
+    /// The endpoints this client uses.
+    #[getter]
+    fn endpoints(&self) -> Vec<String> {
+        self.client.endpoints().to_vec()
+    }
+
+    /// Takes a lock (`mode` "exclusive"), a shared hold ("shared") or
+    /// `permits` of a semaphore of `limit` ("permits"); `None` when a
+    /// try-lock (`wait=False`) finds it busy.
+    #[pyo3(signature = (name, ttl, timeout, wait, mode, permits, limit, owner, lock_delay, *, aio=false))]
+    fn lock<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        ttl: Option<f64>,
+        timeout: Option<f64>,
+        wait: bool,
+        mode: String,
+        permits: u32,
+        limit: u32,
+        owner: Option<String>,
+        lock_delay: Option<f64>,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut builder = match mode.as_str() {
+            "exclusive" => self.client.lock(name),
+            "shared" => self.client.lock(name).shared(),
+            "permits" => self.client.semaphore(name, limit).builder(permits),
+            other => {
+                return Err(to_py(Error::InvalidArgument(format!(
+                    "mode {other:?} is not exclusive, shared or permits"
+                ))))
+            }
+        };
+        if let Some(ttl) = ttl {
+            builder = builder.ttl(secs("ttl", ttl)?);
+        }
+        if let Some(timeout) = timeout {
+            builder = builder.timeout(secs("timeout", timeout)?);
+        }
+        if let Some(owner) = owner {
+            builder = builder.owner(owner);
+        }
+        if let Some(delay) = lock_delay {
+            builder = builder.lock_delay(secs("lock_delay", delay)?);
+        }
+        finish(py, aio, async move {
+            let guard = if wait {
+                Some(builder.acquire().await?)
+            } else {
+                builder.try_acquire().await?
+            };
+            Ok(guard.map(NativeGuard::new))
+        })
+    }
+
+    /// Whether `fence` is still the fence of a live hold of `name`.
+    #[pyo3(signature = (name, fence, *, aio=false))]
+    fn check<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        fence: u64,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move { client.check(&name, fence).await })
+    }
+
+    /// The lock `name` (holders and waiters), `None` if nobody holds or waits.
+    #[pyo3(signature = (name, *, aio=false))]
+    fn describe<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move {
+            Ok(client.describe(&name).await?.map(LockInfo::from))
+        })
+    }
+
+    /// Locks whose names start with `prefix`.
+    #[pyo3(signature = (prefix, limit, *, aio=false))]
+    fn list<'py>(
+        &self,
+        py: Python<'py>,
+        prefix: String,
+        limit: u32,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move {
+            let locks = client.list(&prefix, limit).await?;
+            Ok(locks.into_iter().map(LockInfo::from).collect::<Vec<_>>())
+        })
+    }
+
+    /// Operator override: ends every hold of `name`; answers how many.
+    #[pyo3(signature = (name, *, aio=false))]
+    fn force_release<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move { client.force_release(&name).await })
+    }
+
+    /// Grants a lease of `ttl` seconds; answers its id.
+    #[pyo3(signature = (ttl, *, aio=false))]
+    fn grant_lease<'py>(
+        &self,
+        py: Python<'py>,
+        ttl: f64,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ttl = secs("ttl", ttl)?;
+        let client = self.client.clone();
+        finish(py, aio, async move { client.grant_lease(ttl).await })
+    }
+
+    /// Renews a lease; answers its TTL in seconds.
+    #[pyo3(signature = (lease, *, aio=false))]
+    fn keep_alive<'py>(
+        &self,
+        py: Python<'py>,
+        lease: u64,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move {
+            Ok(client.keep_alive(lease).await?.as_secs_f64())
+        })
+    }
+
+    /// Revokes a lease; answers how many holds ended with it.
+    #[pyo3(signature = (lease, *, aio=false))]
+    fn revoke<'py>(&self, py: Python<'py>, lease: u64, aio: bool) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move { client.revoke(lease).await })
+    }
+
+    /// Gives a lease a new TTL from now (replicated); answers it.
+    #[pyo3(signature = (lease, ttl, *, aio=false))]
+    fn set_lease_ttl<'py>(
+        &self,
+        py: Python<'py>,
+        lease: u64,
+        ttl: f64,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ttl = secs("ttl", ttl)?;
+        let client = self.client.clone();
+        finish(py, aio, async move {
+            Ok(client.set_lease_ttl(lease, ttl).await?.as_secs_f64())
+        })
+    }
+
+    /// A lease's TTL, time left and attachments.
+    #[pyo3(signature = (lease, *, aio=false))]
+    fn time_to_live<'py>(
+        &self,
+        py: Python<'py>,
+        lease: u64,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move {
+            Ok(LeaseTtl::from(client.time_to_live(lease).await?))
+        })
+    }
+
+    /// Low-level exclusive acquire of `name` by `owner` through `lease`:
+    /// `(fence, count)` when granted, `None` when busy (`wait=False`).
+    #[pyo3(signature = (name, owner, lease, wait, timeout, *, aio=false))]
+    fn acquire_on<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        owner: String,
+        lease: u64,
+        wait: bool,
+        timeout: Option<f64>,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let spec = Acquire {
+            wait,
+            timeout: timeout.map(|t| secs("timeout", t)).transpose()?,
+            ..Acquire::exclusive(name, owner, lease)
+        };
+        let client = self.client.clone();
+        finish(py, aio, async move {
+            Ok(client.acquire(&spec).await?.map(|a| (a.fence, a.count)))
+        })
+    }
+
+    /// A try-lock of `name` for `owner` on a lease made for it in the same
+    /// entry, ending `ttl` seconds after the grant: `(lease, fence)`, or
+    /// `None` when busy.
+    #[pyo3(signature = (name, owner, ttl, *, aio=false))]
+    fn acquire_with_ttl<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        owner: String,
+        ttl: f64,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ttl = secs("ttl", ttl)?;
+        let client = self.client.clone();
+        finish(py, aio, async move {
+            let held = client.acquire_with_ttl(&name, &owner, ttl).await?;
+            Ok(held.map(|(lease, a)| (lease, a.fence)))
+        })
+    }
+
+    /// Low-level release of one level of `owner`'s hold; answers the
+    /// re-entry depth left.
+    #[pyo3(signature = (name, owner, *, aio=false))]
+    fn release_on<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        owner: String,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move { client.release(&name, &owner).await })
+    }
+
+    /// Campaigns in election `name` until elected (or `timeout`).
+    #[pyo3(signature = (name, value, timeout, *, aio=false))]
+    fn campaign<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        value: Vec<u8>,
+        timeout: Option<f64>,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut election = self.client.election(name);
+        if let Some(timeout) = timeout {
+            election = election.timeout(secs("timeout", timeout)?);
+        }
+        finish(py, aio, async move {
+            Ok(NativeLeadership::new(election.campaign(value).await?))
+        })
+    }
+
+    /// The current leader of election `name`, if any.
+    #[pyo3(signature = (name, *, aio=false))]
+    fn leader<'py>(&self, py: Python<'py>, name: String, aio: bool) -> PyResult<Bound<'py, PyAny>> {
+        let election = self.client.election(name);
+        finish(py, aio, async move {
+            Ok(election.leader().await?.map(LeaderInfo::from))
+        })
+    }
+
+    /// Takes task lock `name` if no worker holds it (see `TaskLock`).
+    #[pyo3(signature = (name, min_hold, max_hold, *, aio=false))]
+    fn task_lock<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        min_hold: f64,
+        max_hold: f64,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let task = self.client.task_lock(
+            name,
+            secs("min_hold", min_hold)?,
+            secs("max_hold", max_hold)?,
+        );
+        finish(py, aio, async move {
+            Ok(task.try_acquire().await?.map(NativeTaskGuard::new))
+        })
+    }
+
+    /// The session lease id, granting the session now if needed.
+    #[pyo3(signature = (*, aio=false))]
+    fn session_lease<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move { client.session_lease().await })
+    }
+
+    /// Ends the session: revokes its lease, releasing its locks.
+    #[pyo3(signature = (*, aio=false))]
+    fn close<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move { client.close().await })
+    }
+
+    /// Watches election `name`: each `next` answers the leader after a change.
+    fn observe(&self, name: String) -> NativeObserver {
+        NativeObserver::new(self.client.election(name).observe())
+    }
+}
