@@ -99,7 +99,7 @@ impl Client {
         let req = pb::LeaseSetTtlRequest {
             request_id: Some(request_id),
             id: lease,
-            ttl_ms: ttl.as_millis().min(u128::from(u64::MAX)) as u64,
+            ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
         };
         let reply = open.settle(rpc!(self, LeaseClient, set_ttl, req))?;
         Ok(Duration::from_millis(reply.ttl_ms))
