@@ -1,0 +1,199 @@
+//! The one list of metric names, help texts, types and units.
+
+use prometheus_client::registry::{Registry, Unit};
+
+use super::NodeMetrics;
+
+impl NodeMetrics {
+    /// Registers every metric in `r`. The one list of names, help texts
+    /// and units (docs/operations.md lists the same).
+    pub(super) fn register(&self, r: &mut Registry) {
+        let raft = r.sub_registry_with_prefix("raft");
+        raft.register("term", "Current Raft term", self.term.clone());
+        raft.register(
+            "is_leader",
+            "1 if this node is the Raft leader, else 0",
+            self.is_leader.clone(),
+        );
+        raft.register(
+            "leader_id",
+            "Id of the leader this node knows, 0 if none",
+            self.leader_id.clone(),
+        );
+        raft.register(
+            "last_log_index",
+            "Index of the last entry in this node's log",
+            self.last_log_index.clone(),
+        );
+        raft.register(
+            "commit_index",
+            "Highest index a quorum of voters stored (reported by the leader only)",
+            self.commit_index.clone(),
+        );
+        raft.register(
+            "applied_index",
+            "Index of the last entry applied to the lock state",
+            self.applied_index.clone(),
+        );
+        raft.register(
+            "snapshot_index",
+            "Last index covered by this node's snapshot",
+            self.snapshot_index.clone(),
+        );
+        raft.register(
+            "log_entries",
+            "Entries kept in the log (last index minus purged index)",
+            self.log_entries.clone(),
+        );
+        raft.register("voters", "Voting members", self.voters.clone());
+        raft.register("learners", "Non-voting members", self.learners.clone());
+        raft.register(
+            "elections",
+            "Terms this node has seen begin (each new term is one election)",
+            self.elections.clone(),
+        );
+        raft.register(
+            "leader_changes",
+            "Times this node learned of a new leader",
+            self.leader_changes.clone(),
+        );
+        raft.register(
+            "snapshots_built",
+            "Snapshots this node built from its own state",
+            self.snapshots_built.clone(),
+        );
+        raft.register(
+            "snapshots_installed",
+            "Snapshots this node installed from the leader",
+            self.snapshots_installed.clone(),
+        );
+        raft.register_with_unit(
+            "snapshot_size",
+            "Size of this node's current snapshot",
+            Unit::Bytes,
+            self.snapshot_size.clone(),
+        );
+        raft.register(
+            "proposals",
+            "Client writes this node proposed as leader",
+            self.proposals.clone(),
+        );
+        raft.register(
+            "proposed_entries",
+            "Log entries this node proposed as leader (writes are batched into entries)",
+            self.proposed_entries.clone(),
+        );
+        raft.register(
+            "writes_per_entry",
+            "Client writes packed into one proposed log entry",
+            self.requests_per_entry.clone(),
+        );
+        raft.register_with_unit(
+            "log_append",
+            "Time to write a batch of log entries and sync it to disk",
+            Unit::Seconds,
+            self.log_append.clone(),
+        );
+        raft.register(
+            "log_append_entries",
+            "Log entries per appended (and synced) batch",
+            self.log_append_entries.clone(),
+        );
+        let lock = r.sub_registry_with_prefix("lock");
+        lock.register(
+            "held",
+            "Locks with at least one holder",
+            self.locks_held.clone(),
+        );
+        lock.register("holders", "Holders over all locks", self.holders.clone());
+        lock.register(
+            "waiters",
+            "Queued waiters over all locks",
+            self.waiters.clone(),
+        );
+        lock.register(
+            "grants",
+            "Lock grants applied (immediate and off the queue)",
+            self.grants.clone(),
+        );
+        lock.register(
+            "releases",
+            "Holds ended, by reason: released, lease_revoked, lease_expired, force_released",
+            self.releases.clone(),
+        );
+        lock.register_with_unit(
+            "wait",
+            "Time from an Acquire or Campaign reaching this node to its grant",
+            Unit::Seconds,
+            self.wait_time.clone(),
+        );
+        lock.register_with_unit(
+            "hold",
+            "Time a hold lasted, from its grant to its end, as this node applied them",
+            Unit::Seconds,
+            self.hold_time.clone(),
+        );
+        lock.register(
+            "delays",
+            "Lock-delays begun: a lock closed after losing a holder to expiry or force-release",
+            self.lock_delays.clone(),
+        );
+        let lease = r.sub_registry_with_prefix("lease");
+        lease.register("live", "Live leases", self.leases.clone());
+        lease.register("grants", "Leases granted", self.lease_grants.clone());
+        lease.register(
+            "ends",
+            "Leases ended, by reason: revoked, expired",
+            self.lease_ends.clone(),
+        );
+        lease.register(
+            "keepalives",
+            "Lease keep-alives answered through this node",
+            self.keep_alives.clone(),
+        );
+        lease.register(
+            "expiry_backlog",
+            "Leases past their deadline whose expiry is not applied yet (leader only)",
+            self.expiry_backlog.clone(),
+        );
+        let grpc = r.sub_registry_with_prefix("grpc");
+        grpc.register(
+            "requests",
+            "Client API calls served by this node, by RPC and gRPC status code",
+            self.requests.clone(),
+        );
+        grpc.register_with_unit(
+            "request_duration",
+            "Client API call latency, by RPC and gRPC status code (streams: until they end)",
+            Unit::Seconds,
+            self.request_time.clone(),
+        );
+        let peer = r.sub_registry_with_prefix("peer");
+        peer.register(
+            "replication_lag_entries",
+            "Entries the leader has that a peer has not stored (leader only)",
+            self.peer_lag.clone(),
+        );
+        peer.register(
+            "rpc_errors",
+            "Failed Raft RPCs to a peer, by peer and RPC",
+            self.peer_errors.clone(),
+        );
+        let conn = r.sub_registry_with_prefix("connections");
+        conn.register(
+            "open",
+            "Connections open now, by listener (client, peer)",
+            self.connections_open.clone(),
+        );
+        conn.register(
+            "refused",
+            "Connections closed at accept, by listener and reason (full: the listener's cap; per_ip: the source address's cap)",
+            self.connections_refused.clone(),
+        );
+        conn.register(
+            "timed_out",
+            "Connections closed for sending no handshake or nothing at all in time, by listener",
+            self.connections_timed_out.clone(),
+        );
+    }
+}
