@@ -18,9 +18,6 @@ pub const DEFAULT_MAX_PEER_MESSAGE_BYTES: usize = 16 << 20;
 /// largest entry must fit.
 pub const MIN_PEER_MESSAGE_BYTES: usize = 8 << 20;
 
-/// Snapshot bytes per install-snapshot message.
-const SNAPSHOT_CHUNK_BYTES: u64 = 1 << 20;
-
 /// One member of the initial cluster: `ID=PEER_ADDR/CLIENT_ADDR`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -511,10 +508,18 @@ impl Config {
             heartbeat_interval: hb,
             election_timeout_min: el,
             election_timeout_max: el * 2,
+            // Per snapshot piece (raft/src/network.rs sends a snapshot in
+            // pieces of SNAPSHOT_CHUNK_BYTES).
             install_snapshot_timeout: 10_000,
-            snapshot_max_chunk_size: SNAPSHOT_CHUNK_BYTES,
             snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(self.snapshot_after_entries),
             max_in_snapshot_log_to_keep: self.keep_entries_after_snapshot,
+            // A node that cannot win an election (cut off, or behind) asks
+            // first and leaves everyone's term alone.
+            enable_pre_vote: Some(true),
+            // A restarted leader is elected again rather than restored: the
+            // state machine is rebuilt by replaying the log, and the
+            // committed index it reloads is a hint that may lag.
+            enable_leader_restore: Some(false),
             ..Default::default()
         };
         cfg.validate().map_err(|e| e.to_string())

@@ -3,14 +3,15 @@
 //!
 //! - **Live**: the Raft core runs (it has not stopped on a storage error
 //!   or a bug) and the node is not shutting down.
-//! - **Ready**: live, it knows a leader that is a member, the leader has
-//!   heard from a quorum lately (a leader cut off from the others does not
-//!   step down by itself in openraft 0.9), and this node has applied its
-//!   log up to at most [`READY_MAX_LAG`] entries. openraft 0.9 does not
-//!   report the commit index on a follower; the end of its log is the
-//!   nearest upper bound it has.
+//! - **Ready**: live, it knows a leader that is a member, has heard from
+//!   it lately (a leader: from a quorum; a follower: from the leader — with
+//!   PreVote a follower cut off from the leader keeps naming it, and a
+//!   leader cut off from the others does not step down at once), and this
+//!   node has applied its log up to at most [`READY_MAX_LAG`] entries
+//!   behind the end of its log.
 
-use openraft::ServerState;
+use openraft::async_runtime::WatchReceiver;
+use openraft::{Instant, ServerState};
 use serde::Serialize;
 
 use raftlock_storage::NodeId;
@@ -20,9 +21,9 @@ use crate::replica::Replica;
 /// Most entries a ready node may have in its log and not yet applied.
 pub const READY_MAX_LAG: u64 = 1_000;
 
-/// A leader that has not heard from a quorum for this many election
-/// timeouts is not ready: it is likely cut off, and a new leader is being
-/// elected on the other side.
+/// A leader that has not heard from a quorum, or a follower that has not
+/// heard from its leader, for this many election timeouts is not ready: it
+/// is likely cut off, and a new leader may be elected on the other side.
 const QUORUM_SILENCE_TIMEOUTS: u32 = 4;
 
 /// What a health check found. Serialized as the body of `/healthz` and
@@ -73,7 +74,7 @@ impl Replica {
         if !health.ok {
             return health;
         }
-        let m = self.raft.metrics().borrow().clone();
+        let m = self.raft.metrics().borrow_watched().clone();
         let lag = health.last_log_index.saturating_sub(health.applied_index);
         let silence_limit = self.config.election_timeout * QUORUM_SILENCE_TIMEOUTS;
         health.reason = match m.current_leader {
@@ -86,12 +87,24 @@ impl Replica {
             Some(_) if lag > READY_MAX_LAG => {
                 format!("{lag} log entries not applied yet (ready at {READY_MAX_LAG} or fewer)")
             }
-            Some(_) if m.state == ServerState::Leader => match m.millis_since_quorum_ack {
-                Some(ms) if u128::from(ms) <= silence_limit.as_millis() => String::new(),
-                Some(ms) => format!("leader has not heard from a quorum for {ms} ms"),
-                None => "leader has not heard from a quorum yet".to_string(),
+            Some(_) if m.state == ServerState::Leader => {
+                match m.last_quorum_acked.map(|at| at.elapsed()) {
+                    Some(silence) if silence <= silence_limit => String::new(),
+                    Some(silence) => format!(
+                        "leader has not heard from a quorum for {} ms",
+                        silence.as_millis()
+                    ),
+                    None => "leader has not heard from a quorum yet".to_string(),
+                }
+            }
+            Some(leader) => match self.since_leader_contact(leader) {
+                Some(silence) if silence <= silence_limit => String::new(),
+                Some(silence) => format!(
+                    "no word from the leader (node {leader}) for {} ms",
+                    silence.as_millis()
+                ),
+                None => format!("no word from the leader (node {leader}) yet"),
             },
-            Some(_) => String::new(),
         };
         health.ok = health.reason.is_empty();
         health

@@ -9,7 +9,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use openraft::ChangeMembers;
+use openraft::async_runtime::WatchReceiver;
+use openraft::{ChangeMembers, ReadPolicy};
 use tokio::time::Instant;
 
 use raftlock_storage::{
@@ -275,12 +276,12 @@ impl Replica {
             .read_index(|| async {
                 let floor = {
                     let m = self.raft.metrics();
-                    let m = m.borrow();
+                    let m = m.borrow_watched();
                     self.read_rounds
                         .floor(m.current_term, m.last_log_index.unwrap_or(0))
                 };
-                let (read, _) = self.raft.get_read_log_id().await?;
-                Ok(read.map_or(0, |l| l.index).max(floor))
+                let (read, _) = self.raft.get_read_log_id(ReadPolicy::ReadIndex).await?;
+                Ok(read.index().max(floor))
             })
             .await
     }
@@ -291,7 +292,7 @@ impl Replica {
     /// [`ReadIndexRounds::extend_lease`](crate::read_index::ReadIndexRounds::extend_lease)).
     async fn linearize(&self) -> Result<(), Error> {
         let arrived = Instant::now();
-        let term = self.raft.metrics().borrow().current_term;
+        let term = self.raft.metrics().borrow_watched().current_term;
         let index = self.read_index().await?;
         self.wait_applied(index).await?;
         self.read_rounds
@@ -303,7 +304,7 @@ impl Replica {
     fn holds_leader_lease(&self) -> bool {
         let term = {
             let m = self.raft.metrics();
-            let m = m.borrow();
+            let m = m.borrow_watched();
             if m.state != openraft::ServerState::Leader || m.current_leader != Some(self.id) {
                 return false;
             }

@@ -33,7 +33,7 @@
 //!   the lease timer and election observers.
 //! - [`metrics`]: the node's Prometheus metrics; [`scrape`] sets the state
 //!   gauges when they are read; `raft_watch` counts elections, leader
-//!   changes and snapshots and logs them; `timed_log` times log appends.
+//!   changes and snapshots and logs them.
 //! - [`health`]: liveness and readiness, for `/healthz`, `/readyz` and the
 //!   gRPC health service.
 //! - [`error`]: this crate's error enum; `raft_errors` maps openraft's
@@ -63,7 +63,6 @@ pub mod read_index;
 pub mod removal;
 pub mod replica;
 pub mod scrape;
-mod timed_log;
 pub mod tls;
 
 /// Generated peer API.
@@ -78,5 +77,9 @@ pub use metrics::NodeMetrics;
 pub use network::LinkFilter;
 pub use node::{NodeStatus, RaftNode};
 pub use raftlock_storage as storage;
+
+/// The openraft handle, over raftlock's type configuration and state
+/// machine.
+pub type Raft = openraft::Raft<raftlock_storage::TypeConfig, raftlock_storage::StateMachineStore>;
 pub use replica::Replica;
 pub use tls::NodeTls;

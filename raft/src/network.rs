@@ -13,20 +13,21 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use std::future::Future;
+
 use openraft::error::{
-    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, Unreachable,
+    NetworkError, RPCError, RaftError, ReplicationClosed, StreamingError, Unreachable,
 };
 use openraft::network::RPCOption;
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
 };
-use openraft::{RaftNetwork, RaftNetworkFactory};
+use openraft::{OptionalSend, RaftNetworkFactory, RaftNetworkV2};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tonic::transport::{Channel, Endpoint};
 
-use raftlock_storage::{NodeAddr, NodeId, TypeConfig};
+use raftlock_storage::{NodeAddr, NodeId, Snapshot, SnapshotData, SnapshotMeta, TypeConfig, Vote};
 
 use crate::forward::{ForwardResult, Forwarded};
 use crate::metrics::NodeMetrics;
@@ -36,11 +37,32 @@ use crate::removal::{Removal, MEMBERSHIP_INDEX_KEY};
 use crate::tls::NodeTls;
 
 /// Largest append-entries message this node sends with more than one
-/// entry: openraft is asked for fewer entries above it, so a catch-up
-/// batch of large entries stays quick to send and to decode. One entry
-/// alone may be larger (the proposer bounds an entry to about 1 MiB of
-/// payload), up to the receiver's message limit.
+/// entry: above it only a prefix of the entries is sent and openraft hears
+/// a partial success, so a catch-up batch of large entries stays quick to
+/// send and to decode. One entry alone may be larger (the proposer bounds
+/// an entry to about 1 MiB of payload), up to the receiver's message limit.
 pub const APPEND_BUDGET_BYTES: usize = 1 << 20;
+
+/// Snapshots cross the peer API in pieces of this many bytes, each its own
+/// message (under every receiver's message limit).
+pub const SNAPSHOT_CHUNK_BYTES: usize = 1 << 20;
+
+/// One piece of a snapshot on its way to a follower. The pieces of one
+/// snapshot carry the same vote and meta, and offsets that follow each
+/// other from 0; the last has `done`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SnapshotChunk {
+    /// The sending leader's vote.
+    pub vote: Vote,
+    /// What the snapshot covers.
+    pub meta: SnapshotMeta,
+    /// Where `data` starts in the snapshot's bytes.
+    pub offset: u64,
+    /// The bytes.
+    pub data: Vec<u8>,
+    /// The last piece: the receiver installs the snapshot.
+    pub done: bool,
+}
 
 /// Links a test has cut. Shared by every node of an in-process test cluster;
 /// a blocked link fails as if the peer were unreachable.
@@ -240,20 +262,31 @@ pub struct PeerConnection {
 enum Rpc {
     Append,
     Vote,
+    PreVote,
     Snapshot,
 }
 
+impl Rpc {
+    fn name(self) -> &'static str {
+        match self {
+            Rpc::Append => "append_entries",
+            Rpc::Vote => "vote",
+            Rpc::PreVote => "pre_vote",
+            Rpc::Snapshot => "install_snapshot",
+        }
+    }
+}
+
 impl PeerConnection {
-    async fn call<Req, Resp, E>(
+    async fn call<Req, Resp>(
         &self,
         rpc: Rpc,
         msg: &Req,
         option: &RPCOption,
-    ) -> Result<Resp, RPCError<NodeId, NodeAddr, RaftError<NodeId, E>>>
+    ) -> Result<Resp, RPCError<TypeConfig>>
     where
         Req: Serialize,
         Resp: DeserializeOwned,
-        E: std::error::Error + DeserializeOwned,
     {
         let data = encode(msg).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         self.send(rpc, data, option).await
@@ -261,37 +294,30 @@ impl PeerConnection {
 
     /// Sends encoded `data` and decodes the checked reply; counts a
     /// failure in `raftlock_peer_rpc_errors_total`.
-    async fn send<Resp, E>(
+    async fn send<Resp>(
         &self,
         rpc: Rpc,
         data: Vec<u8>,
         option: &RPCOption,
-    ) -> Result<Resp, RPCError<NodeId, NodeAddr, RaftError<NodeId, E>>>
+    ) -> Result<Resp, RPCError<TypeConfig>>
     where
         Resp: DeserializeOwned,
-        E: std::error::Error + DeserializeOwned,
     {
         let result = self.exchange(rpc, data, option).await;
         if result.is_err() {
-            let name = match rpc {
-                Rpc::Append => "append_entries",
-                Rpc::Vote => "vote",
-                Rpc::Snapshot => "install_snapshot",
-            };
-            self.net.metrics.on_peer_error(self.target, name);
+            self.net.metrics.on_peer_error(self.target, rpc.name());
         }
         result
     }
 
-    async fn exchange<Resp, E>(
+    async fn exchange<Resp>(
         &self,
         rpc: Rpc,
         data: Vec<u8>,
         option: &RPCOption,
-    ) -> Result<Resp, RPCError<NodeId, NodeAddr, RaftError<NodeId, E>>>
+    ) -> Result<Resp, RPCError<TypeConfig>>
     where
         Resp: DeserializeOwned,
-        E: std::error::Error + DeserializeOwned,
     {
         if self.net.filter.is_blocked(self.net.id, self.target) {
             let e = std::io::Error::new(
@@ -310,6 +336,7 @@ impl PeerConnection {
         let reply = match rpc {
             Rpc::Append => client.append_entries(req).await,
             Rpc::Vote => client.vote(req).await,
+            Rpc::PreVote => client.pre_vote(req).await,
             Rpc::Snapshot => client.install_snapshot(req).await,
         };
         let reply = reply.map_err(|status| {
@@ -336,18 +363,52 @@ impl PeerConnection {
             );
             return Err(RPCError::Unreachable(Unreachable::new(&e)));
         }
-        let result: Result<Resp, RaftError<NodeId, E>> =
+        let result: Result<Resp, RaftError<TypeConfig>> =
             decode(&reply.data).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
-        result.map_err(|e| RPCError::RemoteError(openraft::error::RemoteError::new(self.target, e)))
+        // The peer's Raft stopped or failed: it is going away.
+        result.map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))
+    }
+
+    /// Sends the snapshot's pieces one by one; stops early when the
+    /// follower answers with a vote of a later term (this leader is stale).
+    async fn send_snapshot(
+        &self,
+        vote: Vote,
+        snapshot: Snapshot,
+        option: &RPCOption,
+    ) -> Result<SnapshotResponse<TypeConfig>, RPCError<TypeConfig>> {
+        let data = snapshot.snapshot.into_inner();
+        let mut offset = 0;
+        loop {
+            let end = (offset + SNAPSHOT_CHUNK_BYTES).min(data.len());
+            let chunk = SnapshotChunk {
+                vote,
+                meta: snapshot.meta.clone(),
+                offset: offset as u64,
+                data: data[offset..end].to_vec(),
+                done: end == data.len(),
+            };
+            let reply: SnapshotResponse<TypeConfig> =
+                self.call(Rpc::Snapshot, &chunk, option).await?;
+            if chunk.done || reply.vote.leader_id().term > vote.leader_id().term {
+                return Ok(reply);
+            }
+            offset = end;
+        }
     }
 }
 
-impl RaftNetwork<TypeConfig> for PeerConnection {
+impl RaftNetworkV2<TypeConfig> for PeerConnection {
+    type SnapshotData = SnapshotData;
+
+    /// Sends the entries, or only a prefix of them when all of them would
+    /// make a message above [`APPEND_BUDGET_BYTES`]; a prefix the follower
+    /// took is a partial success, after which openraft sends the rest.
     async fn append_entries(
         &mut self,
-        rpc: AppendEntriesRequest<TypeConfig>,
+        mut rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, NodeAddr, RaftError<NodeId>>> {
+    ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
         if !rpc.entries.is_empty() && self.net.filter.holds_entries(self.net.id, self.target) {
             let e = std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
@@ -355,33 +416,62 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             );
             return Err(RPCError::Unreachable(Unreachable::new(&e)));
         }
-        let entries = rpc.entries.len();
-        let data = encode(&rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
-        if entries > 1 && data.len() > APPEND_BUDGET_BYTES {
-            // Proportionally fewer entries; openraft retries at once.
+        let mut data = encode(&rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        let mut sent_prefix = None;
+        while rpc.entries.len() > 1 && data.len() > APPEND_BUDGET_BYTES {
+            let entries = rpc.entries.len();
             let fit = (entries * APPEND_BUDGET_BYTES / data.len()).clamp(1, entries - 1);
-            return Err(PayloadTooLarge::new_entries_hint(fit as u64).into());
+            rpc.entries.truncate(fit);
+            let last = rpc.entries.last().map(|e| e.log_id);
+            rpc.leader_commit = rpc.leader_commit.min(last);
+            sent_prefix = last;
+            data = encode(&rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         }
-        self.send(Rpc::Append, data, &option).await
-    }
-
-    async fn install_snapshot(
-        &mut self,
-        rpc: InstallSnapshotRequest<TypeConfig>,
-        option: RPCOption,
-    ) -> Result<
-        InstallSnapshotResponse<NodeId>,
-        RPCError<NodeId, NodeAddr, RaftError<NodeId, InstallSnapshotError>>,
-    > {
-        self.call(Rpc::Snapshot, &rpc, &option).await
+        let reply = self.send(Rpc::Append, data, &option).await?;
+        Ok(match (reply, sent_prefix) {
+            (AppendEntriesResponse::Success, Some(last)) => {
+                AppendEntriesResponse::PartialSuccess(Some(last))
+            }
+            (reply, _) => reply,
+        })
     }
 
     async fn vote(
         &mut self,
-        rpc: VoteRequest<NodeId>,
+        rpc: VoteRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, NodeAddr, RaftError<NodeId>>> {
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
         self.call(Rpc::Vote, &rpc, &option).await
+    }
+
+    /// PreVote: a node that would start an election first asks whether it
+    /// could win one, without raising its term. A node cut off from the
+    /// others (which cannot win) then leaves the cluster's term alone and
+    /// does not depose a working leader when it comes back.
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        self.call(Rpc::PreVote, &rpc, &option).await
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote,
+        snapshot: Snapshot,
+        cancel: impl Future<Output = ReplicationClosed> + OptionalSend + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
+        tokio::select! {
+            closed = cancel => Err(StreamingError::Closed(closed)),
+            sent = self.send_snapshot(vote, snapshot, &option) => sent.map_err(|e| match e {
+                RPCError::Timeout(e) => StreamingError::Timeout(e),
+                RPCError::Unreachable(e) => StreamingError::Unreachable(e),
+                RPCError::Network(e) => StreamingError::Network(e),
+                RPCError::RemoteError(e) => StreamingError::Network(NetworkError::new(&e)),
+            }),
+        }
     }
 }
 
@@ -397,8 +487,8 @@ pub fn decode<T: DeserializeOwned>(data: &[u8]) -> Result<T, postcard::Error> {
 
 #[cfg(test)]
 mod tests {
-    use openraft::error::{Fatal, InstallSnapshotError, RaftError, SnapshotMismatch};
-    use openraft::{ErrorSubject, ErrorVerb, StorageError, StorageIOError};
+    use openraft::error::{Fatal, RaftError};
+    use openraft::{ErrorSubject, ErrorVerb, StorageError};
 
     use super::*;
     use crate::error::Error;
@@ -412,18 +502,19 @@ mod tests {
     #[test]
     fn replies_and_errors_cross_the_wire() {
         let io = std::io::Error::other("disk gone");
-        let storage: StorageError<NodeId> =
-            StorageIOError::new(ErrorSubject::Logs, ErrorVerb::Write, &io).into();
-        round_trip::<Result<(), RaftError<NodeId>>>(Err(RaftError::Fatal(Fatal::Stopped)));
-        round_trip::<Result<(), RaftError<NodeId>>>(Err(RaftError::Fatal(Fatal::StorageError(
-            storage,
-        ))));
-        round_trip::<Result<(), RaftError<NodeId, InstallSnapshotError>>>(Err(
-            RaftError::APIError(InstallSnapshotError::SnapshotMismatch(SnapshotMismatch {
-                expect: Default::default(),
-                got: Default::default(),
-            })),
-        ));
+        let storage =
+            StorageError::<TypeConfig>::from_io_error(ErrorSubject::Logs, ErrorVerb::Write, io);
+        round_trip::<Result<(), RaftError<TypeConfig>>>(Err(RaftError::Fatal(Fatal::Stopped)));
+        round_trip::<Result<(), RaftError<TypeConfig>>>(Err(RaftError::Fatal(
+            Fatal::StorageError(storage),
+        )));
+        round_trip(SnapshotChunk {
+            vote: Vote::new_committed(3, 1),
+            meta: SnapshotMeta::default(),
+            offset: 1 << 20,
+            data: vec![1, 2, 3],
+            done: true,
+        });
         round_trip::<Result<ForwardReply, Error>>(Err(Error::NotLeader {
             leader_id: 2,
             leader_addr: "127.0.0.1:7379".into(),

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::{Raft, ServerState};
+use openraft::async_runtime::WatchReceiver;
+use openraft::ServerState;
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
@@ -14,7 +15,7 @@ use tokio::time::Instant;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::ServerTlsConfig;
 
-use raftlock_storage::{Command, LeaseId, NodeAddr, NodeId, Request};
+use raftlock_storage::{AppendTimer, Command, LeaseId, NodeAddr, NodeId, Request};
 
 use crate::bounded_listener::bounded_incoming;
 use crate::config::Config;
@@ -32,8 +33,8 @@ use crate::raft_watch::watch_raft;
 use crate::read_index::ReadIndexRounds;
 use crate::removal::{stop_when_removed, Removal};
 use crate::replica::Replica;
-use crate::timed_log::TimedLogStore;
 use crate::tls::{peer_node_id, NodeTls};
+use crate::Raft;
 
 /// A node's view of the cluster, for `cluster status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +139,7 @@ impl RaftNode {
             config.id,
             Arc::new(raft_config),
             net.clone(),
-            TimedLogStore::new(config.id, log_store, metrics.clone()),
+            log_store.with_append_timer(append_timer(metrics.clone())),
             sm_store,
         )
         .await
@@ -176,6 +177,7 @@ impl RaftNode {
             read_rounds: ReadIndexRounds::default(),
             stopping: watch::channel(false).0,
             metrics,
+            leader_contact: std::sync::Mutex::new(None),
         });
         let tasks = vec![
             tokio::spawn(proposing),
@@ -402,7 +404,7 @@ async fn track_leadership(node: Arc<Replica>, mut stop: watch::Receiver<bool>) {
             node.delays.deactivate();
             leading_term = None;
         }
-        let stopped = metrics.borrow().state == ServerState::Shutdown;
+        let stopped = metrics.borrow_watched().state == ServerState::Shutdown;
         if stopped && !*stop.borrow() {
             node.report_fatal("the Raft core stopped".to_string());
             break;
@@ -530,7 +532,7 @@ async fn serve_peers(
         "peer",
         node.metrics.listener("peer"),
     );
-    let service = PeerServer::new(PeerService { node })
+    let service = PeerServer::new(PeerService::new(node))
         .max_decoding_message_size(limit)
         .max_encoding_message_size(limit);
     let service = InterceptedService::new(service, move |req: tonic::Request<()>| {
@@ -577,4 +579,12 @@ pub fn wall_clock_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+/// Feeds `raftlock_raft_log_append_seconds` with each append's time from
+/// its start until it is durable.
+fn append_timer(metrics: Arc<NodeMetrics>) -> AppendTimer {
+    AppendTimer(Arc::new(move |entries, took| {
+        metrics.on_log_append(entries, took)
+    }))
 }

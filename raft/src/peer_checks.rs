@@ -5,10 +5,12 @@
 //! of `u64::MAX` wraps and panics its core); these checks turn such input
 //! into a refusal.
 
-use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
-use openraft::{LogId, Vote};
+use openraft::raft::{AppendEntriesRequest, VoteRequest};
+use openraft::vote::RaftLeaderId;
 
-use raftlock_storage::{NodeId, TypeConfig};
+use raftlock_storage::{LogId, NodeId, TypeConfig, Vote};
+
+use crate::network::SnapshotChunk;
 
 /// How far above this node's term a peer's term may be. A node cut off
 /// from its cluster raises its term by one per failed election, about one
@@ -20,7 +22,7 @@ pub const MAX_TERM_STEP: u64 = 1 << 20;
 pub const MAX_POSITION: u64 = u64::MAX >> 2;
 
 /// Checks a vote request from `from`, given this node's term.
-pub fn check_vote(rpc: &VoteRequest<NodeId>, from: NodeId, term: u64) -> Result<(), String> {
+pub fn check_vote(rpc: &VoteRequest<TypeConfig>, from: NodeId, term: u64) -> Result<(), String> {
     check_vote_of(&rpc.vote, from, term, "candidate")?;
     check_log_id(
         rpc.last_log_id.as_ref(),
@@ -61,26 +63,31 @@ pub fn check_append(
     Ok(())
 }
 
-/// Checks a snapshot chunk from `from`, given this node's term.
-pub fn check_snapshot(
-    rpc: &InstallSnapshotRequest<TypeConfig>,
-    from: NodeId,
-    term: u64,
-) -> Result<(), String> {
+/// Largest snapshot a node accepts. A snapshot is assembled in memory
+/// before it is installed; this bounds what a sender can make a node hold.
+pub const MAX_SNAPSHOT_BYTES: u64 = 1 << 30;
+
+/// Checks a snapshot piece from `from`, given this node's term.
+pub fn check_snapshot(rpc: &SnapshotChunk, from: NodeId, term: u64) -> Result<(), String> {
     check_leader_vote(&rpc.vote, from, term)?;
     check_log_id(
         rpc.meta.last_log_id.as_ref(),
         rpc.vote.leader_id().term,
         "snapshot's last log id",
     )?;
-    if rpc.offset > MAX_POSITION {
-        return Err(format!("snapshot offset {} is out of range", rpc.offset));
+    let end = rpc.offset.checked_add(rpc.data.len() as u64);
+    if end.is_none_or(|end| end > MAX_SNAPSHOT_BYTES) {
+        return Err(format!(
+            "snapshot piece at offset {} of {} bytes ends past the {MAX_SNAPSHOT_BYTES}-byte limit",
+            rpc.offset,
+            rpc.data.len()
+        ));
     }
     Ok(())
 }
 
 /// A leader's vote: committed, and the leader is the sender.
-fn check_leader_vote(vote: &Vote<NodeId>, from: NodeId, term: u64) -> Result<(), String> {
+fn check_leader_vote(vote: &Vote, from: NodeId, term: u64) -> Result<(), String> {
     if !vote.is_committed() {
         return Err("a leader's message carries an uncommitted vote".into());
     }
@@ -88,9 +95,9 @@ fn check_leader_vote(vote: &Vote<NodeId>, from: NodeId, term: u64) -> Result<(),
 }
 
 /// The vote names the sender, and its term is within reach of ours.
-fn check_vote_of(vote: &Vote<NodeId>, from: NodeId, term: u64, role: &str) -> Result<(), String> {
-    let voted_for = vote.leader_id().voted_for();
-    if voted_for != Some(from) {
+fn check_vote_of(vote: &Vote, from: NodeId, term: u64, role: &str) -> Result<(), String> {
+    let voted_for = *vote.leader_id().node_id();
+    if voted_for != from {
         return Err(format!(
             "the {role} named in the message ({voted_for:?}) is not its sender (node {from})"
         ));
@@ -109,7 +116,7 @@ fn check_term(theirs: u64, ours: u64) -> Result<(), String> {
 }
 
 /// A log id is in range and not from a term after the message's own.
-fn check_log_id(id: Option<&LogId<NodeId>>, vote_term: u64, what: &str) -> Result<(), String> {
+fn check_log_id(id: Option<&LogId>, vote_term: u64, what: &str) -> Result<(), String> {
     let Some(id) = id else { return Ok(()) };
     if id.index > MAX_POSITION {
         return Err(format!("{what} index {} is out of range", id.index));
@@ -125,15 +132,15 @@ fn check_log_id(id: Option<&LogId<NodeId>>, vote_term: u64, what: &str) -> Resul
 
 #[cfg(test)]
 mod tests {
-    use openraft::{CommittedLeaderId, Entry, EntryPayload};
+    use raftlock_storage::{CommittedLeaderId, Entry, EntryPayload, SnapshotMeta};
 
     use super::*;
 
-    fn log_id(term: u64, index: u64) -> LogId<NodeId> {
+    fn log_id(term: u64, index: u64) -> LogId {
         LogId::new(CommittedLeaderId::new(term, 1), index)
     }
 
-    fn entry(term: u64, index: u64) -> Entry<TypeConfig> {
+    fn entry(term: u64, index: u64) -> Entry {
         Entry {
             log_id: log_id(term, index),
             payload: EntryPayload::Blank,
@@ -143,7 +150,7 @@ mod tests {
     fn append(
         term: u64,
         prev: Option<u64>,
-        entries: Vec<Entry<TypeConfig>>,
+        entries: Vec<Entry>,
     ) -> AppendEntriesRequest<TypeConfig> {
         AppendEntriesRequest {
             vote: Vote::new_committed(term, 1),
@@ -188,5 +195,22 @@ mod tests {
         let mut uncommitted = append(5, None, vec![]);
         uncommitted.vote = Vote::new(5, 1);
         assert!(check_append(&uncommitted, 1, 5).is_err());
+    }
+
+    #[test]
+    fn a_snapshot_piece_past_the_size_limit_is_refused() {
+        let piece = |offset: u64| SnapshotChunk {
+            vote: Vote::new_committed(5, 1),
+            meta: SnapshotMeta::default(),
+            offset,
+            data: vec![0; 16],
+            done: false,
+        };
+        assert_eq!(check_snapshot(&piece(0), 1, 5), Ok(()));
+        assert!(check_snapshot(&piece(MAX_SNAPSHOT_BYTES), 1, 5)
+            .unwrap_err()
+            .contains("limit"));
+        assert!(check_snapshot(&piece(u64::MAX - 4), 1, 5).is_err());
+        assert!(check_snapshot(&piece(0), 2, 5).is_err());
     }
 }

@@ -3,13 +3,17 @@
 //! Raft messages to openraft and forwarded calls to the node, which serves
 //! them only if it is the leader.
 
+use std::io::Cursor;
 use std::sync::Arc;
 
+use openraft::async_runtime::WatchReceiver;
 use tonic::{Request, Response, Status};
 
-use raftlock_storage::NodeId;
+use openraft::error::RaftError;
+use openraft::raft::{AppendEntriesResponse, SnapshotResponse};
+use raftlock_storage::{NodeId, Snapshot, SnapshotMeta, TypeConfig, Vote};
 
-use crate::network::{decode, encode};
+use crate::network::{decode, encode, SnapshotChunk};
 use crate::pb::peer_server::Peer;
 use crate::pb::Blob;
 use crate::peer_checks::{check_append, check_snapshot, check_vote};
@@ -21,7 +25,20 @@ use crate::tls::peer_node_id;
 /// The peer gRPC service of one node.
 pub struct PeerService {
     pub(crate) node: Arc<Replica>,
+    /// The snapshot being received, piece by piece.
+    incoming: tokio::sync::Mutex<Option<Incoming>>,
 }
+
+/// A snapshot whose pieces are arriving.
+struct Incoming {
+    from: NodeId,
+    vote: Vote,
+    meta: SnapshotMeta,
+    data: Vec<u8>,
+}
+
+/// What a snapshot piece is answered with.
+type SnapshotReply = Result<SnapshotResponse<TypeConfig>, RaftError<TypeConfig>>;
 
 fn bad_request(e: postcard::Error) -> Status {
     Status::invalid_argument(format!("undecodable peer message: {e}"))
@@ -36,6 +53,60 @@ fn refused(e: Refusal) -> Status {
 }
 
 impl PeerService {
+    pub(crate) fn new(node: Arc<Replica>) -> Self {
+        PeerService {
+            node,
+            incoming: tokio::sync::Mutex::default(),
+        }
+    }
+
+    /// Adds a snapshot piece to the one being received; installs the
+    /// snapshot with its last piece. A piece that does not continue the
+    /// snapshot under way is refused, and the leader starts over.
+    async fn receive_snapshot(
+        &self,
+        from: NodeId,
+        chunk: SnapshotChunk,
+    ) -> Result<SnapshotReply, Status> {
+        let mut incoming = self.incoming.lock().await;
+        if chunk.offset == 0 {
+            *incoming = Some(Incoming {
+                from,
+                vote: chunk.vote,
+                meta: chunk.meta.clone(),
+                data: Vec::new(),
+            });
+        }
+        let Some(current) = incoming.as_mut().filter(|c| {
+            c.from == from
+                && c.vote == chunk.vote
+                && c.meta == chunk.meta
+                && c.data.len() as u64 == chunk.offset
+        }) else {
+            return Err(Status::failed_precondition(format!(
+                "snapshot piece at offset {} does not continue a snapshot under way",
+                chunk.offset
+            )));
+        };
+        current.data.extend_from_slice(&chunk.data);
+        if !chunk.done {
+            let vote = self.node.raft.metrics().borrow_watched().vote;
+            return Ok(Ok(SnapshotResponse::new(vote)));
+        }
+        let Some(Incoming {
+            vote, meta, data, ..
+        }) = incoming.take()
+        else {
+            return Err(Status::internal("the snapshot under way is gone"));
+        };
+        drop(incoming);
+        let snapshot = Snapshot {
+            meta,
+            snapshot: Cursor::new(data),
+        };
+        let installed = self.node.raft.install_full_snapshot(vote, snapshot).await;
+        Ok(installed.map_err(RaftError::Fatal))
+    }
     /// Checks the envelope of `req`; returns the sender. With TLS, the
     /// sender must be the node its certificate names.
     async fn admit(&self, req: &Request<Blob>) -> Result<Sender, Status> {
@@ -76,7 +147,7 @@ impl PeerService {
 
     /// This node's current term.
     fn term(&self) -> u64 {
-        self.node.raft.metrics().borrow().current_term
+        self.node.raft.metrics().borrow_watched().current_term
     }
 
     /// Refuses a message whose contents fail a check, with a log line.
@@ -104,7 +175,11 @@ impl Peer for PeerService {
             "append-entries",
             check_append(&rpc, from.id, self.term()),
         )?;
-        self.reply(from.id, &self.node.raft.append_entries(rpc).await)
+        let reply = self.node.raft.append_entries(rpc).await;
+        if matches!(&reply, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_))) {
+            self.node.heard_from_leader(from.id);
+        }
+        self.reply(from.id, &reply)
     }
 
     async fn vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
@@ -118,15 +193,27 @@ impl Peer for PeerService {
         self.reply(from.id, &self.node.raft.vote(rpc).await)
     }
 
-    async fn install_snapshot(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
+    async fn pre_vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
         let from = self.admit(&req).await?;
         let rpc = decode(&req.get_ref().data).map_err(bad_request)?;
         self.check(
             from.id,
-            "snapshot",
-            check_snapshot(&rpc, from.id, self.term()),
+            "pre-vote request",
+            check_vote(&rpc, from.id, self.term()),
         )?;
-        self.reply(from.id, &self.node.raft.install_snapshot(rpc).await)
+        self.reply(from.id, &self.node.raft.pre_vote(rpc).await)
+    }
+
+    async fn install_snapshot(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
+        let from = self.admit(&req).await?;
+        let chunk: SnapshotChunk = decode(&req.get_ref().data).map_err(bad_request)?;
+        self.check(
+            from.id,
+            "snapshot",
+            check_snapshot(&chunk, from.id, self.term()),
+        )?;
+        let reply = self.receive_snapshot(from.id, chunk).await?;
+        self.reply(from.id, &reply)
     }
 
     async fn identify(&self, _req: Request<Blob>) -> Result<Response<Blob>, Status> {

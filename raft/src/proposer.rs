@@ -1,26 +1,27 @@
 //! Group commit on the leader: writes that arrive while earlier entries are
 //! being written travel together in one Raft entry.
 //!
-//! openraft 0.9 appends and flushes one `client_write` at a time on the
-//! leader, and only then replicates it, so one entry per request makes every
-//! request pay a flush and a replication round of its own. The proposer keeps
-//! at most [`MAX_IN_FLIGHT`] entries in flight; requests arriving meanwhile
-//! queue and go into the next entry together. A lone request is proposed at
-//! once, so an idle cluster adds no delay.
+//! Every entry costs the leader a log append and a sync, and a replication
+//! round, whatever it carries: one entry per request makes every request
+//! pay them alone. The proposer keeps at most [`MAX_IN_FLIGHT`] entries in
+//! flight; requests arriving meanwhile queue and go into the next entry
+//! together. A lone request is proposed at once, so an idle cluster adds no
+//! delay.
 //!
 //! Requests in one entry are applied in order; each gets its own response,
 //! and its own [`slot`](raftlock_storage::slot) for lease ids and fences.
 
-use openraft::Raft;
 use std::sync::Arc;
 
+use openraft::impls::ProgressResponder;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
-use raftlock_storage::{Command, Proposal, Request, Response, TypeConfig};
+use raftlock_storage::{Command, Proposal, Request, Response};
 
 use crate::error::Error;
 use crate::metrics::NodeMetrics;
+use crate::Raft;
 
 /// Entries proposed and not yet applied. Two let the leader flush one entry
 /// while the previous one is replicated; more would only split the queue
@@ -53,7 +54,7 @@ impl Proposer {
     /// Starts the proposer task for `raft`; it stops when `stop` turns true
     /// (callers still waiting get [`Error::ShuttingDown`]).
     pub fn start(
-        raft: Raft<TypeConfig>,
+        raft: Raft,
         stop: watch::Receiver<bool>,
         metrics: Arc<NodeMetrics>,
     ) -> (Proposer, impl std::future::Future<Output = ()>) {
@@ -74,7 +75,7 @@ impl Proposer {
 }
 
 async fn run(
-    raft: Raft<TypeConfig>,
+    raft: Raft,
     mut rx: mpsc::UnboundedReceiver<Pending>,
     mut stop: watch::Receiver<bool>,
     metrics: Arc<NodeMetrics>,
@@ -131,7 +132,7 @@ fn weight(request: &Request) -> usize {
 }
 
 async fn propose(
-    raft: &Raft<TypeConfig>,
+    raft: &Raft,
     batch: Vec<Pending>,
     in_flight: &mut JoinSet<()>,
     metrics: &NodeMetrics,
@@ -139,8 +140,12 @@ async fn propose(
     let (requests, replies): (Vec<Request>, Vec<_>) =
         batch.into_iter().map(|p| (p.request, p.reply)).unzip();
     let writes = requests.len();
-    match raft.client_write_ff(Proposal { requests }).await {
-        Ok(applied) => {
+    let (responder, applied) = ProgressResponder::complete_only();
+    match raft
+        .client_write_ff(Proposal { requests }, Some(responder))
+        .await
+    {
+        Ok(()) => {
             metrics.on_proposed(writes);
             in_flight.spawn(async move {
                 let outcome = match applied.await {

@@ -3,18 +3,20 @@
 //! "not the leader" (naming it), "unavailable" (retry), a bad request, or a
 //! stopped node, here and nowhere else.
 
+use openraft::alias::ChangeMembershipErrorOf;
 use openraft::error::{
-    ChangeMembershipError, CheckIsLeaderError, ClientWriteError, Fatal, ForwardToLeader, RaftError,
+    ChangeMembershipError, ClientWriteError, Fatal, ForwardToLeader, LinearizableReadError,
+    RaftError,
 };
 
-use raftlock_storage::{NodeAddr, NodeId};
+use raftlock_storage::TypeConfig;
 
 use crate::error::Error;
 
-impl From<ForwardToLeader<NodeId, NodeAddr>> for Error {
+impl From<ForwardToLeader<TypeConfig>> for Error {
     /// Names the leader when openraft knows it; otherwise an election is
     /// under way and the caller should retry.
-    fn from(f: ForwardToLeader<NodeId, NodeAddr>) -> Self {
+    fn from(f: ForwardToLeader<TypeConfig>) -> Self {
         match (f.leader_id, f.leader_node) {
             (Some(leader_id), Some(node)) => Error::NotLeader {
                 leader_id,
@@ -25,36 +27,50 @@ impl From<ForwardToLeader<NodeId, NodeAddr>> for Error {
     }
 }
 
-impl From<ClientWriteError<NodeId, NodeAddr>> for Error {
-    fn from(e: ClientWriteError<NodeId, NodeAddr>) -> Self {
+impl From<ClientWriteError<TypeConfig>> for Error {
+    fn from(e: ClientWriteError<TypeConfig>) -> Self {
         match e {
-            ClientWriteError::ForwardToLeader(f) => f.into(),
+            // The entry was dropped by a new leader; it may still commit.
+            // Callers retry with the same request id, which the state
+            // machine applies at most once, so a redirect is safe.
+            ClientWriteError::ForwardToLeader(f) | ClientWriteError::LogEntryDiscarded(f) => {
+                f.into()
+            }
+            ClientWriteError::PreconditionFailed(e) => Error::Internal(e.to_string()),
             ClientWriteError::ChangeMembershipError(e) => e.into(),
         }
     }
 }
 
-impl From<ChangeMembershipError<NodeId>> for Error {
+impl From<ChangeMembershipErrorOf<TypeConfig>> for Error {
     /// A change while another is in progress is retried; any other refusal
     /// (an unknown node, removing every voter, ...) is the caller's mistake.
-    fn from(e: ChangeMembershipError<NodeId>) -> Self {
+    fn from(e: ChangeMembershipErrorOf<TypeConfig>) -> Self {
         match e {
             ChangeMembershipError::InProgress(e) => {
                 Error::Unavailable(format!("membership change in progress: {e}"))
             }
             ChangeMembershipError::EmptyMembership(e) => Error::InvalidArgument(e.to_string()),
             ChangeMembershipError::LearnerNotFound(e) => Error::InvalidArgument(e.to_string()),
+            ChangeMembershipError::UnsupportedMembershipTransition(e) => {
+                Error::InvalidArgument(e.to_string())
+            }
+            ChangeMembershipError::NodeMetadataChanged(e) => Error::InvalidArgument(e.to_string()),
+            // A new leader commits an entry of its own term first.
+            ChangeMembershipError::UncommittedLeaderLog(e) => {
+                Error::Unavailable(format!("the new leader is not ready yet: {e}"))
+            }
         }
     }
 }
 
-impl From<CheckIsLeaderError<NodeId, NodeAddr>> for Error {
-    fn from(e: CheckIsLeaderError<NodeId, NodeAddr>) -> Self {
+impl From<LinearizableReadError<TypeConfig>> for Error {
+    fn from(e: LinearizableReadError<TypeConfig>) -> Self {
         match e {
-            CheckIsLeaderError::ForwardToLeader(f) => f.into(),
+            LinearizableReadError::ForwardToLeader(f) => f.into(),
             // `e.cluster` is a debug dump of the membership: name the
             // nodes that answered instead.
-            CheckIsLeaderError::QuorumNotEnough(e) => Error::Unavailable(format!(
+            LinearizableReadError::QuorumNotEnough(e) => Error::Unavailable(format!(
                 "no quorum: the leader heard only from node(s) {}",
                 e.got
                     .iter()
@@ -66,9 +82,9 @@ impl From<CheckIsLeaderError<NodeId, NodeAddr>> for Error {
     }
 }
 
-impl From<Fatal<NodeId>> for Error {
+impl From<Fatal<TypeConfig>> for Error {
     /// openraft stopped (the node is shutting down) or failed.
-    fn from(e: Fatal<NodeId>) -> Self {
+    fn from(e: Fatal<TypeConfig>) -> Self {
         match e {
             Fatal::Stopped => Error::ShuttingDown,
             Fatal::StorageError(e) => Error::Internal(format!("storage failed: {e}")),
@@ -77,8 +93,8 @@ impl From<Fatal<NodeId>> for Error {
     }
 }
 
-impl<E: Into<Error>> From<RaftError<NodeId, E>> for Error {
-    fn from(e: RaftError<NodeId, E>) -> Self {
+impl<E: Into<Error>> From<RaftError<TypeConfig, E>> for Error {
+    fn from(e: RaftError<TypeConfig, E>) -> Self {
         match e {
             RaftError::APIError(e) => e.into(),
             RaftError::Fatal(e) => e.into(),
@@ -89,16 +105,18 @@ impl<E: Into<Error>> From<RaftError<NodeId, E>> for Error {
 #[cfg(test)]
 mod tests {
     use openraft::error::{EmptyMembership, QuorumNotEnough};
+    use raftlock_storage::{NodeAddr, NodeId};
 
     use super::*;
 
-    fn forward(to: Option<NodeId>) -> ForwardToLeader<NodeId, NodeAddr> {
+    fn forward(to: Option<NodeId>) -> ForwardToLeader<TypeConfig> {
         ForwardToLeader {
             leader_id: to,
             leader_node: to.map(|id| NodeAddr {
                 peer_addr: format!("10.0.0.{id}:7380"),
                 client_addr: format!("10.0.0.{id}:7379"),
             }),
+            reason: Default::default(),
         }
     }
 
@@ -106,9 +124,10 @@ mod tests {
     /// a bad request or a stopped node, never to an internal error.
     #[test]
     fn refusals_map_to_what_the_caller_should_do() {
-        let e: Error =
-            RaftError::<NodeId, _>::APIError(ClientWriteError::ForwardToLeader(forward(Some(2))))
-                .into();
+        let e: Error = RaftError::<TypeConfig, _>::APIError(ClientWriteError::ForwardToLeader(
+            forward(Some(2)),
+        ))
+        .into();
         assert_eq!(
             e,
             Error::NotLeader {
@@ -116,21 +135,24 @@ mod tests {
                 leader_addr: "10.0.0.2:7379".into()
             }
         );
+        let e: Error = ClientWriteError::LogEntryDiscarded(forward(Some(3))).into();
+        assert!(matches!(e, Error::NotLeader { leader_id: 3, .. }), "{e:?}");
         let e: Error = ClientWriteError::ForwardToLeader(forward(None)).into();
         assert!(matches!(e, Error::Unavailable(_)), "{e:?}");
-        let e: Error = CheckIsLeaderError::<NodeId, NodeAddr>::QuorumNotEnough(QuorumNotEnough {
+        let e: Error = LinearizableReadError::<TypeConfig>::QuorumNotEnough(QuorumNotEnough {
             cluster: "{1,2,3}".into(),
             got: Default::default(),
         })
         .into();
         assert!(e.is_retryable(), "{e:?}");
-        let e: Error = ClientWriteError::<NodeId, NodeAddr>::ChangeMembershipError(
+        let e: Error = ClientWriteError::<TypeConfig>::ChangeMembershipError(
             ChangeMembershipError::EmptyMembership(EmptyMembership {}),
         )
         .into();
         assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
         let e: Error =
-            RaftError::<NodeId, CheckIsLeaderError<NodeId, NodeAddr>>::Fatal(Fatal::Stopped).into();
+            RaftError::<TypeConfig, LinearizableReadError<TypeConfig>>::Fatal(Fatal::Stopped)
+                .into();
         assert_eq!(e, Error::ShuttingDown);
     }
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use openraft::async_runtime::WatchReceiver;
 use tokio::sync::watch;
 
 use raftlock_storage::NodeId;

@@ -1,7 +1,8 @@
 //! Shared leadership checks: one quorum round answers every read-index
 //! caller that arrived before it started.
 //!
-//! openraft 0.9 sends a fresh round of AppendEntries to every voter for each
+//! openraft's `ReadIndex` policy (a quorum acknowledgement no older than
+//! the call) sends a fresh round of AppendEntries to every voter for each
 //! `get_read_log_id` call, so a leader serving thousands of keep-alives a
 //! second would send thousands of rounds. Here at most one round is in
 //! flight; callers that arrive meanwhile wait for it to end and then share
@@ -85,12 +86,13 @@ impl ReadIndexRounds {
     /// The lowest read index to answer in `term`: this leader's last log
     /// index when it first answers one in that term (`last_log_index` now).
     ///
-    /// openraft 0.9 answers `max(first entry of the term, committed)`. A
-    /// leader that restarts with its vote for itself is restored as leader
-    /// in the same term, and then `committed` is only what its log store
-    /// remembered, which may lag what was committed, and acknowledged,
-    /// before the restart (the chaos suite saw a read after a full restart
-    /// miss a grant). Every entry committed before is in this leader's log:
+    /// openraft answers `max(first entry of the term, committed)`. Under
+    /// openraft 0.9 a leader that restarted with its vote for itself was
+    /// restored as leader in the same term, and then `committed` was only
+    /// what its log store remembered, which may lag what was committed, and
+    /// acknowledged, before the restart (the chaos suite saw a read after a
+    /// full restart miss a grant). raftlock now turns openraft 0.10's leader
+    /// restore off, and keeps this floor as a second guard. Every entry committed before is in this leader's log:
     /// entries of its term it proposed itself, earlier ones by Leader
     /// Completeness. So a read waits until that whole log is applied.
     pub fn floor(&self, term: u64, last_log_index: u64) -> u64 {

@@ -6,12 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::{Raft, ServerState};
+use openraft::async_runtime::WatchReceiver;
+use openraft::ServerState;
 use tokio::sync::{broadcast, watch};
 
 use raftlock_storage::backup::Backup;
 use raftlock_storage::state::LockState;
-use raftlock_storage::{NodeAddr, NodeId, SharedState, TypeConfig};
+use raftlock_storage::{NodeAddr, NodeId, SharedState};
 
 use crate::config::Config;
 use crate::error::Error;
@@ -25,6 +26,7 @@ use crate::peer_guard::PeerGuard;
 use crate::proposer::Proposer;
 use crate::read_index::ReadIndexRounds;
 use crate::removal::Removal;
+use crate::Raft;
 
 /// State shared by the node's tasks and services.
 pub struct Replica {
@@ -33,7 +35,7 @@ pub struct Replica {
     /// Settings it was started with.
     pub(crate) config: Config,
     /// The openraft handle.
-    pub(crate) raft: Raft<TypeConfig>,
+    pub(crate) raft: Raft,
     /// The applied lock state, read by the serving layer.
     pub(crate) state: SharedState,
     /// Callers waiting for grants.
@@ -68,9 +70,34 @@ pub struct Replica {
     pub(crate) stopping: watch::Sender<bool>,
     /// This node's Prometheus metrics.
     pub(crate) metrics: Arc<NodeMetrics>,
+    /// The last leader whose append-entries this node answered as its
+    /// follower, and when. With PreVote a follower cut off from the leader
+    /// keeps naming it; readiness asks when it last heard from it.
+    pub(crate) leader_contact: std::sync::Mutex<Option<(NodeId, std::time::Instant)>>,
 }
 
 impl Replica {
+    /// Records that `leader`'s append-entries was just answered.
+    pub(crate) fn heard_from_leader(&self, leader: NodeId) {
+        let mut contact = self
+            .leader_contact
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *contact = Some((leader, std::time::Instant::now()));
+    }
+
+    /// How long ago this node last answered an append-entries of
+    /// `leader`; `None` if it never did.
+    pub(crate) fn since_leader_contact(&self, leader: NodeId) -> Option<std::time::Duration> {
+        let contact = self
+            .leader_contact
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        contact
+            .filter(|(id, _)| *id == leader)
+            .map(|(_, at)| at.elapsed())
+    }
+
     /// Announces that this node is stopping (see [`Replica::stopping`]).
     pub fn mark_stopping(&self) {
         self.stopping.send_replace(true);
@@ -89,7 +116,7 @@ impl Replica {
     /// Records that the Raft core stopped on its own, with openraft's
     /// reason, and starts stopping: the node must not linger half-alive.
     pub(crate) fn report_fatal(&self, what: String) {
-        let reason = match &self.raft.metrics().borrow().running_state {
+        let reason = match &self.raft.metrics().borrow_watched().running_state {
             Err(fatal) => format!("{what}: {fatal}"),
             Ok(()) => what,
         };
@@ -154,7 +181,7 @@ impl Replica {
 
     /// This node's view of the cluster.
     pub fn status(&self) -> NodeStatus {
-        let m = self.raft.metrics().borrow().clone();
+        let m = self.raft.metrics().borrow_watched().clone();
         let role = match m.state {
             ServerState::Leader => "leader",
             ServerState::Follower => "follower",
@@ -182,7 +209,7 @@ impl Replica {
 
     /// The current leader and its addresses, if known.
     pub fn leader(&self) -> Option<(NodeId, NodeAddr)> {
-        let m = self.raft.metrics().borrow().clone();
+        let m = self.raft.metrics().borrow_watched().clone();
         let id = m.current_leader?;
         let addr = m.membership_config.membership().get_node(&id)?.clone();
         Some((id, addr))
@@ -192,7 +219,7 @@ impl Replica {
     pub fn applied_index(&self) -> u64 {
         self.raft
             .metrics()
-            .borrow()
+            .borrow_watched()
             .last_applied
             .map_or(0, |l| l.index)
     }
@@ -200,7 +227,7 @@ impl Replica {
     /// Whether this node currently believes it leads.
     pub fn is_leader(&self) -> bool {
         let m = self.raft.metrics();
-        let m = m.borrow();
+        let m = m.borrow_watched();
         m.state == ServerState::Leader && m.current_leader == Some(self.id)
     }
 }
@@ -218,7 +245,7 @@ impl Replica {
 
     /// The Raft term this node is in.
     pub fn term(&self) -> u64 {
-        self.raft.metrics().borrow().current_term
+        self.raft.metrics().borrow_watched().current_term
     }
 
     /// Runs `f` on this node's applied lock state, as it is now (a local

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use openraft::async_runtime::WatchReceiver;
 use openraft::ServerState;
 use tokio::time::Instant;
 
@@ -23,7 +24,7 @@ impl Replica {
 
     fn refresh_gauges(&self) {
         let m = &self.metrics;
-        let raft = self.raft.metrics().borrow().clone();
+        let raft = self.raft.metrics().borrow_watched().clone();
         let leading = raft.state == ServerState::Leader && raft.current_leader == Some(self.id);
         m.term.set(clamp(raft.current_term));
         m.is_leader.set(i64::from(leading));

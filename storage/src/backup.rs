@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use openraft::{CommittedLeaderId, LogId, Membership, SnapshotMeta, StoredMembership};
+use openraft::vote::RaftLeaderId;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -35,7 +35,9 @@ use crate::log_store::LogStore;
 use crate::sm_store::{read_state, AppliedMembers, SharedState};
 use crate::snapshot::{SnapshotPayload, SnapshotStore};
 use crate::state::StateParts;
-use crate::types::{NodeAddr, NodeId};
+use crate::types::{
+    CommittedLeaderId, LogId, Membership, NodeAddr, NodeId, SnapshotMeta, StoredMembership,
+};
 
 /// The first bytes of every backup file.
 pub const MAGIC: &[u8] = b"raftlock backup\n";
@@ -160,7 +162,8 @@ pub fn restore(dir: &Path, backup_bytes: &[u8], seed: &Seed) -> Result<Restored,
     let voters: BTreeSet<NodeId> = seed.members.keys().copied().collect();
     let membership = StoredMembership::new(
         Some(log_id),
-        Membership::new(vec![voters], seed.members.clone()),
+        Membership::new(vec![voters], seed.members.clone())
+            .map_err(|e| Error::Restore(format!("members: {e}")))?,
     );
     let cluster_id = cluster_id_for(backup_bytes, &seed.bootstrap, &seed.token);
 
@@ -178,7 +181,6 @@ pub fn restore(dir: &Path, backup_bytes: &[u8], seed: &Seed) -> Result<Restored,
     let meta = SnapshotMeta {
         last_log_id: Some(log_id),
         last_membership: membership,
-        snapshot_id: format!("0-{index}-restored"),
     };
     SnapshotStore::open(&db)?.store(&meta, &to_json("snapshot", &payload)?)?;
     LogStore::open(&db, sync.clone())?.seed_purged(log_id)?;

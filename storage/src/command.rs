@@ -50,6 +50,12 @@ pub struct Proposal {
     pub requests: Vec<Request>,
 }
 
+impl std::fmt::Display for Proposal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "proposal of {} requests", self.requests.len())
+    }
+}
+
 impl From<Request> for Proposal {
     fn from(request: Request) -> Self {
         Proposal {

@@ -1,9 +1,6 @@
-//! The storage crate's one error type, and its mapping into openraft's
-//! [`StorageError`].
-
-use openraft::{ErrorSubject, ErrorVerb, StorageError, StorageIOError};
-
-use crate::types::NodeId;
+//! The storage crate's one error type. openraft 0.10's storage traits take
+//! `std::io::Error`; [`From<Error> for std::io::Error`] keeps the message and
+//! the source, so openraft's fatal storage error still names what failed.
 
 /// Any error, boxed: the decoders and encoders behind [`Error::Decode`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -108,15 +105,6 @@ pub enum Error {
 }
 
 impl Error {
-    /// Wraps this error for openraft, saying what was being done to what.
-    pub(crate) fn storage(
-        &self,
-        subject: ErrorSubject<NodeId>,
-        verb: ErrorVerb,
-    ) -> StorageError<NodeId> {
-        StorageIOError::new(subject, verb, self).into()
-    }
-
     pub(crate) fn decode(
         what: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
@@ -156,4 +144,10 @@ pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
     bytes: &[u8],
 ) -> Result<T, Error> {
     serde_json::from_slice(bytes).map_err(|e| Error::decode(what, e))
+}
+
+impl From<Error> for std::io::Error {
+    fn from(e: Error) -> Self {
+        std::io::Error::other(e)
+    }
 }

@@ -34,6 +34,7 @@ pub mod error;
 pub mod event;
 pub mod identity;
 pub mod limits;
+mod log_flusher;
 pub mod log_store;
 pub mod node_db;
 pub mod sm_store;
@@ -49,8 +50,12 @@ pub use disk_sync::SyncMode;
 pub use error::Error;
 pub use event::{Applied, EndReason, Event};
 pub use identity::{Bootstrap, Identity, IDENTITY_FILE};
+pub use log_flusher::AppendTimer;
 pub use log_store::LogStore;
 pub use node_db::{open, OpenOptions};
 pub use sm_store::{AppliedMembers, AppliedState, SharedState, StateMachineStore};
 pub use snapshot::SnapshotBuilder;
-pub use types::{NodeAddr, NodeId, TypeConfig};
+pub use types::{
+    CommittedLeaderId, Entry, EntryPayload, LogId, Membership, NodeAddr, NodeId, Snapshot,
+    SnapshotData, SnapshotMeta, StoredMembership, TypeConfig, Vote,
+};

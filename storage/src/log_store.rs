@@ -11,12 +11,10 @@ use std::io;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
-use openraft::storage::{LogFlushed, RaftLogStorage};
-use openraft::{
-    Entry, EntryPayload, ErrorSubject, ErrorVerb, LogId, LogState, Membership, OptionalSend,
-    RaftLogReader, StorageError, Vote,
-};
+use openraft::storage::{IOFlushed, RaftLogStorage};
+use openraft::{LogState, OptionalSend, RaftLogReader};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -24,8 +22,9 @@ use crate::codec::{decode, encode};
 use crate::disk_sync::DiskSync;
 use crate::error::Error;
 use crate::identity::FloorKeeper;
+use crate::log_flusher::{AppendTimer, Flusher};
 use crate::node_db::{LOG_TREE, RAFT_META_TREE};
-use crate::types::{NodeAddr, NodeId, TypeConfig};
+use crate::types::{Entry, EntryPayload, LogId, Membership, TypeConfig, Vote};
 
 const VOTE_KEY: &[u8] = b"vote";
 const COMMITTED_KEY: &[u8] = b"committed";
@@ -35,6 +34,11 @@ const LAST_PURGED_KEY: &[u8] = b"last_purged";
 /// trees, which is how openraft's log reader is made.
 #[derive(Debug, Clone)]
 pub struct LogStore {
+    /// Syncs appends on its own thread; started by the first append. Not
+    /// shared by clones (see [`FlusherSlot`]).
+    flusher: FlusherSlot,
+    /// Told how long each append took to become durable.
+    pub(crate) append_timer: Option<AppendTimer>,
     /// Syncs the whole database (sled flushes every tree at once).
     sync: Arc<DiskSync>,
     /// Raises the identity file's floor as votes and commits are synced.
@@ -42,7 +46,7 @@ pub struct LogStore {
     /// the dir passed its checks, before handing the store out.
     floor: Option<Arc<FloorKeeper>>,
     /// The committed index openraft last saved.
-    committed: Arc<AtomicU64>,
+    pub(crate) committed: Arc<AtomicU64>,
     /// Index → entry.
     log: sled::Tree,
     /// Vote, committed and last purged log ids.
@@ -54,6 +58,8 @@ impl LogStore {
     /// [`LogStore::verify`]).
     pub(crate) fn open(db: &sled::Db, sync: Arc<DiskSync>) -> Result<Self, Error> {
         let store = Self {
+            flusher: FlusherSlot(None),
+            append_timer: None,
             sync,
             floor: None,
             committed: Arc::default(),
@@ -64,6 +70,12 @@ impl LogStore {
         let committed = store.read_committed_id()?.map_or(0, |c| c.index);
         store.committed.store(committed, Ordering::SeqCst);
         Ok(store)
+    }
+
+    /// Tells `timer` how long each append takes to become durable.
+    pub fn with_append_timer(mut self, timer: AppendTimer) -> Self {
+        self.append_timer = Some(timer);
+        self
     }
 
     /// Raises `floor` from now on as votes and commits are synced.
@@ -102,7 +114,7 @@ impl LogStore {
 
     /// The newest membership in the log, if the log (after its last purge)
     /// holds one. Reads backwards from the end; for checks at start.
-    pub fn last_membership(&self) -> Result<Option<Membership<NodeId, NodeAddr>>, Error> {
+    pub fn last_membership(&self) -> Result<Option<Membership>, Error> {
         for item in self.log.iter().rev() {
             let (key, value) = item?;
             if let EntryPayload::Membership(m) = decode_entry(&key, &value)?.payload {
@@ -157,22 +169,39 @@ impl LogStore {
         .map_err(|e| Error::Worker(e.to_string()))?
     }
 
-    /// On the blocking pool: syncs, then hands the identity file's floor
-    /// keeper to `raise` (which a store without one skips).
+    /// A clone for reading (without the flusher).
+    fn reader(&self) -> Self {
+        self.clone()
+    }
+
+    /// This store's flusher, started on first use.
+    fn flusher(&mut self) -> &Flusher {
+        let reader = self.reader();
+        self.flusher.0.get_or_insert_with(|| Flusher::start(reader))
+    }
+
+    /// On the blocking pool: [`LogStore::sync_with`].
     async fn sync_then<F>(&self, raise: F) -> Result<(), Error>
     where
         F: FnOnce(&LogStore, &FloorKeeper) -> Result<(), Error> + Send + 'static,
     {
         let store = self.clone();
-        tokio::task::spawn_blocking(move || {
-            store.sync.sync()?;
-            match &store.floor {
-                Some(floor) => raise(&store, floor),
-                None => Ok(()),
-            }
-        })
-        .await
-        .map_err(|e| Error::Worker(e.to_string()))?
+        tokio::task::spawn_blocking(move || store.sync_with(raise))
+            .await
+            .map_err(|e| Error::Worker(e.to_string()))?
+    }
+
+    /// Syncs, then hands the identity file's floor keeper to `raise`
+    /// (which a store without one skips). Blocks.
+    pub(crate) fn sync_with<F>(&self, raise: F) -> Result<(), Error>
+    where
+        F: FnOnce(&LogStore, &FloorKeeper) -> Result<(), Error>,
+    {
+        self.sync.sync()?;
+        match &self.floor {
+            Some(floor) => raise(self, floor),
+            None => Ok(()),
+        }
     }
 
     fn read_meta<T: DeserializeOwned>(&self, key: &[u8], what: &str) -> Result<Option<T>, Error> {
@@ -190,28 +219,27 @@ impl LogStore {
     /// The last purged log id: entries up to it are covered by a snapshot.
     /// Records the log as purged up to `log_id` in a new dir whose snapshot
     /// covers it (a restore). Not synced: the caller syncs.
-    pub(crate) fn seed_purged(&self, log_id: LogId<NodeId>) -> Result<(), Error> {
+    pub(crate) fn seed_purged(&self, log_id: LogId) -> Result<(), Error> {
         self.write_meta(LAST_PURGED_KEY, "last purged log id", &log_id)
     }
 
-    pub(crate) fn last_purged(&self) -> Result<Option<LogId<NodeId>>, Error> {
+    pub(crate) fn last_purged(&self) -> Result<Option<LogId>, Error> {
         self.read_meta(LAST_PURGED_KEY, "last purged log id")
     }
 
     /// The saved vote.
-    pub(crate) fn vote(&self) -> Result<Option<Vote<NodeId>>, Error> {
+    pub(crate) fn vote(&self) -> Result<Option<Vote>, Error> {
         self.read_meta(VOTE_KEY, "vote")
     }
 
     /// The committed log id openraft last saved.
-    pub(crate) fn read_committed_id(&self) -> Result<Option<LogId<NodeId>>, Error> {
-        let committed: Option<Option<LogId<NodeId>>> =
-            self.read_meta(COMMITTED_KEY, "committed log id")?;
+    pub(crate) fn read_committed_id(&self) -> Result<Option<LogId>, Error> {
+        let committed: Option<Option<LogId>> = self.read_meta(COMMITTED_KEY, "committed log id")?;
         Ok(committed.flatten())
     }
 
     /// The log id of the newest entry still in the tree.
-    pub(crate) fn last_entry_id(&self) -> Result<Option<LogId<NodeId>>, Error> {
+    pub(crate) fn last_entry_id(&self) -> Result<Option<LogId>, Error> {
         match self.log.last()? {
             Some((key, value)) => Ok(Some(decode_entry(&key, &value)?.log_id)),
             None => Ok(None),
@@ -230,6 +258,7 @@ impl LogStore {
     }
 
     /// Inserts `entries` one by one, in index order; the caller flushes.
+    /// Returns the last index inserted and how many entries.
     ///
     /// Not a `sled::Batch`: sled's `apply_batch` seals and writes the
     /// current IO buffer before and after its batch manifest, so a
@@ -238,18 +267,32 @@ impl LogStore {
     /// the one its flush needs. Atomicity is not needed: openraft hears of
     /// the entries only after the flush, and a crash before it leaves a
     /// prefix of them ([`LogStore::verify`] refuses anything else).
-    fn insert_entries<I: IntoIterator<Item = Entry<TypeConfig>>>(
+    fn insert_entries<I: IntoIterator<Item = Entry>>(
         &self,
         entries: I,
-    ) -> Result<Option<u64>, Error> {
+    ) -> Result<(Option<u64>, usize), Error> {
         let mut last = None;
+        let mut count = 0;
         for entry in entries {
             last = Some(entry.log_id.index);
+            count += 1;
             let index = entry.log_id.index;
             self.log
                 .insert(index_key(index), encode(&entry_name(index), &entry)?)?;
         }
-        Ok(last)
+        Ok((last, count))
+    }
+}
+
+/// The flusher of one store. A clone of the store does not share it: the
+/// flusher thread holds a clone itself, and ends when the store that
+/// started it is dropped.
+#[derive(Debug)]
+struct FlusherSlot(Option<Flusher>);
+
+impl Clone for FlusherSlot {
+    fn clone(&self) -> Self {
+        FlusherSlot(None)
     }
 }
 
@@ -279,9 +322,9 @@ fn decode_index(key: &[u8]) -> Result<u64, Error> {
 }
 
 /// Decodes a stored entry and checks it sits under its own index.
-fn decode_entry(key: &[u8], value: &[u8]) -> Result<Entry<TypeConfig>, Error> {
+fn decode_entry(key: &[u8], value: &[u8]) -> Result<Entry, Error> {
     let index = decode_index(key)?;
-    let entry: Entry<TypeConfig> = decode(&entry_name(index), value)?;
+    let entry: Entry = decode(&entry_name(index), value)?;
     if entry.log_id.index != index {
         return Err(Error::Corrupt(format!(
             "log entry {} stored under index {index}",
@@ -291,31 +334,31 @@ fn decode_entry(key: &[u8], value: &[u8]) -> Result<Entry<TypeConfig>, Error> {
     Ok(entry)
 }
 
-fn read_logs_err(e: Error) -> StorageError<NodeId> {
-    e.storage(ErrorSubject::Logs, ErrorVerb::Read)
-}
-
 impl RaftLogReader<TypeConfig> for LogStore {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
         &mut self,
         range: RB,
-    ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
+    ) -> Result<Vec<Entry>, io::Error> {
         let keys = (key_bound(range.start_bound()), key_bound(range.end_bound()));
         let mut entries = Vec::new();
         for item in self.log.range(keys) {
-            let (key, value) = item.map_err(|e| read_logs_err(e.into()))?;
-            entries.push(decode_entry(&key, &value).map_err(read_logs_err)?);
+            let (key, value) = item.map_err(Error::from)?;
+            entries.push(decode_entry(&key, &value)?);
         }
         Ok(entries)
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
+        Ok(self.vote()?)
     }
 }
 
 impl RaftLogStorage<TypeConfig> for LogStore {
     type LogReader = Self;
 
-    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<NodeId>> {
-        let last_purged_log_id = self.last_purged().map_err(read_logs_err)?;
-        let last_entry = self.last_entry_id().map_err(read_logs_err)?;
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, io::Error> {
+        let last_purged_log_id = self.last_purged()?;
+        let last_entry = self.last_entry_id()?;
         // After a purge the tree may be empty; the purged id is then the last.
         // (`None` orders below any `Some`, and a purge interrupted before its
         // removals landed can leave entries at or below the purged id.)
@@ -327,101 +370,66 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
-        self.clone()
+        self.reader()
     }
 
-    async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError<NodeId>> {
-        let write_err = |e: Error| e.storage(ErrorSubject::Vote, ErrorVerb::Write);
-        self.write_meta(VOTE_KEY, "vote", vote).map_err(write_err)?;
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
+        self.write_meta(VOTE_KEY, "vote", vote)?;
         let term = vote.leader_id().term;
-        self.sync_then(move |_, floor| floor.vote_synced(term))
-            .await
-            .map_err(write_err)
-    }
-
-    async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError<NodeId>> {
-        self.vote()
-            .map_err(|e| e.storage(ErrorSubject::Vote, ErrorVerb::Read))
+        Ok(self
+            .sync_then(move |_, floor| floor.vote_synced(term))
+            .await?)
     }
 
     /// Not synced on its own: a committed id lost in a crash is only a hint
     /// lost (openraft re-learns it), and the next log sync persists it. The
     /// identity file's floor, which open checks the log against, only ever
     /// records a committed index whose entry was synced here.
-    async fn save_committed(
-        &mut self,
-        committed: Option<LogId<NodeId>>,
-    ) -> Result<(), StorageError<NodeId>> {
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
         if let Some(c) = committed {
             self.committed.fetch_max(c.index, Ordering::SeqCst);
         }
-        self.write_meta(COMMITTED_KEY, "committed log id", &committed)
-            .map_err(|e| e.storage(ErrorSubject::Store, ErrorVerb::Write))
+        Ok(self.write_meta(COMMITTED_KEY, "committed log id", &committed)?)
     }
 
-    async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
-        self.read_committed_id()
-            .map_err(|e| e.storage(ErrorSubject::Store, ErrorVerb::Read))
+    async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
+        Ok(self.read_committed_id()?)
     }
 
-    /// One insert per entry and one flush for whatever entries openraft
-    /// hands over in one call. Only after the flush is openraft told the
-    /// entries are durable. (openraft 0.9's leader waits for this flush
-    /// before replicating what it appended; concurrent client writes share
-    /// it only through the proposer's group commit: see
-    /// docs/performance.md.)
+    /// Inserts the entries and hands their sync to the flusher, which
+    /// tells openraft through `callback` once they are on stable storage.
+    /// Returning before the sync is what lets openraft's leader replicate
+    /// an entry while its own copy is still being written; nothing counts
+    /// towards a commit before the callback fires.
     async fn append<I>(
         &mut self,
         entries: I,
-        callback: LogFlushed<TypeConfig>,
-    ) -> Result<(), StorageError<NodeId>>
+        callback: IOFlushed<TypeConfig>,
+    ) -> Result<(), io::Error>
     where
-        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
+        I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let write_err = |e: Error| e.storage(ErrorSubject::Logs, ErrorVerb::Write);
-        let last = self.insert_entries(entries).map_err(write_err)?;
-        // Entries up to `last` are durable once the sync returns: what is
-        // also committed may raise the floor.
-        let synced = match last {
-            Some(last) => {
-                self.sync_then(move |store, floor| {
-                    let committed = store.committed.load(Ordering::SeqCst);
-                    floor.committed_synced(committed.min(last))
-                })
-                .await
-            }
-            None => self.flush().await,
-        };
-        match synced {
-            Ok(()) => {
-                callback.log_io_completed(Ok(()));
-                Ok(())
-            }
-            Err(e) => {
-                callback.log_io_completed(Err(io::Error::other(e.to_string())));
-                Err(write_err(e))
-            }
-        }
+        let started = Instant::now();
+        let (last, count) = self.insert_entries(entries)?;
+        self.flusher().flush(last, count, started, callback);
+        Ok(())
     }
 
-    /// Removes every entry at or after `log_id.index`, durably.
-    async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
-        let delete_err = |e: Error| e.storage(ErrorSubject::Logs, ErrorVerb::Delete);
-        self.remove_range(index_key(log_id.index)..)
-            .map_err(delete_err)?;
-        self.flush().await.map_err(delete_err)
+    /// Removes every entry after `last_log_id` (all of them for `None`),
+    /// durably.
+    async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
+        let from = last_log_id.map_or(0, |id| id.index + 1);
+        self.remove_range(index_key(from)..)?;
+        Ok(self.flush().await?)
     }
 
     /// Records `log_id` as the last purged id, then removes every entry up
     /// to and including it. The id is written first so that a crash in
     /// between never leaves the log state without its purge point.
-    async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
-        self.write_meta(LAST_PURGED_KEY, "last purged log id", &log_id)
-            .map_err(|e| e.storage(ErrorSubject::Logs, ErrorVerb::Write))?;
-        let delete_err = |e: Error| e.storage(ErrorSubject::Logs, ErrorVerb::Delete);
-        self.remove_range(..=index_key(log_id.index))
-            .map_err(delete_err)?;
-        self.flush().await.map_err(delete_err)
+    async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
+        self.write_meta(LAST_PURGED_KEY, "last purged log id", &log_id)?;
+        self.remove_range(..=index_key(log_id.index))?;
+        Ok(self.flush().await?)
     }
 }

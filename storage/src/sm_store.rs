@@ -10,14 +10,12 @@
 //! committed entries after it, as etcd replays its WAL after its backend's
 //! consistent index. `docs/decisions.md` says why.
 
-use std::io::Cursor;
+use std::io::{self, Cursor};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
-use openraft::storage::RaftStateMachine;
-use openraft::{
-    Entry, EntryPayload, ErrorSubject, ErrorVerb, LogId, OptionalSend, Snapshot, SnapshotMeta,
-    StorageError, StoredMembership,
-};
+use futures::{Stream, TryStreamExt};
+use openraft::storage::{EntryResponder, RaftStateMachine};
+use openraft::OptionalSend;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::command::{slot, Command, CommandError, Response, MAX_REQUESTS_PER_ENTRY};
@@ -27,22 +25,25 @@ use crate::event::Applied;
 use crate::node_db::LEGACY_SM_TREE;
 use crate::snapshot::{SnapshotBuilder, SnapshotPayload, SnapshotStore};
 use crate::state::{Changes, LockState};
-use crate::types::{NodeAddr, NodeId, TypeConfig};
+use crate::types::{
+    Entry, EntryPayload, LogId, NodeId, Snapshot, SnapshotData, SnapshotMeta, StoredMembership,
+    TypeConfig,
+};
 
 /// The in-memory lock state, shared with the serving layer for reads. Take
 /// the read lock briefly and never across an `.await`.
 pub type SharedState = Arc<RwLock<LockState>>;
 
 /// The last applied log id and the last applied membership.
-pub type AppliedState = (Option<LogId<NodeId>>, StoredMembership<NodeId, NodeAddr>);
+pub type AppliedState = (Option<LogId>, StoredMembership);
 
 /// What the state machine has applied, besides the lock state itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct AppliedMeta {
     /// The last entry whose effects are in the state.
-    pub(crate) last_applied: Option<LogId<NodeId>>,
+    pub(crate) last_applied: Option<LogId>,
     /// The last membership entry applied.
-    pub(crate) membership: StoredMembership<NodeId, NodeAddr>,
+    pub(crate) membership: StoredMembership,
 }
 
 /// The applied meta. Only changed while holding [`SharedState`]'s write lock,
@@ -160,9 +161,9 @@ impl StateMachineStore {
     /// The state and the applied meta change together under the state's
     /// write lock, so a snapshot captured concurrently sees both at one
     /// position.
-    fn apply_entries<I>(&self, entries: I) -> Result<(Vec<Vec<Response>>, Vec<Applied>), Error>
+    fn apply_locked<I>(&self, entries: I) -> Result<(Vec<Vec<Response>>, Vec<Applied>), Error>
     where
-        I: IntoIterator<Item = Entry<TypeConfig>>,
+        I: IntoIterator<Item = Entry>,
     {
         let mut state = self.state.write().map_err(|_| Error::Poisoned)?;
         let mut meta = self.meta.lock().map_err(|_| Error::Poisoned)?.clone();
@@ -210,10 +211,34 @@ impl StateMachineStore {
         Ok((responses, events))
     }
 
+    /// Applies `entries` in order, tells the serving layer what happened,
+    /// and returns one response per entry. What openraft's `apply` runs;
+    /// public for tests that drive the store without openraft.
+    pub async fn apply_entries(
+        &mut self,
+        entries: Vec<Entry>,
+    ) -> Result<Vec<Vec<Response>>, Error> {
+        let work: usize = entries.iter().map(apply_work).sum();
+        let applied = if work > BLOCKING_APPLY_WORK {
+            let store = self.clone();
+            tokio::task::spawn_blocking(move || store.apply_locked(entries))
+                .await
+                .unwrap_or_else(|e| Err(Error::Worker(e.to_string())))
+        } else {
+            self.apply_locked(entries)
+        };
+        let (responses, events) = applied?;
+        for applied in events {
+            // No listener is fine.
+            let _ = self.events.send(applied);
+        }
+        Ok(responses)
+    }
+
     /// Replaces the in-memory state and the applied meta with the snapshot's.
     fn replace_state(
         &self,
-        snapshot: &SnapshotMeta<NodeId, NodeAddr>,
+        snapshot: &SnapshotMeta,
         payload: SnapshotPayload,
     ) -> Result<(), Error> {
         let meta = AppliedMeta {
@@ -227,11 +252,7 @@ impl StateMachineStore {
         Ok(())
     }
 
-    async fn install(
-        &mut self,
-        snapshot: &SnapshotMeta<NodeId, NodeAddr>,
-        data: Vec<u8>,
-    ) -> Result<(), Error> {
+    async fn install(&mut self, snapshot: &SnapshotMeta, data: Vec<u8>) -> Result<(), Error> {
         // Blocking work (decoding the whole state, a large sled insert) on
         // the blocking pool, as for large applies.
         let store = self.clone();
@@ -253,38 +274,28 @@ impl StateMachineStore {
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachineStore {
+    type SnapshotData = SnapshotData;
     type SnapshotBuilder = SnapshotBuilder;
 
-    async fn applied_state(
-        &mut self,
-    ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, NodeAddr>), StorageError<NodeId>>
-    {
-        self.applied()
-            .map_err(|e| e.storage(ErrorSubject::StateMachine, ErrorVerb::Read))
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
+        Ok(self.applied()?)
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Vec<Response>>, StorageError<NodeId>>
+    /// Applies what openraft hands over in one step, then tells the
+    /// serving layer what happened and answers each entry's writer.
+    async fn apply<Strm>(&mut self, entries: Strm) -> Result<(), io::Error>
     where
-        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
-        I::IntoIter: OptionalSend,
+        Strm: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + OptionalSend,
     {
-        let entries: Vec<_> = entries.into_iter().collect();
-        let work: usize = entries.iter().map(apply_work).sum();
-        let applied = if work > BLOCKING_APPLY_WORK {
-            let store = self.clone();
-            tokio::task::spawn_blocking(move || store.apply_entries(entries))
-                .await
-                .unwrap_or_else(|e| Err(Error::Worker(e.to_string())))
-        } else {
-            self.apply_entries(entries)
-        };
-        let (responses, events) =
-            applied.map_err(|e| e.storage(ErrorSubject::StateMachine, ErrorVerb::Write))?;
-        for applied in events {
-            // No listener is fine.
-            let _ = self.events.send(applied);
+        let (entries, responders): (Vec<Entry>, Vec<_>) =
+            entries.try_collect::<Vec<_>>().await?.into_iter().unzip();
+        let responses = self.apply_entries(entries).await?;
+        for (responder, response) in responders.into_iter().zip(responses) {
+            if let Some(responder) = responder {
+                responder.send(response);
+            }
         }
-        Ok(responses)
+        Ok(())
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
@@ -296,44 +307,26 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         }
     }
 
-    async fn begin_receiving_snapshot(
-        &mut self,
-    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<NodeId>> {
-        Ok(Box::new(Cursor::new(Vec::new())))
-    }
-
     async fn install_snapshot(
         &mut self,
-        meta: &SnapshotMeta<NodeId, NodeAddr>,
-        snapshot: Box<Cursor<Vec<u8>>>,
-    ) -> Result<(), StorageError<NodeId>> {
-        self.install(meta, snapshot.into_inner())
-            .await
-            .map_err(|e| {
-                e.storage(
-                    ErrorSubject::Snapshot(Some(meta.signature())),
-                    ErrorVerb::Write,
-                )
-            })
+        meta: &SnapshotMeta,
+        snapshot: SnapshotData,
+    ) -> Result<(), io::Error> {
+        Ok(self.install(meta, snapshot.into_inner()).await?)
     }
 
-    async fn get_current_snapshot(
-        &mut self,
-    ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
-        let current = self
-            .snapshots
-            .current()
-            .map_err(|e| e.storage(ErrorSubject::Snapshot(None), ErrorVerb::Read))?;
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
+        let current = self.snapshots.current()?;
         Ok(current.map(|(meta, data)| Snapshot {
             meta,
-            snapshot: Box::new(Cursor::new(data)),
+            snapshot: Cursor::new(data),
         }))
     }
 }
 
 /// Roughly how much applying `entry` does: one per request, one per lease an
 /// expiry names.
-fn apply_work(entry: &Entry<TypeConfig>) -> usize {
+fn apply_work(entry: &Entry) -> usize {
     match &entry.payload {
         EntryPayload::Normal(proposal) => proposal
             .requests

@@ -1,14 +1,10 @@
 //! Snapshots: what their bytes hold, where the current one is kept (the
 //! `snapshot` tree), and the [`SnapshotBuilder`] openraft runs to make one.
 
-use std::io::Cursor;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::io::{self, Cursor};
 use std::sync::Arc;
 
-use openraft::{
-    ErrorSubject, ErrorVerb, LogId, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageError,
-    StoredMembership,
-};
+use openraft::RaftSnapshotBuilder;
 use serde::{Deserialize, Serialize};
 
 use crate::codec::{decode, encode, seal, unseal};
@@ -17,23 +13,22 @@ use crate::error::{from_json, to_json, Error};
 use crate::node_db::SNAPSHOT_TREE;
 use crate::sm_store::{read_state, AppliedMeta, SharedMeta, SharedState};
 use crate::state::StateParts;
-use crate::types::{NodeAddr, NodeId, TypeConfig};
+use crate::types::{LogId, Snapshot, SnapshotData, SnapshotMeta, StoredMembership, TypeConfig};
 
 const META_KEY: &[u8] = b"meta";
 const DATA_KEY: &[u8] = b"data";
-const COUNTER_KEY: &[u8] = b"counter";
 
 /// A stored snapshot: its meta and its bytes.
-pub(crate) type StoredSnapshot = (SnapshotMeta<NodeId, NodeAddr>, Vec<u8>);
+pub(crate) type StoredSnapshot = (SnapshotMeta, Vec<u8>);
 
 /// The bytes of a snapshot: the whole lock state and the log position it is
 /// at, as JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct SnapshotPayload {
     /// Last entry whose effects are in `state`.
-    pub(crate) last_applied: Option<LogId<NodeId>>,
+    pub(crate) last_applied: Option<LogId>,
     /// Last membership applied.
-    pub(crate) membership: StoredMembership<NodeId, NodeAddr>,
+    pub(crate) membership: StoredMembership,
     /// Every record.
     pub(crate) state: StateParts,
 }
@@ -41,65 +36,39 @@ pub(crate) struct SnapshotPayload {
 impl SnapshotPayload {
     /// Decodes received or stored snapshot bytes, checking they are at the
     /// log position `meta` says.
-    pub(crate) fn decode(
-        meta: &SnapshotMeta<NodeId, NodeAddr>,
-        data: &[u8],
-    ) -> Result<Self, Error> {
+    pub(crate) fn decode(meta: &SnapshotMeta, data: &[u8]) -> Result<Self, Error> {
         let payload: Self = from_json("snapshot", data)?;
         if payload.last_applied != meta.last_log_id {
             return Err(Error::Corrupt(format!(
-                "snapshot {} holds the state at {:?} but its meta says {:?}",
-                meta.snapshot_id, payload.last_applied, meta.last_log_id
+                "snapshot holds the state at {:?} but its meta says {:?}",
+                payload.last_applied, meta.last_log_id
             )));
         }
         Ok(payload)
     }
 }
 
-/// The current snapshot in sled, and the counter that keeps snapshot ids
-/// unique across restarts.
+/// The current snapshot in sled. (openraft 0.10 names a snapshot by the
+/// log id it is at; the snapshot counter earlier builds kept under
+/// `counter` is no longer written or read.)
 #[derive(Debug, Clone)]
 pub(crate) struct SnapshotStore {
     tree: sled::Tree,
-    /// Snapshots built so far on this node (persisted with each snapshot).
-    counter: Arc<AtomicU64>,
 }
 
 impl SnapshotStore {
     pub(crate) fn open(db: &sled::Db) -> Result<Self, Error> {
-        let tree = db.open_tree(SNAPSHOT_TREE)?;
-        let counter = match tree.get(COUNTER_KEY)? {
-            Some(bytes) => decode("snapshot counter", &bytes)?,
-            None => 0,
-        };
         Ok(Self {
-            tree,
-            counter: Arc::new(AtomicU64::new(counter)),
+            tree: db.open_tree(SNAPSHOT_TREE)?,
         })
-    }
-
-    /// A fresh id, `{term}-{index}-{counter}` (`0-0-{counter}` before any
-    /// entry was applied).
-    fn next_id(&self, last: Option<LogId<NodeId>>) -> String {
-        let n = self.counter.fetch_add(1, Ordering::SeqCst) + 1;
-        let (term, index) = last.map_or((0, 0), |l| (l.leader_id.term, l.index));
-        format!("{term}-{index}-{n}")
     }
 
     /// Stores `meta` and `data` as the current snapshot (one batch). Not
     /// flushed: the caller flushes once everything it changed is written.
-    pub(crate) fn store(
-        &self,
-        meta: &SnapshotMeta<NodeId, NodeAddr>,
-        data: &[u8],
-    ) -> Result<(), Error> {
+    pub(crate) fn store(&self, meta: &SnapshotMeta, data: &[u8]) -> Result<(), Error> {
         let mut batch = sled::Batch::default();
         batch.insert(META_KEY, encode("snapshot meta", meta)?);
         batch.insert(DATA_KEY, seal(data));
-        batch.insert(
-            COUNTER_KEY,
-            encode("snapshot counter", &self.counter.load(Ordering::SeqCst))?,
-        );
         self.tree.apply_batch(batch)?;
         Ok(())
     }
@@ -112,10 +81,15 @@ impl SnapshotStore {
             (Some(_), None) => return Err(Error::corrupt("snapshot", "its meta has no data")),
             (None, Some(_)) => return Err(Error::corrupt("snapshot", "its data has no meta")),
         };
-        let meta: SnapshotMeta<NodeId, NodeAddr> = decode("snapshot meta", &meta)?;
-        let data = unseal(&format!("snapshot {}", meta.snapshot_id), &data)?.to_vec();
+        let meta: SnapshotMeta = decode("snapshot meta", &meta)?;
+        let data = unseal(&format!("snapshot at {}", index_of(&meta)), &data)?.to_vec();
         Ok(Some((meta, data)))
     }
+}
+
+/// The log index a snapshot is at (0 before any entry).
+fn index_of(meta: &SnapshotMeta) -> u64 {
+    meta.last_log_id.map_or(0, |l| l.index)
 }
 
 /// Builds snapshots of the state machine, possibly while it keeps applying.
@@ -142,7 +116,7 @@ impl SnapshotBuilder {
 
     /// Captures, encodes and stores a snapshot (all blocking work: a copy of
     /// the whole state, its JSON, a large sled insert).
-    fn write(&self) -> Result<(SnapshotMeta<NodeId, NodeAddr>, Vec<u8>), Error> {
+    fn write(&self) -> Result<(SnapshotMeta, Vec<u8>), Error> {
         let payload = self.capture()?;
         let data = to_json("snapshot", &payload)?;
         // The copy of the state goes before sled copies the bytes: a node's
@@ -157,13 +131,12 @@ impl SnapshotBuilder {
         let meta = SnapshotMeta {
             last_log_id: last_applied,
             last_membership: membership,
-            snapshot_id: self.snapshots.next_id(last_applied),
         };
         self.snapshots.store(&meta, &data)?;
         Ok((meta, data))
     }
 
-    async fn build(&mut self) -> Result<Snapshot<TypeConfig>, Error> {
+    async fn build(&mut self) -> Result<Snapshot, Error> {
         // On the blocking pool: with a large state this takes long enough to
         // starve the runtime worker it would otherwise occupy.
         let builder = self.clone();
@@ -175,15 +148,15 @@ impl SnapshotBuilder {
         self.sync.sync_async().await?;
         Ok(Snapshot {
             meta,
-            snapshot: Box::new(Cursor::new(data)),
+            snapshot: Cursor::new(data),
         })
     }
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
-    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
-        self.build()
-            .await
-            .map_err(|e| e.storage(ErrorSubject::Snapshot(None), ErrorVerb::Write))
+    type SnapshotData = SnapshotData;
+
+    async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
+        Ok(self.build().await?)
     }
 }

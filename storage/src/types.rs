@@ -28,13 +28,34 @@ impl fmt::Display for NodeAddr {
 }
 
 openraft::declare_raft_types!(
-    /// raftlock's openraft type configuration.
+    /// raftlock's openraft type configuration. Leader ids are openraft's
+    /// default (`leader_id_adv`: a (term, node) pair, so a term may see two
+    /// candidates but never two leaders with one leader id).
     pub TypeConfig:
         D = Proposal,
         R = Vec<Response>,
         NodeId = NodeId,
         Node = NodeAddr,
-        Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
         AsyncRuntime = openraft::TokioRuntime,
 );
+
+/// A Raft log id: the leader that proposed the entry and its index.
+pub type LogId = openraft::alias::LogIdOf<TypeConfig>;
+/// The leader part of a [`LogId`]: term and node.
+pub type CommittedLeaderId = openraft::alias::CommittedLeaderIdOf<TypeConfig>;
+/// A vote: the leader a node voted for, and whether it is committed.
+pub type Vote = openraft::alias::VoteOf<TypeConfig>;
+/// A Raft log entry.
+pub type Entry = openraft::alias::EntryOf<TypeConfig>;
+/// What a log entry carries.
+pub type EntryPayload = openraft::alias::EntryPayloadOf<TypeConfig>;
+/// A cluster membership (voters and learners with their addresses).
+pub type Membership = openraft::Membership<NodeId, NodeAddr>;
+/// A membership and the log id of the entry that set it.
+pub type StoredMembership = openraft::alias::StoredMembershipOf<TypeConfig>;
+/// What a snapshot covers.
+pub type SnapshotMeta = openraft::alias::SnapshotMetaOf<TypeConfig>;
+/// The bytes a snapshot is shipped and stored as.
+pub type SnapshotData = Cursor<Vec<u8>>;
+/// A snapshot: its meta and its bytes.
+pub type Snapshot = openraft::alias::SnapshotOf<TypeConfig, SnapshotData>;

@@ -1,21 +1,19 @@
 //! Applying entries: events per entry, nothing written to disk, and one
 //! slot per request inside a shared entry.
 
-use openraft::storage::RaftStateMachine;
-use openraft::testing::log_id;
-use openraft::{Entry, EntryPayload};
 use raftlock_storage::state::StateParts;
 use raftlock_storage::{slot, Applied, Command, EndReason, Event, Proposal, Request, Response};
 
 mod common;
 use common::*;
+use openraft::storage::RaftStateMachine;
 
 #[tokio::test]
 async fn apply_reports_events_per_entry_and_writes_nothing_to_disk() -> TestResult {
     let dir = tempfile::tempdir()?;
     {
         let (_log, mut sm, mut rx) = open_dir(dir.path())?;
-        sm.apply(vec![
+        sm.apply_entries(vec![
             normal(1, Command::GrantLease { ttl_ms: 5_000 }),
             normal(2, Command::GrantLease { ttl_ms: 5_000 }),
             normal(3, acquire("a", "owner-1", slot(1, 0))),
@@ -29,7 +27,7 @@ async fn apply_reports_events_per_entry_and_writes_nothing_to_disk() -> TestResu
         }
         assert_eq!(indexes, vec![1, 2, 3]);
         // Revoking lease 1 releases "a": the lock record and the lease go.
-        sm.apply(vec![normal(4, Command::RevokeLease { id: slot(1, 0) })])
+        sm.apply_entries(vec![normal(4, Command::RevokeLease { id: slot(1, 0) })])
             .await?;
         match rx.try_recv()? {
             Applied::Entry { index: 4, events } => {
@@ -88,7 +86,7 @@ async fn requests_sharing_an_entry_get_their_own_increasing_slots() -> TestResul
             ],
         }),
     };
-    let responses = sm.apply(vec![entry]).await?;
+    let responses = sm.apply_entries(vec![entry]).await?;
     assert_eq!(
         responses,
         vec![vec![

@@ -10,8 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
-use openraft::testing::log_id;
-use openraft::{RaftLogReader, Vote};
+use openraft::RaftLogReader;
 use raftlock_storage::{open, Bootstrap, Command, Error, OpenOptions};
 use tokio::sync::mpsc::unbounded_channel;
 

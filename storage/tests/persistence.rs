@@ -6,8 +6,7 @@
 use std::io::Cursor;
 
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt, RaftStateMachine};
-use openraft::testing::log_id;
-use openraft::{RaftLogReader, RaftSnapshotBuilder, SnapshotMeta, Vote};
+use openraft::{RaftLogReader, RaftSnapshotBuilder};
 use raftlock_storage::{slot, Command, Error, Response};
 
 mod common;
@@ -30,9 +29,9 @@ async fn restart_keeps_the_log_and_vote_and_replay_rebuilds_the_state() -> TestR
         // A snapshot after entry 3; entry 4 is applied after it, so on disk
         // it is only in the log.
         let last = entries.split_off(3);
-        let mut responses = sm.apply(entries).await?;
+        let mut responses = sm.apply_entries(entries).await?;
         sm.get_snapshot_builder().await.build_snapshot().await?;
-        responses.extend(sm.apply(last).await?);
+        responses.extend(sm.apply_entries(last).await?);
         // Blank and membership entries answer nothing; a proposal answers
         // once per request, and ids and fences are the requests' slots.
         assert_eq!(responses[0], vec![]);
@@ -98,12 +97,12 @@ async fn purge_and_truncate_keep_log_state_right() -> TestResult {
     {
         let (mut log, mut sm, _rx) = open_dir(dir.path())?;
         log.blocking_append((1..=10).map(blank)).await?;
-        log.truncate(log_id(1, 1, 9)).await?;
+        log.truncate_after(Some(log_id(1, 1, 8))).await?;
         let state = log.get_log_state().await?;
         assert_eq!(state.last_log_id, Some(log_id(1, 1, 8)));
 
         // openraft purges only what a snapshot covers.
-        sm.apply((1..=8).map(blank)).await?;
+        sm.apply_entries((1..=8).map(blank).collect()).await?;
         sm.get_snapshot_builder().await.build_snapshot().await?;
         log.purge(log_id(1, 1, 5)).await?;
         let state = log.get_log_state().await?;
@@ -149,9 +148,8 @@ async fn corrupt_bytes_are_errors_not_panics() -> TestResult {
         let meta = SnapshotMeta {
             last_log_id: Some(log_id(1, 1, 1)),
             last_membership: Default::default(),
-            snapshot_id: "x".into(),
         };
-        let garbage = Box::new(Cursor::new(b"not json".to_vec()));
+        let garbage = Cursor::new(b"not json".to_vec());
         assert!(sm.install_snapshot(&meta, garbage).await.is_err());
         assert!(sm.get_current_snapshot().await?.is_none());
     }
@@ -225,7 +223,7 @@ async fn a_gap_right_after_the_purge_point_is_refused() -> TestResult {
     {
         let (mut log, mut sm, _rx) = open_dir(dir.path())?;
         log.blocking_append((1..=6).map(blank)).await?;
-        sm.apply((1..=3).map(blank)).await?;
+        sm.apply_entries((1..=3).map(blank).collect()).await?;
         sm.get_snapshot_builder().await.build_snapshot().await?;
         log.purge(log_id(1, 1, 3)).await?;
     }

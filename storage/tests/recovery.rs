@@ -7,8 +7,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
-use openraft::testing::log_id;
-use openraft::Vote;
 use raftlock_storage::identity::FLOOR_INTERVAL;
 use raftlock_storage::{open, Bootstrap, Error, Identity, OpenOptions, IDENTITY_FILE};
 use tokio::sync::mpsc::unbounded_channel;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use raftlock::client::{Acquire, Acquired, LeaseId};
-use raftlock::Client;
+use raftlock::{Client, Config};
 use tokio::task::JoinHandle;
 
 use crate::cluster::{test_config, TestCluster};
@@ -200,6 +200,47 @@ async fn lagging_node_catches_up_by_snapshot() {
     cluster.shutdown().await;
 }
 
+/// A snapshot larger than one piece (raftlock_raft::network::
+/// SNAPSHOT_CHUNK_BYTES) crosses in pieces and is installed whole: 40
+/// elections with 48 KiB values make a snapshot of several MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_of_many_pieces_reaches_a_lagging_node() {
+    let config = raftlock::Config {
+        snapshot_after_entries: 20,
+        keep_entries_after_snapshot: 5,
+        ..test_config()
+    };
+    let cluster = TestCluster::with_config(3, config).await;
+    let leader = cluster.wait_for_leader().await;
+    let lagging = cluster.others(leader)[0];
+    cluster.isolate(lagging);
+
+    let client = cluster.client_of(leader).await;
+    let lease = client.grant_lease(TTL).await.unwrap();
+    for i in 0..40u8 {
+        let value = vec![i; 48 << 10];
+        client
+            .campaign(&format!("big/{i}"), "o", lease, &value, None)
+            .await
+            .unwrap();
+    }
+    let status = cluster.node(leader).status();
+    assert!(status.snapshot_index > 0, "leader took no snapshot");
+    cluster.heal();
+    cluster.wait_applied(lagging, status.applied_index).await;
+    assert!(
+        cluster.node(lagging).status().snapshot_index > 0,
+        "the follower should have installed a snapshot"
+    );
+    let lagging_client = cluster.client_of(lagging).await;
+    for i in [0u8, 17, 39] {
+        let leader = lagging_client.leader(&format!("big/{i}")).await.unwrap();
+        assert!(leader.has_leader, "big/{i} has no leader");
+        assert_eq!(leader.value, vec![i; 48 << 10], "value of big/{i}");
+    }
+    cluster.shutdown().await;
+}
+
 #[tokio::test]
 async fn full_cluster_restart_loses_nothing() {
     let Contended {
@@ -312,7 +353,8 @@ async fn wait_until_queued(client: &Client, name: &str, owner: &str) {
 }
 
 /// A leader restarted with its vote for itself is restored as leader in the
-/// same term (openraft 0.9), and the committed index it reloads is only a
+/// same term (openraft 0.9; 0.10 unless leader restore is off, as raftlock
+/// sets it), and the committed index it reloads is only a
 /// hint that may lag: the last `save_committed` before a kill -9 was not
 /// flushed yet. openraft's read index is then that stale hint, and a read
 /// could miss a write acknowledged before the crash (found by the chaos
@@ -323,7 +365,8 @@ async fn wait_until_queued(client: &Client, name: &str, owner: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restored_leader_does_not_read_behind_an_acknowledged_write() {
     use openraft::storage::RaftLogStorage;
-    use openraft::{CommittedLeaderId, LogId};
+    use openraft::vote::RaftLeaderId;
+    use raftlock_storage::{CommittedLeaderId, LogId};
 
     let mut cluster = TestCluster::new(3).await;
     let leader = cluster.wait_for_leader().await;
@@ -427,5 +470,46 @@ async fn a_leader_without_quorum_answers_instead_of_hanging() {
         other => panic!("expected UNAVAILABLE, got {other:?}"),
     }
     cluster.heal();
+    cluster.shutdown().await;
+}
+
+/// PreVote: a follower cut off from the others asks whether it could win an
+/// election before it starts one, and nobody would vote for it, so it keeps
+/// its term; when it comes back the leader keeps leading in the same term.
+/// (With PreVote off, the cut-off follower raised its term once per
+/// election timeout and, back, deposed the leader.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_back_from_a_partition_does_not_depose_the_leader() {
+    let config = Config {
+        heartbeat: Duration::from_millis(100),
+        election_timeout: Duration::from_millis(1000),
+        ..test_config()
+    };
+    let cluster = TestCluster::with_config(3, config).await;
+    let leader = cluster.wait_for_leader().await;
+    let follower = cluster.others(leader)[0];
+    let term = cluster.node(leader).status().term;
+
+    cluster.isolate(follower);
+    // Several election timeouts (up to 2 s each) alone.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    assert_eq!(
+        cluster.node(follower).status().term,
+        term,
+        "the cut-off follower raised its term"
+    );
+
+    cluster.heal();
+    let until = tokio::time::Instant::now() + Duration::from_secs(30);
+    while cluster.node(follower).status().leader != Some(leader) {
+        assert!(
+            tokio::time::Instant::now() < until,
+            "the follower did not rejoin"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let status = cluster.node(leader).status();
+    assert_eq!((status.role, status.term), ("leader", term), "{status:?}");
     cluster.shutdown().await;
 }

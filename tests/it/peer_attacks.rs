@@ -7,13 +7,15 @@
 use std::time::Duration;
 
 use openraft::raft::{AppendEntriesRequest, VoteRequest};
-use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Vote};
+use openraft::vote::RaftLeaderId;
 use raftlock::client::Acquire;
 use raftlock::{Config, Node};
-use raftlock_raft::network::encode;
+use raftlock_raft::network::{encode, SnapshotChunk};
 use raftlock_raft::pb::peer_client::PeerClient;
 use raftlock_raft::pb::Blob;
+use raftlock_raft::peer_checks::MAX_SNAPSHOT_BYTES;
 use raftlock_storage::{Command, Proposal, Request, TypeConfig};
+use raftlock_storage::{CommittedLeaderId, Entry, EntryPayload, LogId, Vote};
 use tonic::Code;
 
 use crate::cluster::{test_config, TestCluster};
@@ -76,8 +78,14 @@ async fn a_vote_with_a_huge_term_is_refused_and_the_leader_stays() {
     let follower = cluster.others(leader)[0];
     let term = term_of(&cluster, leader);
 
-    let rpc = VoteRequest::<u64>::new(Vote::new(u64::MAX, follower), None);
+    let rpc = VoteRequest::<TypeConfig>::new(Vote::new(u64::MAX, follower), None);
     let blob = forged(&cluster, follower, leader, encode(&rpc).unwrap());
+    // Later messages come from the same forging process.
+    let incarnation = blob.incarnation.clone();
+    let as_forger = |data: Vec<u8>| Blob {
+        incarnation: incarnation.clone(),
+        ..forged(&cluster, follower, leader, data)
+    };
     let refused = peer_client(&cluster, leader)
         .await
         .vote(blob)
@@ -85,9 +93,34 @@ async fn a_vote_with_a_huge_term_is_refused_and_the_leader_stays() {
         .expect_err("a term of u64::MAX must be refused");
     assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
     assert!(refused.message().contains("implausibly"), "{refused:?}");
+    // The same as a PreVote.
+    let blob = as_forger(encode(&rpc).unwrap());
+    let refused = peer_client(&cluster, leader)
+        .await
+        .pre_vote(blob)
+        .await
+        .expect_err("a pre-vote with a term of u64::MAX must be refused");
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+    assert!(refused.message().contains("implausibly"), "{refused:?}");
+    // A snapshot piece that would make the receiver hold 1 GiB or more.
+    let piece = SnapshotChunk {
+        vote: Vote::new_committed(term, follower),
+        meta: Default::default(),
+        offset: MAX_SNAPSHOT_BYTES,
+        data: vec![0; 16],
+        done: false,
+    };
+    let blob = as_forger(encode(&piece).unwrap());
+    let refused = peer_client(&cluster, leader)
+        .await
+        .install_snapshot(blob)
+        .await
+        .expect_err("a snapshot piece past the size limit must be refused");
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+    assert!(refused.message().contains("limit"), "{refused:?}");
 
     // From a node that is not a member at all.
-    let rpc = VoteRequest::<u64>::new(Vote::new(term + 1, 99), None);
+    let rpc = VoteRequest::<TypeConfig>::new(Vote::new(term + 1, 99), None);
     let blob = forged(&cluster, 99, leader, encode(&rpc).unwrap());
     let refused = peer_client(&cluster, leader)
         .await
@@ -183,7 +216,8 @@ async fn messages_for_another_cluster_or_node_are_refused() {
     let cluster = TestCluster::new(3).await;
     let leader = cluster.wait_for_leader().await;
     let follower = cluster.others(leader)[0];
-    let rpc = VoteRequest::<u64>::new(Vote::new(term_of(&cluster, leader) + 1, follower), None);
+    let rpc =
+        VoteRequest::<TypeConfig>::new(Vote::new(term_of(&cluster, leader) + 1, follower), None);
     let data = encode(&rpc).unwrap();
 
     let mut foreign = forged(&cluster, follower, leader, data.clone());

@@ -324,7 +324,10 @@ async fn a_node_certificate_cannot_speak_as_another_node() {
         .expect("TLS settings")
         .connect_lazy();
     let term = cluster.node(target).status().term;
-    let rpc = openraft::raft::VoteRequest::<u64>::new(openraft::Vote::new(term + 1, claimed), None);
+    let rpc = openraft::raft::VoteRequest::<raftlock_storage::TypeConfig>::new(
+        raftlock_storage::Vote::new(term + 1, claimed),
+        None,
+    );
     let blob = Blob {
         data: raftlock_raft::network::encode(&rpc).unwrap(),
         cluster_id: cluster

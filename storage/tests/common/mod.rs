@@ -7,15 +7,21 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use openraft::storage::{RaftLogStorage, RaftStateMachine};
-use openraft::testing::log_id;
-use openraft::{Entry, EntryPayload, Membership, RaftLogReader};
+use openraft::RaftLogReader;
 use raftlock_storage::state::StateParts;
 use raftlock_storage::{
     open, Applied, Bootstrap, ClientSeq, Command, Error, LogStore, Mode, NodeAddr, OpenOptions,
     Proposal, Request, StateMachineStore, TypeConfig,
 };
+#[allow(unused_imports)]
+pub use raftlock_storage::{Entry, EntryPayload, LogId, Membership, SnapshotMeta, Vote};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use uuid::Uuid;
+
+/// Log id `index` of `node`, leader in `term`.
+pub fn log_id(term: u64, node: u64, index: u64) -> LogId {
+    openraft::testing::log_id::<TypeConfig>(term, node, index)
+}
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -55,7 +61,7 @@ fn is_lock_error(e: &sled::Error) -> bool {
     matches!(e, sled::Error::Io(io) if io.to_string().contains("lock"))
 }
 
-pub fn normal(index: u64, command: Command) -> Entry<TypeConfig> {
+pub fn normal(index: u64, command: Command) -> Entry {
     let origin = Some(ClientSeq {
         client: client_id(),
         seq: index,
@@ -78,14 +84,14 @@ pub fn client_id() -> Uuid {
     Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef)
 }
 
-pub fn blank(index: u64) -> Entry<TypeConfig> {
+pub fn blank(index: u64) -> Entry {
     Entry {
         log_id: log_id(1, 1, index),
         payload: EntryPayload::Blank,
     }
 }
 
-pub fn membership(index: u64) -> Entry<TypeConfig> {
+pub fn membership(index: u64) -> Entry {
     let nodes = BTreeMap::from([
         (
             1,
@@ -102,7 +108,7 @@ pub fn membership(index: u64) -> Entry<TypeConfig> {
             },
         ),
     ]);
-    let config = Membership::new(vec![BTreeSet::from([1, 2])], nodes);
+    let config = Membership::new(vec![BTreeSet::from([1, 2])], nodes).expect("a valid membership");
     Entry {
         log_id: log_id(1, 1, index),
         payload: EntryPayload::Membership(config),
@@ -156,7 +162,7 @@ pub async fn replay_committed(log: &mut LogStore, sm: &mut StateMachineStore) ->
     let end = committed.map_or(0, |l| l.index + 1);
     if start < end {
         let entries = log.try_get_log_entries(start..end).await?;
-        sm.apply(entries).await?;
+        sm.apply_entries(entries).await?;
     }
     Ok(())
 }
