@@ -29,7 +29,7 @@ use uuid::Uuid;
 use crate::codec::{decode, encode};
 use crate::command::slot;
 use crate::disk_sync::{io_error, DiskSync, SyncMode};
-use crate::error::{to_json, Error};
+use crate::error::Error;
 use crate::identity::{Bootstrap, Identity};
 use crate::log_store::LogStore;
 use crate::sm_store::{read_state, AppliedMembers, SharedState};
@@ -182,7 +182,7 @@ pub fn restore(dir: &Path, backup_bytes: &[u8], seed: &Seed) -> Result<Restored,
         last_log_id: Some(log_id),
         last_membership: membership,
     };
-    SnapshotStore::open(&db)?.store(&meta, &to_json("snapshot", &payload)?)?;
+    SnapshotStore::open(&db)?.store(&meta, &payload.encode()?)?;
     LogStore::open(&db, sync.clone())?.seed_purged(log_id)?;
     sync.sync()?;
     sync.sync_all_files(dir)?;

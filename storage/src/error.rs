@@ -130,14 +130,6 @@ impl Error {
     }
 }
 
-/// Encodes `value` as JSON, naming `what` on failure.
-pub(crate) fn to_json<T: serde::Serialize + ?Sized>(
-    what: &str,
-    value: &T,
-) -> Result<Vec<u8>, Error> {
-    serde_json::to_vec(value).map_err(|e| Error::encode(what, e))
-}
-
 /// Decodes JSON `bytes`, naming `what` on failure.
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
     what: &str,

@@ -221,6 +221,16 @@ pub struct StateParts {
     pub clients: Vec<(Uuid, ClientSession)>,
 }
 
+/// [`StateParts`] borrowed from a [`LockState`]: encodes exactly as
+/// `StateParts` does, without copying the records (see
+/// [`LockState::parts_view`]).
+#[derive(Debug, Serialize)]
+pub struct StatePartsView<'a> {
+    leases: Vec<&'a Lease>,
+    locks: Vec<&'a Lock>,
+    clients: Vec<(&'a Uuid, &'a ClientSession)>,
+}
+
 /// What one apply step needs besides the state: where it is in the log and
 /// where to report what it did.
 struct Step<'a> {
@@ -259,6 +269,16 @@ impl LockState {
                 .iter()
                 .map(|(id, s)| (*id, s.clone()))
                 .collect(),
+        }
+    }
+
+    /// The state's records, borrowed, for encoding a snapshot without a
+    /// copy of the whole state.
+    pub fn parts_view(&self) -> StatePartsView<'_> {
+        StatePartsView {
+            leases: self.leases.iter().collect(),
+            locks: self.locks.iter().collect(),
+            clients: self.sessions.iter().collect(),
         }
     }
 
