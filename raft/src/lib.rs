@@ -10,6 +10,8 @@
 //! - [`network`]: the openraft network over the peer gRPC service, with a
 //!   [`LinkFilter`] tests use to cut links.
 //! - [`peer_service`]: the server side of the peer API.
+//! - [`snapshot_transfer`]: snapshots cut into pieces by the leader and put
+//!   back together by the follower.
 //! - [`peer_guard`]: the envelope on every peer message (cluster id, sender,
 //!   receiver, boot count, incarnation) and its checks.
 //! - [`peer_checks`]: bounds on terms and indexes in Raft messages.
@@ -63,6 +65,7 @@ pub mod read_index;
 pub mod removal;
 pub mod replica;
 pub mod scrape;
+pub mod snapshot_transfer;
 pub mod tls;
 
 /// Generated peer API.

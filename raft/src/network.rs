@@ -24,16 +24,17 @@ use openraft::raft::{
 };
 use openraft::{OptionalSend, RaftNetworkFactory, RaftNetworkV2};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tonic::transport::{Channel, Endpoint};
 
-use raftlock_storage::{NodeAddr, NodeId, Snapshot, SnapshotData, SnapshotMeta, TypeConfig, Vote};
+use raftlock_storage::{NodeAddr, NodeId, Snapshot, SnapshotData, TypeConfig, Vote};
 
 use crate::forward::{ForwardResult, Forwarded};
 use crate::metrics::NodeMetrics;
 use crate::pb::peer_client::PeerClient;
 use crate::peer_guard::PeerGuard;
 use crate::removal::{Removal, MEMBERSHIP_INDEX_KEY};
+use crate::snapshot_transfer;
 use crate::tls::NodeTls;
 
 /// Largest append-entries message this node sends with more than one
@@ -42,27 +43,6 @@ use crate::tls::NodeTls;
 /// send and to decode. One entry alone may be larger (the proposer bounds
 /// an entry to about 1 MiB of payload), up to the receiver's message limit.
 pub const APPEND_BUDGET_BYTES: usize = 1 << 20;
-
-/// Snapshots cross the peer API in pieces of this many bytes, each its own
-/// message (under every receiver's message limit).
-pub const SNAPSHOT_CHUNK_BYTES: usize = 1 << 20;
-
-/// One piece of a snapshot on its way to a follower. The pieces of one
-/// snapshot carry the same vote and meta, and offsets that follow each
-/// other from 0; the last has `done`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SnapshotChunk {
-    /// The sending leader's vote.
-    pub vote: Vote,
-    /// What the snapshot covers.
-    pub meta: SnapshotMeta,
-    /// Where `data` starts in the snapshot's bytes.
-    pub offset: u64,
-    /// The bytes.
-    pub data: Vec<u8>,
-    /// The last piece: the receiver installs the snapshot.
-    pub done: bool,
-}
 
 /// Links a test has cut. Shared by every node of an in-process test cluster;
 /// a blocked link fails as if the peer were unreachable.
@@ -377,24 +357,14 @@ impl PeerConnection {
         snapshot: Snapshot,
         option: &RPCOption,
     ) -> Result<SnapshotResponse<TypeConfig>, RPCError<TypeConfig>> {
-        let data = snapshot.snapshot.into_inner();
-        let mut offset = 0;
-        loop {
-            let end = (offset + SNAPSHOT_CHUNK_BYTES).min(data.len());
-            let chunk = SnapshotChunk {
-                vote,
-                meta: snapshot.meta.clone(),
-                offset: offset as u64,
-                data: data[offset..end].to_vec(),
-                done: end == data.len(),
-            };
-            let reply: SnapshotResponse<TypeConfig> =
-                self.call(Rpc::Snapshot, &chunk, option).await?;
-            if chunk.done || reply.vote.leader_id().term > vote.leader_id().term {
-                return Ok(reply);
+        let mut reply = SnapshotResponse::<TypeConfig>::new(vote);
+        for piece in snapshot_transfer::pieces(vote, snapshot) {
+            reply = self.call(Rpc::Snapshot, &piece, option).await?;
+            if reply.vote.leader_id().term > vote.leader_id().term {
+                break;
             }
-            offset = end;
         }
+        Ok(reply)
     }
 }
 
@@ -508,9 +478,9 @@ mod tests {
         round_trip::<Result<(), RaftError<TypeConfig>>>(Err(RaftError::Fatal(
             Fatal::StorageError(storage),
         )));
-        round_trip(SnapshotChunk {
+        round_trip(crate::snapshot_transfer::SnapshotChunk {
             vote: Vote::new_committed(3, 1),
-            meta: SnapshotMeta::default(),
+            meta: raftlock_storage::SnapshotMeta::default(),
             offset: 1 << 20,
             data: vec![1, 2, 3],
             done: true,

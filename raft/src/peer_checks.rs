@@ -10,7 +10,7 @@ use openraft::vote::RaftLeaderId;
 
 use raftlock_storage::{LogId, NodeId, TypeConfig, Vote};
 
-use crate::network::SnapshotChunk;
+use crate::snapshot_transfer::SnapshotChunk;
 
 /// How far above this node's term a peer's term may be. A node cut off
 /// from its cluster raises its term by one per failed election, about one

@@ -3,7 +3,6 @@
 //! Raft messages to openraft and forwarded calls to the node, which serves
 //! them only if it is the leader.
 
-use std::io::Cursor;
 use std::sync::Arc;
 
 use openraft::async_runtime::WatchReceiver;
@@ -11,30 +10,23 @@ use tonic::{Request, Response, Status};
 
 use openraft::error::RaftError;
 use openraft::raft::{AppendEntriesResponse, SnapshotResponse};
-use raftlock_storage::{NodeId, Snapshot, SnapshotMeta, TypeConfig, Vote};
+use raftlock_storage::{NodeId, TypeConfig};
 
-use crate::network::{decode, encode, SnapshotChunk};
+use crate::network::{decode, encode};
 use crate::pb::peer_server::Peer;
 use crate::pb::Blob;
 use crate::peer_checks::{check_append, check_snapshot, check_vote};
 use crate::peer_guard::{Refusal, Sender};
 use crate::removal::MEMBERSHIP_INDEX_KEY;
 use crate::replica::Replica;
+use crate::snapshot_transfer::{Assembly, SnapshotChunk};
 use crate::tls::peer_node_id;
 
 /// The peer gRPC service of one node.
 pub struct PeerService {
     pub(crate) node: Arc<Replica>,
     /// The snapshot being received, piece by piece.
-    incoming: tokio::sync::Mutex<Option<Incoming>>,
-}
-
-/// A snapshot whose pieces are arriving.
-struct Incoming {
-    from: NodeId,
-    vote: Vote,
-    meta: SnapshotMeta,
-    data: Vec<u8>,
+    incoming: tokio::sync::Mutex<Assembly>,
 }
 
 /// What a snapshot piece is answered with.
@@ -61,52 +53,21 @@ impl PeerService {
     }
 
     /// Adds a snapshot piece to the one being received; installs the
-    /// snapshot with its last piece. A piece that does not continue the
-    /// snapshot under way is refused, and the leader starts over.
+    /// snapshot with its last piece.
     async fn receive_snapshot(
         &self,
         from: NodeId,
         chunk: SnapshotChunk,
     ) -> Result<SnapshotReply, Status> {
-        let mut incoming = self.incoming.lock().await;
-        if chunk.offset == 0 {
-            *incoming = Some(Incoming {
-                from,
-                vote: chunk.vote,
-                meta: chunk.meta.clone(),
-                data: Vec::new(),
-            });
-        }
-        let Some(current) = incoming.as_mut().filter(|c| {
-            c.from == from
-                && c.vote == chunk.vote
-                && c.meta == chunk.meta
-                && c.data.len() as u64 == chunk.offset
-        }) else {
-            return Err(Status::failed_precondition(format!(
-                "snapshot piece at offset {} does not continue a snapshot under way",
-                chunk.offset
-            )));
-        };
-        current.data.extend_from_slice(&chunk.data);
-        if !chunk.done {
+        let whole = self.incoming.lock().await.add(from, chunk)?;
+        let Some((vote, snapshot)) = whole else {
             let vote = self.node.raft.metrics().borrow_watched().vote;
             return Ok(Ok(SnapshotResponse::new(vote)));
-        }
-        let Some(Incoming {
-            vote, meta, data, ..
-        }) = incoming.take()
-        else {
-            return Err(Status::internal("the snapshot under way is gone"));
-        };
-        drop(incoming);
-        let snapshot = Snapshot {
-            meta,
-            snapshot: Cursor::new(data),
         };
         let installed = self.node.raft.install_full_snapshot(vote, snapshot).await;
         Ok(installed.map_err(RaftError::Fatal))
     }
+
     /// Checks the envelope of `req`; returns the sender. With TLS, the
     /// sender must be the node its certificate names.
     async fn admit(&self, req: &Request<Blob>) -> Result<Sender, Status> {
