@@ -19,5 +19,6 @@ mod leases;
 mod locks;
 mod membership;
 mod observe;
+mod partitions;
 mod peer_attacks;
 mod tls;
