@@ -27,6 +27,7 @@ mod bounds;
 mod lease_table;
 mod lock_table;
 mod own_ttl;
+mod parts;
 mod queue;
 mod session_table;
 
@@ -45,6 +46,7 @@ use acquisition::AcquireRequest;
 use lease_table::LeaseTable;
 use lock_table::LockTable;
 use own_ttl::OwnTtlHold;
+pub use parts::{StateParts, StatePartsView};
 use session_table::{Admission, SessionTable};
 
 /// A live lease.
@@ -210,27 +212,6 @@ pub struct LockState {
     sessions: SessionTable,
 }
 
-/// Serializable form of the state, used for snapshots.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StateParts {
-    /// By id.
-    pub leases: Vec<Lease>,
-    /// By name.
-    pub locks: Vec<Lock>,
-    /// By client id.
-    pub clients: Vec<(Uuid, ClientSession)>,
-}
-
-/// [`StateParts`] borrowed from a [`LockState`]: encodes exactly as
-/// `StateParts` does, without copying the records (see
-/// [`LockState::parts_view`]).
-#[derive(Debug, Serialize)]
-pub struct StatePartsView<'a> {
-    leases: Vec<&'a Lease>,
-    locks: Vec<&'a Lock>,
-    clients: Vec<(&'a Uuid, &'a ClientSession)>,
-}
-
 /// What one apply step needs besides the state: where it is in the log and
 /// where to report what it did.
 struct Step<'a> {
@@ -246,42 +227,6 @@ struct Step<'a> {
 }
 
 impl LockState {
-    /// Rebuilds the state (and its derived indexes) from stored records.
-    pub fn from_parts(parts: StateParts) -> Self {
-        let granters: Vec<Uuid> = parts.leases.iter().filter_map(|l| l.granted_by).collect();
-        let mut leases = LeaseTable::from_leases(parts.leases);
-        let locks = LockTable::from_locks(parts.locks, &mut leases);
-        let sessions = SessionTable::from_sessions(parts.clients, granters);
-        Self {
-            leases,
-            locks,
-            sessions,
-        }
-    }
-
-    /// The records, for a snapshot.
-    pub fn to_parts(&self) -> StateParts {
-        StateParts {
-            leases: self.leases.iter().cloned().collect(),
-            locks: self.locks.iter().cloned().collect(),
-            clients: self
-                .sessions
-                .iter()
-                .map(|(id, s)| (*id, s.clone()))
-                .collect(),
-        }
-    }
-
-    /// The state's records, borrowed, for encoding a snapshot without a
-    /// copy of the whole state.
-    pub fn parts_view(&self) -> StatePartsView<'_> {
-        StatePartsView {
-            leases: self.leases.iter().collect(),
-            locks: self.locks.iter().collect(),
-            clients: self.sessions.iter().collect(),
-        }
-    }
-
     /// The same state with room for at most `capacity` client sessions
     /// (instead of [`MAX_CLIENT_SESSIONS`](crate::limits::MAX_CLIENT_SESSIONS)),
     /// so tests can fill the table quickly.

@@ -1,0 +1,70 @@
+//! The state's records in the form snapshots carry: [`StateParts`] to
+//! decode into and rebuild from, [`StatePartsView`] to encode from without
+//! copying.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::lease_table::LeaseTable;
+use super::lock_table::LockTable;
+use super::session_table::SessionTable;
+use super::{ClientSession, Lease, Lock, LockState};
+
+/// Serializable form of the state, used for snapshots.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateParts {
+    /// By id.
+    pub leases: Vec<Lease>,
+    /// By name.
+    pub locks: Vec<Lock>,
+    /// By client id.
+    pub clients: Vec<(Uuid, ClientSession)>,
+}
+
+/// [`StateParts`] borrowed from a [`LockState`]: encodes exactly as
+/// `StateParts` does, without copying the records (see
+/// [`LockState::parts_view`]).
+#[derive(Debug, Serialize)]
+pub struct StatePartsView<'a> {
+    leases: Vec<&'a Lease>,
+    locks: Vec<&'a Lock>,
+    clients: Vec<(&'a Uuid, &'a ClientSession)>,
+}
+
+impl LockState {
+    /// Rebuilds the state (and its derived indexes) from stored records.
+    pub fn from_parts(parts: StateParts) -> Self {
+        let granters: Vec<Uuid> = parts.leases.iter().filter_map(|l| l.granted_by).collect();
+        let mut leases = LeaseTable::from_leases(parts.leases);
+        let locks = LockTable::from_locks(parts.locks, &mut leases);
+        let sessions = SessionTable::from_sessions(parts.clients, granters);
+        Self {
+            leases,
+            locks,
+            sessions,
+        }
+    }
+
+    /// The records, for a snapshot.
+    pub fn to_parts(&self) -> StateParts {
+        StateParts {
+            leases: self.leases.iter().cloned().collect(),
+            locks: self.locks.iter().cloned().collect(),
+            clients: self
+                .sessions
+                .iter()
+                .map(|(id, s)| (*id, s.clone()))
+                .collect(),
+        }
+    }
+
+    /// The state's records, borrowed, for encoding a snapshot without a
+    /// copy of the whole state.
+    pub fn parts_view(&self) -> StatePartsView<'_> {
+        StatePartsView {
+            leases: self.leases.iter().collect(),
+            locks: self.locks.iter().collect(),
+            clients: self.sessions.iter().collect(),
+        }
+    }
+}
