@@ -13,7 +13,7 @@
 //! - no grant to a dead lease: no lease was granted anything after a
 //!   client had been told it was gone.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::lock_model::proves_dead;
 use super::Verdict;
@@ -153,28 +153,50 @@ pub fn no_overlap(history: &History) -> Verdict {
             give_back.entry((name, owner)).or_insert(o.invoke);
         }
     }
+    // The proof of `a` that a grant answered at `answered` would have to
+    // beat: the latest proof its hold lived past then, if any.
+    let proof_of = |a: &Grant, answered: u64| -> Option<&Operation> {
+        let key = (a.name, a.owner);
+        let released_after = give_back.get(&key).is_none_or(|t| *t > answered);
+        match strong.get(&key) {
+            Some((t, Some(p))) if *t > answered => Some(*p),
+            _ => match keep_alive.get(&a.lease) {
+                Some((t, p)) if *t > answered && released_after => Some(*p),
+                _ => None,
+            },
+        }
+    };
+    // The latest time at which `a` is proven live: `proof_of(a, t)` is
+    // `Some` exactly when `t` is before this. Earlier grants are indexed by
+    // it, so each grant visits only the holds proven live after its answer
+    // (few in a correct history) instead of every earlier grant.
+    let live_until = |a: &Grant| -> u64 {
+        let key = (a.name, a.owner);
+        let strong_until = match strong.get(&key) {
+            Some((t, Some(_))) => *t,
+            _ => 0,
+        };
+        let kept_until = keep_alive.get(&a.lease).map_or(0, |(t, _)| *t);
+        let given_back = give_back.get(&key).copied().unwrap_or(u64::MAX);
+        strong_until.max(kept_until.min(given_back))
+    };
     for (name, mut gs) in by_name(&all) {
         gs.sort_by_key(|g| g.fence);
+        let mut earlier: BTreeSet<(u64, usize)> = BTreeSet::new();
         for (j, b) in gs.iter().enumerate() {
             let answered = b.op.complete_or_max();
             let mut live: Vec<(&Grant, &Operation)> = Vec::new();
-            for a in &gs[..j] {
+            let after = (answered.saturating_add(1), 0)..;
+            for &(_, i) in earlier.range(after).take_while(|_| answered < u64::MAX) {
+                let a = gs[i];
                 if a.owner == b.owner || a.fence == b.fence {
                     continue;
                 }
-                let key = (a.name, a.owner);
-                let released_after = give_back.get(&key).is_none_or(|t| *t > answered);
-                let proof = match strong.get(&key) {
-                    Some((t, Some(p))) if *t > answered => Some(*p),
-                    _ => match keep_alive.get(&a.lease) {
-                        Some((t, p)) if *t > answered && released_after => Some(*p),
-                        _ => None,
-                    },
-                };
-                if let Some(p) = proof {
+                if let Some(p) = proof_of(a, answered) {
                     live.push((a, p));
                 }
             }
+            earlier.insert((live_until(b), j));
             if !compatible(b.mode, live.iter().map(|(a, _)| a.mode)) {
                 let mut ops: Vec<Operation> = Vec::new();
                 for (a, p) in &live {

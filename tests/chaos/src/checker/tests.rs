@@ -153,6 +153,32 @@ fn a_keep_alive_proves_the_first_holder_was_still_live() {
     assert!(found.contains(&"linearizable (Wing-Gong)"), "{found:?}");
 }
 
+/// A hold is proven live by an op called after the new grant was
+/// answered: one called at that instant proves nothing, one a tick later
+/// does (and a keep-alive after the holder gave the lock back proves
+/// nothing either).
+#[test]
+fn only_proof_after_the_grant_counts() {
+    let overlap = |release_at: u64, keep_alive_at: u64| {
+        let mut h = H::default();
+        h.acquire(1, (0, 10), "a", 1, granted(5))
+            .acquire(2, (12, 20), "b", 2, granted(8))
+            .keep_alive(1, (keep_alive_at, keep_alive_at + 1), 1, alive())
+            .release(1, (release_at, 40), "a", released());
+        failing(&h.history(), &Cells::new()).contains(&"no overlapping holds")
+    };
+    assert!(!overlap(20, 15));
+    assert!(overlap(21, 15));
+    assert!(
+        !overlap(20, 25),
+        "a keep-alive after the release proves no hold"
+    );
+    assert!(
+        overlap(30, 21),
+        "a keep-alive before the release proves the hold"
+    );
+}
+
 #[test]
 fn too_many_semaphore_holders_are_reported() {
     let sem = Mode::Permits { count: 1, limit: 2 };
