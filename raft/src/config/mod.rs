@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::bounded_listener::ListenerLimits;
 use raftlock_storage::{Bootstrap, NodeAddr, NodeId, OpenOptions, SyncMode};
 
+mod checks;
+pub use checks::ConfigError;
+
 /// Default of [`Config::max_peer_message_bytes`].
 pub const DEFAULT_MAX_PEER_MESSAGE_BYTES: usize = 16 << 20;
 
@@ -207,159 +210,7 @@ impl Default for Config {
     }
 }
 
-/// A setting that cannot work.
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    #[error("node id must be at least 1")]
-    ZeroId,
-    #[error("bad initial-cluster member {0:?}: expected ID=PEER_ADDR/CLIENT_ADDR, e.g. 1=127.0.0.1:7380/127.0.0.1:7379")]
-    BadMember(String),
-    #[error("initial cluster does not include this node (id {0})")]
-    SelfNotInCluster(NodeId),
-    #[error("node id {0} appears twice in the initial cluster")]
-    DuplicateMember(NodeId),
-    #[error("{0} must not be empty")]
-    Empty(&'static str),
-    #[error("election timeout ({election:?}) must be at least 3 heartbeats ({heartbeat:?})")]
-    Timing {
-        heartbeat: Duration,
-        election: Duration,
-    },
-    #[error("--join and --initial-cluster exclude each other")]
-    JoinWithCluster,
-    #[error("TLS needs all three of tls_cert, tls_key and tls_ca (--tls-cert, --tls-key, --tls-ca); {missing} is missing")]
-    PartialTls { missing: &'static str },
-    #[error("client_cert_auth (--client-cert-auth) needs TLS: set tls_cert, tls_key and tls_ca")]
-    ClientCertAuthWithoutTls,
-    #[error("max peer message size {0} bytes is below the {MIN_PEER_MESSAGE_BYTES} a snapshot chunk and the largest entry need")]
-    PeerMessageTooSmall(usize),
-    #[error("{key} = {value} is out of range: it must be between {min} and {max}")]
-    OutOfRange {
-        key: &'static str,
-        value: u64,
-        min: u64,
-        max: u64,
-    },
-    #[error("max_client_connections ({total}) and max_connections_per_ip ({per_ip}) must be at least 1, and the per-address cap at most the total")]
-    ConnectionLimits { total: usize, per_ip: usize },
-    #[error("handshake timeout ({handshake:?}) must be at least 100ms and idle timeout ({idle:?}) at least 1s")]
-    ConnectionTimeouts { handshake: Duration, idle: Duration },
-}
-
 impl Config {
-    /// Checks the settings fit together.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.id == 0 {
-            return Err(ConfigError::ZeroId);
-        }
-        if self.client_addr.is_empty() {
-            return Err(ConfigError::Empty("client address"));
-        }
-        if self.peer_addr.is_empty() {
-            return Err(ConfigError::Empty("peer address"));
-        }
-        if self.data_dir.as_os_str().is_empty() {
-            return Err(ConfigError::Empty("data dir"));
-        }
-        self.validate_ranges()?;
-        if self.heartbeat.is_zero() || self.election_timeout < self.heartbeat * 3 {
-            return Err(ConfigError::Timing {
-                heartbeat: self.heartbeat,
-                election: self.election_timeout,
-            });
-        }
-        if self.join && !self.initial_cluster.is_empty() {
-            return Err(ConfigError::JoinWithCluster);
-        }
-        if self.max_peer_message_bytes < MIN_PEER_MESSAGE_BYTES {
-            return Err(ConfigError::PeerMessageTooSmall(
-                self.max_peer_message_bytes,
-            ));
-        }
-        self.validate_connections()?;
-        let mut seen = std::collections::BTreeSet::new();
-        for m in &self.initial_cluster {
-            if m.id == 0 {
-                return Err(ConfigError::ZeroId);
-            }
-            if !seen.insert(m.id) {
-                return Err(ConfigError::DuplicateMember(m.id));
-            }
-        }
-        if !self.initial_cluster.is_empty() && !seen.contains(&self.id) {
-            return Err(ConfigError::SelfNotInCluster(self.id));
-        }
-        self.validate_tls()
-    }
-
-    /// Numbers no node can work with: each refused with its key.
-    fn validate_ranges(&self) -> Result<(), ConfigError> {
-        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        let checks: [(&'static str, u64, u64, u64); 9] = [
-            ("heartbeat_ms", ms(self.heartbeat), 1, 10_000),
-            ("election_timeout_ms", ms(self.election_timeout), 3, 60_000),
-            ("leader_wait_ms", ms(self.leader_wait), 1, 600_000),
-            (
-                "lock_delay_ms",
-                ms(self.lock_delay),
-                0,
-                raftlock_storage::limits::MAX_LOCK_DELAY_MS,
-            ),
-            (
-                "snapshot_after",
-                self.snapshot_after_entries,
-                1,
-                100_000_000,
-            ),
-            (
-                "keep_entries_after_snapshot",
-                self.keep_entries_after_snapshot,
-                0,
-                100_000_000,
-            ),
-            // The lower bound has its own error (PeerMessageTooSmall).
-            (
-                "max_peer_message_bytes",
-                self.max_peer_message_bytes as u64,
-                0,
-                1 << 30,
-            ),
-            (
-                "handshake_timeout_ms",
-                ms(self.handshake_timeout),
-                100,
-                600_000,
-            ),
-            ("idle_timeout_ms", ms(self.idle_timeout), 1_000, 86_400_000),
-        ];
-        for (key, value, min, max) in checks {
-            if value < min || value > max {
-                return Err(ConfigError::OutOfRange {
-                    key,
-                    value,
-                    min,
-                    max,
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// Connection budgets that can admit someone, and timeouts a real
-    /// handshake and keep-alive can meet.
-    fn validate_connections(&self) -> Result<(), ConfigError> {
-        let (total, per_ip) = (self.max_client_connections, self.max_connections_per_ip);
-        if total == 0 || per_ip == 0 || per_ip > total {
-            return Err(ConfigError::ConnectionLimits { total, per_ip });
-        }
-        let (handshake, idle) = (self.handshake_timeout, self.idle_timeout);
-        if handshake < Duration::from_millis(100) || idle < Duration::from_secs(1) {
-            return Err(ConfigError::ConnectionTimeouts { handshake, idle });
-        }
-        Ok(())
-    }
-
     /// The client listener's budget.
     pub fn client_listener_limits(&self) -> ListenerLimits {
         ListenerLimits {
@@ -384,59 +235,7 @@ impl Config {
         }
     }
 
-    /// TLS is all three files or none; client certificates need TLS.
-    fn validate_tls(&self) -> Result<(), ConfigError> {
-        let files = [
-            ("tls_cert", &self.tls_cert),
-            ("tls_key", &self.tls_key),
-            ("tls_ca", &self.tls_ca),
-        ];
-        let set = files.iter().filter(|(_, f)| f.is_some()).count();
-        if set == 0 && self.client_cert_auth {
-            return Err(ConfigError::ClientCertAuthWithoutTls);
-        }
-        if set != 0 && set != files.len() {
-            let missing = files
-                .iter()
-                .find(|(_, f)| f.is_none())
-                .map_or("a file", |(name, _)| *name);
-            return Err(ConfigError::PartialTls { missing });
-        }
-        Ok(())
-    }
-
     /// Whether the listeners serve TLS (all three files are set).
-    /// A warning to print at start when a listener is bound beyond
-    /// loopback without TLS: anyone on the network can then speak Raft to
-    /// the peer port and call every client RPC. `None` when all is well.
-    pub fn exposure_warning(&self) -> Option<String> {
-        let exposed: Vec<&str> = [&self.client_addr, &self.peer_addr]
-            .into_iter()
-            .filter(|addr| !is_loopback(addr))
-            .map(String::as_str)
-            .collect();
-        if exposed.is_empty() {
-            return None;
-        }
-        let exposed = exposed.join(" and ");
-        let authenticated = self.auth_file.is_some() || self.client_cert_auth;
-        match (self.tls_enabled(), authenticated) {
-            (true, true) => None,
-            (false, _) => Some(format!(
-                "listening on {exposed} without TLS: anyone who can reach these ports can \
-                 speak Raft to this node, read tokens off the wire and call every client \
-                 RPC, force-release included. Set --tls-cert, --tls-key and --tls-ca, and \
-                 --auth-file (see docs/security.md)"
-            )),
-            (true, false) => Some(format!(
-                "listening on {exposed} without client authentication: any client that \
-                 can reach the client port may force-release any lock, revoke any lease \
-                 and change the membership. Set --auth-file for roles, or at least \
-                 --client-cert-auth (see docs/security.md)"
-            )),
-        }
-    }
-
     pub fn tls_enabled(&self) -> bool {
         self.tls_cert.is_some() && self.tls_key.is_some() && self.tls_ca.is_some()
     }
@@ -526,16 +325,6 @@ impl Config {
     }
 }
 
-/// Whether `addr` (`host:port`) names a loopback address. Names other than
-/// `localhost` count as exposed: they may resolve anywhere.
-fn is_loopback(addr: &str) -> bool {
-    if let Ok(sock) = addr.parse::<std::net::SocketAddr>() {
-        return sock.ip().is_loopback();
-    }
-    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
-    host.eq_ignore_ascii_case("localhost")
-}
-
 mod millis {
     use std::time::Duration;
 
@@ -566,109 +355,5 @@ mod tests {
                 "{bad:?} should not parse"
             );
         }
-    }
-
-    #[test]
-    fn validate_catches_mistakes() {
-        assert_eq!(Config::default().validate(), Ok(()));
-        let c = Config {
-            id: 0,
-            ..Config::default()
-        };
-        assert_eq!(c.validate(), Err(ConfigError::ZeroId));
-        let c = Config {
-            initial_cluster: vec!["2=a/b".parse().unwrap()],
-            ..Config::default()
-        };
-        assert_eq!(c.validate(), Err(ConfigError::SelfNotInCluster(1)));
-        let c = Config {
-            election_timeout: Duration::from_millis(100),
-            ..Config::default()
-        };
-        assert!(matches!(c.validate(), Err(ConfigError::Timing { .. })));
-        assert!(Config::default().raft_config().is_ok());
-    }
-
-    #[test]
-    fn warns_when_exposed_without_tls_or_auth() {
-        assert_eq!(Config::default().exposure_warning(), None);
-        let local = Config {
-            client_addr: "localhost:7379".into(),
-            peer_addr: "[::1]:7380".into(),
-            ..Config::default()
-        };
-        assert_eq!(local.exposure_warning(), None);
-        let exposed = Config {
-            client_addr: "0.0.0.0:7379".into(),
-            ..Config::default()
-        };
-        let warning = exposed.exposure_warning().expect("a warning");
-        assert!(warning.contains("0.0.0.0:7379") && !warning.contains("7380"));
-        let named = Config {
-            peer_addr: "node1.example:7380".into(),
-            ..Config::default()
-        };
-        assert!(named.exposure_warning().is_some());
-        let with_tls = Config {
-            tls_cert: Some("n.crt".into()),
-            tls_key: Some("n.key".into()),
-            tls_ca: Some("ca.crt".into()),
-            ..exposed
-        };
-        let warning = with_tls.exposure_warning().expect("a warning without auth");
-        assert!(
-            warning.contains("without client authentication"),
-            "{warning}"
-        );
-        let with_auth = Config {
-            auth_file: Some("auth.toml".into()),
-            ..with_tls.clone()
-        };
-        assert_eq!(with_auth.exposure_warning(), None);
-        let with_certs = Config {
-            client_cert_auth: true,
-            ..with_tls
-        };
-        assert_eq!(with_certs.exposure_warning(), None);
-    }
-
-    #[test]
-    fn tls_is_all_three_files_or_none() {
-        let full = Config {
-            tls_cert: Some("n.crt".into()),
-            tls_key: Some("n.key".into()),
-            tls_ca: Some("ca.crt".into()),
-            client_cert_auth: true,
-            ..Config::default()
-        };
-        assert_eq!(full.validate(), Ok(()));
-        assert!(full.tls_enabled());
-        let no_key = Config {
-            tls_key: None,
-            ..full.clone()
-        };
-        assert_eq!(
-            no_key.validate(),
-            Err(ConfigError::PartialTls { missing: "tls_key" })
-        );
-        let only_ca = Config {
-            tls_ca: Some("ca.crt".into()),
-            ..Config::default()
-        };
-        assert_eq!(
-            only_ca.validate(),
-            Err(ConfigError::PartialTls {
-                missing: "tls_cert"
-            })
-        );
-        let auth_only = Config {
-            client_cert_auth: true,
-            ..Config::default()
-        };
-        assert_eq!(
-            auth_only.validate(),
-            Err(ConfigError::ClientCertAuthWithoutTls)
-        );
-        assert!(!Config::default().tls_enabled());
     }
 }
