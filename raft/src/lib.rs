@@ -28,6 +28,8 @@
 //! - [`read_index`]: one leadership round shared by concurrent reads.
 //! - [`lease_timer`]: deadlines of every lease, tracked by the leader only;
 //!   [`lock_delay_timer`]: the same for lock-delays.
+//! - `leader_tasks`: starts and stops those timers as leadership comes and
+//!   goes, and proposes the expiries and delay ends they find due.
 //! - [`replica`]: [`Replica`], the one handle `src/` has on a running
 //!   replica; [`grant_wait`] is its Acquire and Campaign: propose, then hold
 //!   the call open until the grant is applied here.
@@ -49,6 +51,7 @@ pub mod forward;
 pub mod grant_wait;
 pub mod health;
 pub mod leader_calls;
+mod leader_tasks;
 pub mod lease_timer;
 pub mod lock_delay_timer;
 pub mod message_codec;
