@@ -24,8 +24,15 @@ use crate::register::Cells;
 use search::SearchResult;
 
 /// Configurations the linearizability search may memoize per name before
-/// it gives up without a verdict.
+/// it gives up without a verdict: at least this many, and at least
+/// [`SEARCH_BUDGET_PER_OP`] per operation on the name.
 pub const SEARCH_BUDGET: usize = 2_000_000;
+
+/// A linearizable history of this suite costs the search about 16
+/// configurations per operation (the concurrent ops tried at each step; a
+/// 30-minute run has ~140 000 operations on one election name). Memory is
+/// about 0.8 KB per configuration.
+pub const SEARCH_BUDGET_PER_OP: usize = 40;
 
 /// One violation and the operations that show it.
 #[derive(Debug, Clone)]
@@ -93,6 +100,7 @@ pub fn linearizable(history: &History, budget: usize) -> Verdict {
     for name in &names {
         let entries = lock_model::project(history, name);
         total += entries.len();
+        let budget = budget.max(SEARCH_BUDGET_PER_OP * entries.len());
         match search::search(lock_model::LockModel::default(), &entries, budget) {
             SearchResult::Linearizable { explored } => explored_total += explored,
             SearchResult::GaveUp { explored } => {
