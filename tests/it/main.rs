@@ -15,6 +15,7 @@ mod cluster;
 mod connection_attacks;
 mod exactly_once;
 mod failover;
+mod group_commit;
 mod lease_expiry;
 mod leases;
 mod locks;
