@@ -37,7 +37,11 @@ async fn a_lone_write_is_an_entry_and_concurrent_writes_share_entries() {
     }
     let (writes_after, entries_after) = proposed(&cluster, leader);
     assert_eq!(writes_after - writes, 20);
-    assert_eq!(entries_after - entries, 20, "sequential writes were held back");
+    assert_eq!(
+        entries_after - entries,
+        20,
+        "sequential writes were held back"
+    );
 
     // 400 at once, over 4 connections: at most two entries are in flight,
     // so the rest queue and travel together.
