@@ -162,9 +162,20 @@ impl NodeProcess {
     /// The last lines of the log, for error messages.
     pub fn log_tail(&self, lines: usize) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let all: Vec<&str> = text.lines().collect();
-        all[all.len().saturating_sub(lines)..].join("\n")
+        tail(&text, lines)
     }
+}
+
+/// The last `lines` lines of a log. When a Go program (etcd) panicked,
+/// the goroutine dump after its `panic:` line is left out: the cause is
+/// the log line just before it, and a tail of the dump would hide it.
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    let end = all
+        .iter()
+        .position(|l| l.starts_with("panic: "))
+        .map_or(all.len(), |i| i + 1);
+    all[end.saturating_sub(lines)..end].join("\n")
 }
 
 impl Drop for NodeProcess {
@@ -180,4 +191,34 @@ pub fn check_port_free(addr: &str) -> Result<(), Error> {
             "port {addr} is in use or cannot be bound ({e}); pick another --base-port"
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tail;
+
+    #[test]
+    fn a_go_panic_shows_its_cause_not_the_goroutine_dump() {
+        let mut log = String::from("{\"level\":\"info\",\"msg\":\"starting\"}\n");
+        log.push_str(
+            "{\"level\":\"panic\",\"msg\":\"failed to create WAL\",\
+             \"error\":\"no space left on device\"}\n",
+        );
+        log.push_str("panic: failed to create WAL\n\ngoroutine 1 [running]:\n");
+        for i in 0..40 {
+            log.push_str(&format!("frame {i}\n\tfile.go:{i}\n"));
+        }
+        let shown = tail(&log, 20);
+        assert!(shown.contains("no space left on device"), "{shown}");
+        assert!(shown.ends_with("panic: failed to create WAL"), "{shown}");
+        assert!(!shown.contains("goroutine"), "{shown}");
+    }
+
+    #[test]
+    fn without_a_panic_the_last_lines_are_shown() {
+        let log: String = (0..30).map(|i| format!("line {i}\n")).collect();
+        let shown = tail(&log, 3);
+        assert_eq!(shown, "line 27\nline 28\nline 29");
+        assert_eq!(tail("", 3), "");
+    }
 }
