@@ -70,6 +70,7 @@ pub struct NodeMetrics {
     requests_per_entry: Histogram,
     log_append: Histogram,
     log_append_entries: Histogram,
+    proposal_time: Histogram,
     // Locks and leases, set at scrape time.
     pub(crate) leases: Gauge,
     pub(crate) locks_held: Gauge,
@@ -91,6 +92,8 @@ pub struct NodeMetrics {
     // Peers.
     pub(crate) peer_lag: Gauges,
     peer_errors: Counters,
+    peer_append_time: Histograms,
+    append_served_time: Histogram,
     // Connections, per listener ("client", "peer").
     connections_open: Gauges,
     connections_refused: Counters,
@@ -135,6 +138,7 @@ impl NodeMetrics {
             requests_per_entry: Histogram::new(exponential_buckets(1.0, 2.0, 12)),
             log_append: latency(),
             log_append_entries: Histogram::new(exponential_buckets(1.0, 2.0, 12)),
+            proposal_time: latency(),
             leases: Gauge::default(),
             locks_held: Gauge::default(),
             holders: Gauge::default(),
@@ -152,6 +156,8 @@ impl NodeMetrics {
             request_time: Histograms::new_with_constructor(latency),
             peer_lag: Gauges::default(),
             peer_errors: Counters::default(),
+            peer_append_time: Histograms::new_with_constructor(latency),
+            append_served_time: latency(),
             connections_open: Gauges::default(),
             connections_refused: Counters::default(),
             connections_timed_out: Counters::default(),
@@ -227,6 +233,26 @@ impl NodeMetrics {
         self.proposals.inc_by(writes as u64);
         self.proposed_entries.inc();
         self.requests_per_entry.observe(writes as f64);
+    }
+
+    /// A proposed entry was applied on this leader `took` after it was
+    /// proposed.
+    pub fn on_proposal_applied(&self, took: Duration) {
+        self.proposal_time.observe(took.as_secs_f64());
+    }
+
+    /// An AppendEntries RPC carrying entries to `peer` was answered `took`
+    /// after it was sent.
+    pub fn on_peer_append(&self, peer: NodeId, took: Duration) {
+        self.peer_append_time
+            .get_or_create(&vec![("peer", peer.to_string())])
+            .observe(took.as_secs_f64());
+    }
+
+    /// This node answered an AppendEntries RPC carrying entries `took`
+    /// after it arrived.
+    pub fn on_append_served(&self, took: Duration) {
+        self.append_served_time.observe(took.as_secs_f64());
     }
 
     /// One log append of `entries` entries, written and synced in `took`.

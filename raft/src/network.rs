@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use std::future::Future;
 
@@ -397,7 +397,11 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
             sent_prefix = last;
             data = encode(&rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         }
+        let sent = Instant::now();
         let reply = self.send(Rpc::Append, data, &option).await?;
+        if !rpc.entries.is_empty() {
+            self.net.metrics.on_peer_append(self.target, sent.elapsed());
+        }
         Ok(match (reply, sent_prefix) {
             (AppendEntriesResponse::Success, Some(last)) => {
                 AppendEntriesResponse::PartialSuccess(Some(last))

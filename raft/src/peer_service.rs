@@ -4,12 +4,13 @@
 //! them only if it is the leader.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use openraft::async_runtime::WatchReceiver;
 use tonic::{Request, Response, Status};
 
 use openraft::error::RaftError;
-use openraft::raft::{AppendEntriesResponse, SnapshotResponse};
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse};
 use raftlock_storage::{NodeId, TypeConfig};
 
 use crate::network::{decode, encode};
@@ -129,18 +130,25 @@ impl PeerService {
 #[tonic::async_trait]
 impl Peer for PeerService {
     async fn append_entries(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
+        let arrived = Instant::now();
         let from = self.admit(&req).await?;
-        let rpc = decode(&req.get_ref().data).map_err(bad_request)?;
+        let rpc: AppendEntriesRequest<TypeConfig> =
+            decode(&req.get_ref().data).map_err(bad_request)?;
         self.check(
             from.id,
             "append-entries",
             check_append(&rpc, from.id, self.term()),
         )?;
+        let carries_entries = !rpc.entries.is_empty();
         let reply = self.node.raft.append_entries(rpc).await;
         if matches!(&reply, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_))) {
             self.node.heard_from_leader(from.id);
         }
-        self.reply(from.id, &reply)
+        let reply = self.reply(from.id, &reply);
+        if carries_entries {
+            self.node.metrics.on_append_served(arrived.elapsed());
+        }
+        reply
     }
 
     async fn vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {

@@ -12,6 +12,7 @@
 //! and its own [`slot`](raftlock_storage::slot) for lease ids and fences.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use openraft::impls::ProgressResponder;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -135,21 +136,26 @@ async fn propose(
     raft: &Raft,
     batch: Vec<Pending>,
     in_flight: &mut JoinSet<()>,
-    metrics: &NodeMetrics,
+    metrics: &Arc<NodeMetrics>,
 ) {
     let (requests, replies): (Vec<Request>, Vec<_>) =
         batch.into_iter().map(|p| (p.request, p.reply)).unzip();
     let writes = requests.len();
     let (responder, applied) = ProgressResponder::complete_only();
+    let proposed = Instant::now();
     match raft
         .client_write_ff(Proposal { requests }, Some(responder))
         .await
     {
         Ok(()) => {
             metrics.on_proposed(writes);
+            let metrics = metrics.clone();
             in_flight.spawn(async move {
                 let outcome = match applied.await {
-                    Ok(Ok(written)) => Ok((written.log_id.index, written.data)),
+                    Ok(Ok(written)) => {
+                        metrics.on_proposal_applied(proposed.elapsed());
+                        Ok((written.log_id.index, written.data))
+                    }
                     Ok(Err(e)) => Err(e.into()),
                     Err(_) => Err(Error::ShuttingDown),
                 };

@@ -141,6 +141,14 @@ async fn metrics_count_grants_expiries_and_leader_changes() {
     let (_, scrape) = get(&cluster, leader, "/metrics").await;
     assert!(value(&scrape, "raftlock_raft_proposals_total") >= 5.0);
     assert!(value(&scrape, "raftlock_raft_log_append_seconds_count") >= 1.0);
+    // Where a write's time goes: the leader times proposals and each
+    // follower's AppendEntries round trip; a follower times serving them.
+    assert!(value(&scrape, "raftlock_raft_proposal_seconds_count") >= 50.0);
+    let follower = cluster.others(leader)[0];
+    let rtt = format!("raftlock_peer_append_seconds_count{{peer=\"{follower}\"}}");
+    assert!(value(&scrape, &rtt) >= 1.0, "{rtt} in\n{scrape}");
+    let (_, followers) = get(&cluster, follower, "/metrics").await;
+    assert!(value(&followers, "raftlock_peer_append_served_seconds_count") >= 1.0);
     assert!(value(&scrape, "raftlock_lock_held") >= 1.0);
 
     // Kill the leader: a survivor sees the leader change.

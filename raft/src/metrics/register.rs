@@ -99,6 +99,13 @@ impl NodeMetrics {
             "Log entries per appended (and synced) batch",
             self.log_append_entries.clone(),
         );
+        raft.register_with_unit(
+            "proposal",
+            "Time from proposing an entry to its being applied, on the leader \
+             (replication, syncs, commit and apply)",
+            Unit::Seconds,
+            self.proposal_time.clone(),
+        );
         let lock = r.sub_registry_with_prefix("lock");
         lock.register(
             "held",
@@ -178,6 +185,19 @@ impl NodeMetrics {
             "rpc_errors",
             "Failed Raft RPCs to a peer, by peer and RPC",
             self.peer_errors.clone(),
+        );
+        peer.register_with_unit(
+            "append",
+            "AppendEntries RPCs carrying entries, from sending to the reply, by peer (leader side)",
+            Unit::Seconds,
+            self.peer_append_time.clone(),
+        );
+        peer.register_with_unit(
+            "append_served",
+            "AppendEntries RPCs carrying entries, from arrival to the reply: checks, \
+             append and sync (follower side)",
+            Unit::Seconds,
+            self.append_served_time.clone(),
         );
         let conn = r.sub_registry_with_prefix("connections");
         conn.register(

@@ -28,6 +28,7 @@ fn every_metric_has_its_name_type_help_and_unit() {
     // one only on the leader.
     m.on_request("raftlock.v1.Lock/Acquire", "Ok", Duration::from_millis(3));
     m.on_peer_error(2, "vote");
+    m.on_peer_append(2, Duration::from_millis(1));
     let _client = m.listener("client");
     m.commit_index.get_or_create(&Vec::new()).set(1);
     m.expiry_backlog.get_or_create(&Vec::new()).set(0);
@@ -66,6 +67,7 @@ fn every_metric_has_its_name_type_help_and_unit() {
         ("raftlock_raft_writes_per_entry", "histogram"),
         ("raftlock_raft_log_append_seconds", "histogram"),
         ("raftlock_raft_log_append_entries", "histogram"),
+        ("raftlock_raft_proposal_seconds", "histogram"),
         ("raftlock_lock_held", "gauge"),
         ("raftlock_lock_holders", "gauge"),
         ("raftlock_lock_waiters", "gauge"),
@@ -82,6 +84,8 @@ fn every_metric_has_its_name_type_help_and_unit() {
         ("raftlock_grpc_request_duration_seconds", "histogram"),
         ("raftlock_peer_replication_lag_entries", "gauge"),
         ("raftlock_peer_rpc_errors", "counter"),
+        ("raftlock_peer_append_seconds", "histogram"),
+        ("raftlock_peer_append_served_seconds", "histogram"),
         ("raftlock_connections_open", "gauge"),
         ("raftlock_connections_refused", "counter"),
         ("raftlock_connections_timed_out", "counter"),
