@@ -24,6 +24,7 @@
 //!   for W5 to kill.
 //! - [`run`]: the whole benchmark, start to finish.
 
+pub mod breakdown;
 pub mod cluster;
 pub mod driver;
 pub mod error;

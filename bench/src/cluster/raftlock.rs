@@ -54,9 +54,10 @@ pub async fn start(
                 node.peer_addr.to_string(),
                 "--initial-cluster".to_string(),
                 initial.join(","),
-                // Its default port (client + 2) may be another node's.
+                // Asked for explicitly (client port + 2, free in this
+                // layout): the stage breakdown reads /metrics.
                 "--admin-addr".to_string(),
-                "off".to_string(),
+                crate::breakdown::admin_addr(node.client_addr).unwrap_or_else(|| "off".into()),
             ]
             .into_iter()
             .chain(extra.iter().cloned())

@@ -4,6 +4,9 @@
 use std::fmt::Write;
 
 use super::Report;
+use crate::breakdown::STAGES;
+use crate::cluster::System;
+use crate::stats::median;
 
 /// A number with as many decimals as its size deserves.
 pub fn num(v: f64) -> String {
@@ -81,7 +84,51 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "| {} | {} | {} | {met} |", w.id, t.target, t.observed);
         }
     }
+    breakdown(report, &mut out);
     out
+}
+
+/// The stages of a raftlock write, per workload that has them: the
+/// nodes' own means over each round (`/metrics` before and after),
+/// medians of the rounds. Stages nest; see [`crate::breakdown`].
+fn breakdown(report: &Report, out: &mut String) {
+    let columns: Vec<(String, Vec<Option<f64>>)> = report
+        .workloads
+        .iter()
+        .filter_map(|w| {
+            let values: Vec<Option<f64>> = STAGES
+                .iter()
+                .map(|(key, _)| {
+                    let rounds: Vec<f64> = w
+                        .runs
+                        .iter()
+                        .filter(|r| r.system == System::Raftlock)
+                        .filter_map(|r| r.values.get(*key).copied())
+                        .collect();
+                    median(rounds)
+                })
+                .collect();
+            values
+                .iter()
+                .any(Option::is_some)
+                .then(|| (w.id.to_string(), values))
+        })
+        .collect();
+    if columns.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nWhere a raftlock write's time goes (ms; the nodes' own means over each \
+         round, warm-up included, from /metrics before and after it; medians of the rounds):\n"
+    );
+    let ids: Vec<&str> = columns.iter().map(|(id, _)| id.as_str()).collect();
+    let _ = writeln!(out, "| Stage | {} |", ids.join(" | "));
+    let _ = writeln!(out, "| --- |{}", " ---: |".repeat(ids.len()));
+    for (row, (_, label)) in STAGES.iter().enumerate() {
+        let cells: Vec<String> = columns.iter().map(|(_, v)| opt(v[row])).collect();
+        let _ = writeln!(out, "| {label} | {} |", cells.join(" | "));
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use tokio::sync::Barrier;
 use tokio::time::Instant;
 
 use super::{secs, Bench, Run};
+use crate::breakdown;
 use crate::cluster::System;
 use crate::driver::Driver;
 use crate::plan::WorkloadId;
@@ -113,6 +114,16 @@ pub async fn run(
             out
         }));
     }
+    // raftlock's own timings of each stage of a write, over this run.
+    let admin: Vec<String> = endpoints
+        .iter()
+        .filter_map(|a| breakdown::admin_addr(a))
+        .collect();
+    let before = match system {
+        System::Raftlock => breakdown::scrape_all(&admin).await,
+        System::Etcd => None,
+    };
+    let leader = bench.cluster(system).leader().await.ok();
     let _ = start.set(Instant::now());
     barrier.wait().await;
     let mut run = Run::new(system, round);
@@ -126,6 +137,20 @@ pub async fn run(
         pairs += out.pairs;
         run.errors += out.errors;
         samples.extend(out.samples);
+    }
+    if let (Some(before), Some(leader)) = (before, leader) {
+        let after = breakdown::scrape_all(&admin).await;
+        let still = bench.cluster(system).leader().await.ok();
+        // A leader change in between mixes two leaders' timings: none.
+        if let (Some(after), true) = (after, still == Some(leader)) {
+            for (key, value) in breakdown::stages(&before, &after, leader) {
+                run.set(key, value);
+            }
+            if pairs > 0 {
+                let per_call = spec.clients as f64 * duration.as_secs_f64() / (2 * pairs) as f64;
+                run.set("stage_client_ms", per_call * 1000.0);
+            }
+        }
     }
     run.set("pairs_per_s", pairs as f64 / duration.as_secs_f64());
     run.set("errors", run.errors as f64);
