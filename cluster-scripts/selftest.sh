@@ -17,12 +17,15 @@ passed=0
 decoy_pid=''
 
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/raftlock-selftest.XXXXXX")
+ROOT=$DIR # DIR moves to the cluster a section works on; ROOT stays
 
-# A base port whose 6 node ports are free; below the usual ephemeral range
-# (32768+) so outgoing connections of other tests cannot take them.
+# A base port whose node ports (client, peer, admin) for ${1:-3} nodes are
+# free; below the usual ephemeral range (32768+) so outgoing connections of
+# other tests cannot take them.
 pick_base() {
-    python3 - <<'EOF'
-import random, socket
+    python3 - "${1:-3}" <<'EOF'
+import random, socket, sys
+n = int(sys.argv[1])
 def free(p):
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -34,10 +37,14 @@ def free(p):
         s.close()
 for _ in range(200):
     base = random.randrange(20000, 32000, 100)
-    if all(free(base + 10 * i + k) for i in (1, 2, 3) for k in (1, 2)):
+    if all(free(base + 10 * i + k) for i in range(1, n + 1) for k in (1, 2, 3)):
         print(base); break
 EOF
 }
+
+# Nodes a test started by hand (the README's `serve --join`), killed on exit.
+hand_pids=()
+load_pid='' # a client loop of selftest_ops.sh, stopped on exit
 
 # Pids of live processes whose argv mentions a node dir of this cluster.
 leftover_pids() {
@@ -57,15 +64,28 @@ finish() {
     trap - EXIT
     if ((rc != 0)); then
         note "selftest failed; node logs:"
-        if [[ -f $DIR/cluster.env ]]; then (read_env && print_log_tails) || true; fi
+        if [[ -f $ROOT/cluster.env ]]; then (DIR=$ROOT && read_env && print_log_tails) || true; fi
+        if [[ $DIR != "$ROOT" && -f $DIR/cluster.env ]]; then (read_env && print_log_tails) || true; fi
+        local log
+        for log in "$ROOT"/hand/*.log; do
+            [[ -f $log ]] || continue
+            note "last lines of $log:"
+            tail -n 15 -- "$log" | sed 's/^/    /' >&2
+        done
     fi
-    "$here/stop.sh" -d "$DIR" -t 3 >/dev/null 2>&1 || true
-    if [[ -f $DIR/tls/cluster.env ]]; then "$here/stop.sh" -d "$DIR/tls" -t 3 >/dev/null 2>&1 || true; fi
+    "$here/stop.sh" -d "$ROOT" -t 3 >/dev/null 2>&1 || true
+    if [[ -f $ROOT/tls/cluster.env ]]; then "$here/stop.sh" -d "$ROOT/tls" -t 3 >/dev/null 2>&1 || true; fi
+    local d
+    for d in members restored; do
+        if [[ -f $ROOT/$d/cluster.env ]]; then "$here/stop.sh" -d "$ROOT/$d" -t 3 >/dev/null 2>&1 || true; fi
+    done
+    if [[ -n $load_pid ]]; then kill "$load_pid" 2>/dev/null || true; fi
+    if ((${#hand_pids[@]})); then kill -9 "${hand_pids[@]}" 2>/dev/null || true; fi
     if [[ -n $decoy_pid ]]; then kill "$decoy_pid" 2>/dev/null || true; fi
     if [[ -n ${OPT_keep:-} ]]; then
-        note "kept $DIR"
+        note "kept $ROOT"
     else
-        rm -rf -- "$DIR"
+        rm -rf -- "$ROOT"
     fi
     if ((rc != 0)); then
         printf 'cluster-scripts selftest: %d passed, 1 failed\n' "$passed"
@@ -187,7 +207,7 @@ cur=$(current_leader "$ENDPOINTS") || fail "no leader before pause"
 follower=1
 ((cur != 1)) || follower=2
 check "pause.sh stops node $follower" "$here/pause.sh" -d "$DIR" -i "$follower"
-check "node $follower is in the stopped state" is_stopped_state "$(node_pid "$follower")"
+eventually "node $follower is in the stopped state" is_stopped_state "$(node_pid "$follower")"
 eventually "status shows paused node $follower as unreachable" role_is "$follower" unreachable
 check "the cluster keeps a leader with node $follower paused" has_leader
 check "resume.sh continues node $follower" "$here/resume.sh" -d "$DIR" -i "$follower"
@@ -236,5 +256,8 @@ check "a CLI call with an unknown token is refused as unauthenticated" \
 check "the admin client certificate may force-release" with_exports "$BIN" locks force-release some/lock --endpoints "$tls_endpoints"
 check "status.sh shows the TLS cluster with a leader" grep -q '^leader: [0-9]' <(timeout 20 "$here/status.sh" -d "$tls_dir")
 check "stop.sh stops the TLS cluster" "$here/stop.sh" -d "$tls_dir"
+
+# shellcheck source=selftest_ops.sh source-path=SCRIPTDIR
+source "$here/selftest_ops.sh"
 
 printf 'cluster-scripts selftest: %d passed, 0 failed\n' "$passed"

@@ -20,6 +20,7 @@ use raftlock_storage::{
 use crate::error::Error;
 use crate::forward::{ForwardReply, ForwardResult, Forwarded};
 use crate::lease_timer::KeepAliveRefused;
+use crate::membership_checks::{check_new_learner, check_promotable, Candidate, LEARNER_CONTACT};
 use crate::replica::Replica;
 
 /// Pause between attempts while the cluster has no reachable leader.
@@ -235,6 +236,8 @@ impl Replica {
             }
             Forwarded::AddLearner { id, node } => {
                 self.refuse_if_leaving()?;
+                let cluster = self.guard.cluster_id().map(|c| c.to_string());
+                check_new_learner(&self.net, cluster.as_deref(), id, &node).await?;
                 let r = self.raft.add_learner(id, node, true).await?;
                 Ok(ForwardReply::Membership {
                     index: r.log_id.index,
@@ -242,6 +245,7 @@ impl Replica {
             }
             Forwarded::Promote(id) => {
                 self.refuse_if_leaving()?;
+                check_promotable(id, &self.promotion_candidate(id).await)?;
                 let change = ChangeMembers::AddVoterIds(BTreeSet::from([id]));
                 let r = self.raft.change_membership(change, false).await?;
                 Ok(ForwardReply::Membership {
@@ -355,6 +359,45 @@ impl Replica {
             .into());
         }
         Ok(renewed)
+    }
+
+    /// What this leader knows of member `id`, for [`check_promotable`].
+    /// A learner added a moment ago may have caught up through appends
+    /// before it answered its first heartbeat: give it until
+    /// [`LEARNER_CONTACT`] to show up in the heartbeat metrics.
+    async fn promotion_candidate(&self, id: NodeId) -> Candidate {
+        let deadline = Instant::now() + LEARNER_CONTACT;
+        loop {
+            let candidate = self.promotion_candidate_now(id);
+            if candidate.last_ack.is_some() || Instant::now() >= deadline {
+                return candidate;
+            }
+            tokio::time::sleep(self.config.heartbeat).await;
+        }
+    }
+
+    fn promotion_candidate_now(&self, id: NodeId) -> Candidate {
+        let m = self.raft.metrics().borrow_watched().clone();
+        let membership = m.membership_config.membership();
+        let voter = membership
+            .get_node(&id)
+            .map(|_| membership.voter_ids().any(|v| v == id));
+        let last_ack = m
+            .heartbeat
+            .as_ref()
+            .and_then(|h| h.get(&id).cloned().flatten())
+            .map(|at| openraft::Instant::elapsed(&*at));
+        let matched = m
+            .replication
+            .as_ref()
+            .and_then(|r| r.get(&id).cloned().flatten())
+            .map(|l| l.index);
+        Candidate {
+            voter,
+            last_ack,
+            matched,
+            leader_last: m.last_log_index.unwrap_or(0),
+        }
     }
 
     /// A leader that removed itself keeps leading until the change is

@@ -23,7 +23,10 @@
 //!   rustls settings of both listeners and of peer channels, and the names
 //!   (`node-N.raftlock`, `raftlock:client:NAME`) certificates carry.
 //! - [`forward`]: what a follower hands to the leader and what comes back.
-//! - [`leader_calls`]: calls only the leader serves, and forwarding them.
+//! - [`leader_calls`]: calls only the leader serves, and forwarding them;
+//!   [`membership_checks`]: what a typed membership change must find first
+//!   (a new learner answering as itself, a learner up and caught up).
+//! - [`removal`]: noticing this node was removed, so it stops.
 //! - [`proposer`]: group commit, many client writes per Raft entry.
 //! - [`read_index`]: one leadership round shared by concurrent reads.
 //! - [`lease_timer`]: deadlines of every lease, tracked by the leader only;
@@ -54,6 +57,7 @@ pub mod leader_calls;
 mod leader_tasks;
 pub mod lease_timer;
 pub mod lock_delay_timer;
+pub mod membership_checks;
 pub mod message_codec;
 pub mod metrics;
 pub mod network;

@@ -148,6 +148,14 @@ impl PeerNetwork {
         if let Some(c) = channels.get(&key) {
             return Ok(c.clone());
         }
+        let channel = self.endpoint(target, addr)?.connect_lazy();
+        channels.insert(key, channel.clone());
+        Ok(channel)
+    }
+
+    /// How to reach node `target` at `addr` (over TLS: only if it presents
+    /// node `target`'s certificate).
+    fn endpoint(&self, target: NodeId, addr: &str) -> Result<Endpoint, String> {
         let scheme = if self.tls.is_some() { "https" } else { "http" };
         let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
             .map_err(|e| format!("bad peer address {addr}: {e}"))?
@@ -160,9 +168,7 @@ impl PeerNetwork {
                 .tls_config(tls.peer_client_config(target))
                 .map_err(|e| format!("TLS settings for node {target} at {addr}: {e}"))?;
         }
-        let channel = endpoint.connect_lazy();
-        channels.insert(key, channel.clone());
-        Ok(channel)
+        Ok(endpoint)
     }
 
     /// Sends a forwarded call to `target` at `addr` and waits for its answer.
@@ -215,6 +221,72 @@ impl PeerNetwork {
             }
             Ok(Err(_)) | Err(_) => Ok(None),
         }
+    }
+}
+
+/// What answers at an address given as node `expect`'s peer address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PeerProbe {
+    /// A raftlock peer listener, as node `id` of cluster `cluster_id`
+    /// (empty: in none yet), serving clients at `client_addr` (`None`
+    /// from a node that does not say).
+    Node {
+        id: NodeId,
+        cluster_id: String,
+        client_addr: Option<String>,
+    },
+    /// Something that speaks gRPC but not the peer API (a client port).
+    NotPeerPort(String),
+    /// Nothing answered: nothing listens, or (over TLS) the certificate
+    /// is not node `expect`'s.
+    Unreachable(String),
+}
+
+impl PeerNetwork {
+    /// Asks who answers at `addr`, on a connection of its own (a probe
+    /// of a wrong address leaves no channel behind).
+    pub async fn probe(&self, expect: NodeId, addr: &str, timeout: Duration) -> PeerProbe {
+        let endpoint = match self.endpoint(expect, addr) {
+            Ok(endpoint) => endpoint.timeout(timeout),
+            Err(e) => return PeerProbe::Unreachable(e),
+        };
+        let channel = match tokio::time::timeout(timeout, endpoint.connect()).await {
+            Ok(Ok(channel)) => channel,
+            Ok(Err(e)) => return PeerProbe::Unreachable(connect_error(&e)),
+            Err(_) => return PeerProbe::Unreachable(format!("no answer within {timeout:?}")),
+        };
+        let req = tonic::Request::new(self.guard.seal(0, Vec::new()));
+        match tokio::time::timeout(timeout, PeerClient::new(channel).identify(req)).await {
+            Ok(Ok(reply)) => {
+                let reply = reply.into_inner();
+                PeerProbe::Node {
+                    id: reply.from,
+                    cluster_id: reply.cluster_id,
+                    client_addr: decode::<NodeAddr>(&reply.data).ok().map(|a| a.client_addr),
+                }
+            }
+            Ok(Err(status)) => {
+                PeerProbe::NotPeerPort(format!("{:?}: {}", status.code(), status.message()))
+            }
+            Err(_) => PeerProbe::Unreachable(format!("no answer within {timeout:?}")),
+        }
+    }
+}
+
+/// A connect error's innermost causes (tonic's own text is "transport
+/// error", and its sources repeat each other).
+fn connect_error(e: &tonic::transport::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        parts.retain(|p| !text.contains(p.as_str()));
+        parts.push(text);
+        source = cause.source();
+    }
+    match parts.is_empty() {
+        true => e.to_string(),
+        false => parts.join(": "),
     }
 }
 

@@ -122,7 +122,7 @@ impl RaftNode {
         ));
         let metrics = Arc::new(NodeMetrics::new());
         let members = sm_store.applied_members();
-        let removal = Removal::new(config.id, members.clone());
+        let removal = Removal::new(config.id, members.clone(), log_store.clone());
         let net = PeerNetwork::new(
             config.id,
             filter,

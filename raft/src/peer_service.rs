@@ -186,7 +186,14 @@ impl Peer for PeerService {
     }
 
     async fn identify(&self, _req: Request<Blob>) -> Result<Response<Blob>, Status> {
-        Ok(Response::new(self.node.guard.identify()))
+        // The address record other members keep for this node: lets
+        // `add-learner` check it was given this node's addresses.
+        let data = encode(&self.node.config.node_addr())
+            .map_err(|e| Status::internal(format!("cannot encode this node's address: {e}")))?;
+        Ok(Response::new(Blob {
+            data,
+            ..self.node.guard.identify()
+        }))
     }
 
     async fn forward(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {

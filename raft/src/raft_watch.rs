@@ -67,7 +67,7 @@ pub(crate) async fn watch_raft(node: Arc<Replica>, mut stop: watch::Receiver<boo
         }
         installs = installed;
         seen = Some(now);
-        node.removal.check_applied();
+        node.removal.check_applied().await;
         tokio::select! {
             changed = metrics.changed() => if changed.is_err() { return },
             _ = stop.changed() => return,

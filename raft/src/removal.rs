@@ -2,7 +2,10 @@
 //! instead of campaigning for ever against members that refuse it.
 //!
 //! A node knows it was removed when either
-//! - it applied a membership that does not list it, or
+//! - it applied a membership that does not list it, later than the first
+//!   one that did (a node added with `--join` replays the cluster's earlier
+//!   memberships, which never listed it, on its way to its addition; the
+//!   index of its admission is kept in the data dir's identity file), or
 //! - a peer refused one of its Raft messages (a vote or an append) as from a
 //!   non-member, citing a committed membership newer than the one this node
 //!   applied. Committed memberships are ordered by log index, so a newer
@@ -17,7 +20,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use raftlock_storage::{AppliedMembers, NodeId};
+use raftlock_storage::{AppliedMembers, LogStore, NodeId};
 
 use crate::replica::Replica;
 
@@ -30,14 +33,21 @@ pub const MEMBERSHIP_INDEX_KEY: &str = "raftlock-membership-index";
 pub(crate) struct Removal {
     id: NodeId,
     members: AppliedMembers,
+    /// Where the admission of a joining node is recorded.
+    log: LogStore,
+    /// The log index of the first applied membership that listed this
+    /// node; `None` while a joining node has not been listed yet.
+    admitted_at: Arc<std::sync::Mutex<Option<u64>>>,
     verdict: Arc<watch::Sender<Option<String>>>,
 }
 
 impl Removal {
-    pub(crate) fn new(id: NodeId, members: AppliedMembers) -> Self {
+    pub(crate) fn new(id: NodeId, members: AppliedMembers, log: LogStore) -> Self {
         Removal {
             id,
             members,
+            admitted_at: Arc::new(std::sync::Mutex::new(log.admitted_at())),
+            log,
             verdict: Arc::new(watch::channel(None).0),
         }
     }
@@ -55,14 +65,33 @@ impl Removal {
         }
     }
 
-    /// Checks the membership this node applied.
-    pub(crate) fn check_applied(&self) {
-        if self.members.contains(self.id) == Some(false) {
-            self.declare(format!(
-                "the committed membership (log index {}) no longer lists node {}",
-                self.members.index(),
+    /// Checks the membership this node applied: records a joining node's
+    /// admission the first time it is listed, and declares the removal of
+    /// an admitted node that a later membership no longer lists.
+    pub(crate) async fn check_applied(&self) {
+        let Some((index, listed)) = self.members.listing(self.id) else {
+            return;
+        };
+        let admitted_at = *self.admitted_at.lock().unwrap_or_else(|e| e.into_inner());
+        match (listed, admitted_at) {
+            (true, Some(_)) => {}
+            (true, None) => {
+                if let Err(e) = self.log.record_admission(index).await {
+                    // Kept in memory all the same; only a restart before
+                    // the next try forgets it, which delays noticing a
+                    // removal, never invents one.
+                    tracing::warn!(node = self.id, "cannot record this node's admission: {e}");
+                }
+                tracing::info!(node = self.id, index, "admitted to the cluster");
+                *self.admitted_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(index);
+            }
+            (false, Some(since)) if index > since => self.declare(format!(
+                "the committed membership (log index {index}) no longer lists node {}",
                 self.id
-            ));
+            )),
+            // A joining node replaying the memberships before its own
+            // addition, or not added yet.
+            (false, _) => {}
         }
     }
 

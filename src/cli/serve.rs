@@ -28,10 +28,14 @@ pub struct ServeArgs {
     /// Data directory. Default ./raftlock-data.
     #[arg(long, env = "RAFTLOCK_DATA_DIR")]
     data_dir: Option<PathBuf>,
-    /// Client API listen address. Default 127.0.0.1:7379.
+    /// Client API listen address. Default: this node's entry in
+    /// --initial-cluster, else 127.0.0.1:7379. Given, it must match that
+    /// entry (or --advertise-client-addr must).
     #[arg(long, env = "RAFTLOCK_CLIENT_ADDR")]
     client_addr: Option<String>,
-    /// Peer (Raft) listen address. Default 127.0.0.1:7380.
+    /// Peer (Raft) listen address. Default: this node's entry in
+    /// --initial-cluster, else 127.0.0.1:7380. Given, it must match that
+    /// entry (or --advertise-peer-addr must).
     #[arg(long, env = "RAFTLOCK_PEER_ADDR")]
     peer_addr: Option<String>,
     /// Client address other nodes and clients should use, if not client-addr.
@@ -210,6 +214,23 @@ impl ServeArgs {
         if let Some(v) = &self.admin_addr {
             c.admin_addr = (v != "off" && !v.is_empty()).then(|| v.clone());
         }
+        // A member of --initial-cluster listens where its entry says unless
+        // told otherwise; told otherwise, `validate` checks they agree.
+        let file = self.file_table()?;
+        let named = |listen: &Option<String>, advertise: &Option<String>, key: &str| {
+            listen.is_some()
+                || advertise.is_some()
+                || file.contains_key(key)
+                || file.contains_key(&format!("advertise_{key}"))
+        };
+        c.listen_on_own_entry(
+            !named(
+                &self.client_addr,
+                &self.advertise_client_addr,
+                "client_addr",
+            ),
+            !named(&self.peer_addr, &self.advertise_peer_addr, "peer_addr"),
+        );
         c.validate().map_err(|e| e.to_string())?;
         Ok(c)
     }

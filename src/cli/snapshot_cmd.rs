@@ -36,8 +36,8 @@ enum SnapshotCommand {
     },
     /// Seed a new, empty data dir for one node of a new cluster from a
     /// backup. Run it once per member with the same FILE, --initial-cluster
-    /// and --bump-index, then start each with `raftlock serve --id N
-    /// --data-dir DIR --initial-cluster ...`. Fences the new cluster grants
+    /// and --bump-index, then start each with the `raftlock serve` command
+    /// it prints (its own addresses from its --initial-cluster entry). Fences the new cluster grants
     /// are above every fence in the backup; leases restart with their full
     /// TTL once a leader is elected.
     Restore {
@@ -129,7 +129,7 @@ pub async fn run(args: SnapshotArgs) -> Result<ExitCode, String> {
             cluster_token,
         } => {
             let bytes = read(&file)?;
-            let config = Config {
+            let mut config = Config {
                 id,
                 data_dir: data_dir.clone(),
                 client_addr,
@@ -137,6 +137,8 @@ pub async fn run(args: SnapshotArgs) -> Result<ExitCode, String> {
                 initial_cluster,
                 ..Config::default()
             };
+            // A member of a new cluster listens where its entry says.
+            config.listen_on_own_entry(true, true);
             config.validate().map_err(|e| e.to_string())?;
             let seed = Seed {
                 node_id: id,
@@ -230,13 +232,13 @@ fn print_restored(config: &Config, restored: &Restored, output: Output) -> Resul
                 .iter()
                 .map(|m| m.to_string())
                 .collect();
-            let flags = match members.is_empty() {
-                true => format!(
-                    "--client-addr {} --peer-addr {}",
-                    config.client_addr, config.peer_addr
-                ),
-                false => format!("--initial-cluster {}", members.join(",")),
-            };
+            let mut flags = format!(
+                "--client-addr {} --peer-addr {}",
+                config.client_addr, config.peer_addr
+            );
+            if !members.is_empty() {
+                flags.push_str(&format!(" --initial-cluster {}", members.join(",")));
+            }
             out!(
                 "restored node {} of cluster {} into {}: its log continues after index {}, \
                  every new fence is above {}; start it with `raftlock serve --id {} \

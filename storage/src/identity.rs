@@ -81,6 +81,13 @@ pub struct Identity {
     /// highest they saw, so a copy of an old dir shows up as going back.
     #[serde(default)]
     pub boots: u64,
+    /// For a node that joined (`--join`): the log index of the first
+    /// applied membership that listed it. Before that, memberships without
+    /// it are the cluster's history, not its removal. `None` until then;
+    /// unused by the members a cluster was formed with (listed from its
+    /// first membership on).
+    #[serde(default)]
+    pub admitted_at: Option<u64>,
     /// The least state the dir holds.
     pub floor: Floor,
 }
@@ -95,6 +102,7 @@ impl Identity {
             bootstrap,
             cluster_id: None,
             boots: 0,
+            admitted_at: None,
             floor: Floor::default(),
         }
     }
@@ -205,6 +213,31 @@ impl FloorKeeper {
     /// How many times a node has started on the dir, this start included.
     pub(crate) fn boots(&self) -> u64 {
         self.inner.lock().map_or(0, |k| k.identity.boots)
+    }
+
+    /// From which applied membership on (its log index) a membership
+    /// without this node means the node was removed; `None` while a joining
+    /// node has not yet seen itself listed.
+    pub(crate) fn admitted_at(&self) -> Option<u64> {
+        self.inner
+            .lock()
+            .ok()
+            .and_then(|k| match k.identity.bootstrap {
+                Bootstrap::Join => k.identity.admitted_at,
+                Bootstrap::SingleNode | Bootstrap::Cluster { .. } => Some(0),
+            })
+    }
+
+    /// A joining node applied a membership listing it, at log `index`:
+    /// records it durably, once. Blocking.
+    pub(crate) fn record_admission(&self, index: u64) -> Result<(), Error> {
+        let mut kept = self.inner.lock().map_err(|_| Error::Poisoned)?;
+        if kept.identity.admitted_at.is_some() {
+            return Ok(());
+        }
+        kept.identity.admitted_at = Some(index);
+        let clean = false;
+        self.write(&mut kept, clean)
     }
 
     /// Records the dir's cluster id durably. Refuses to replace a different

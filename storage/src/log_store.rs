@@ -169,6 +169,28 @@ impl LogStore {
         .map_err(|e| Error::Worker(e.to_string()))?
     }
 
+    /// From which applied membership on (its log index) one without this
+    /// node means it was removed; `None` while a node started with `--join`
+    /// has not yet applied a membership that lists it.
+    pub fn admitted_at(&self) -> Option<u64> {
+        match &self.floor {
+            Some(floor) => floor.admitted_at(),
+            None => Some(0),
+        }
+    }
+
+    /// Records durably that this node, started with `--join`, applied a
+    /// membership listing it at log `index` (the first call wins).
+    pub async fn record_admission(&self, index: u64) -> Result<(), Error> {
+        let floor = self.floor.clone();
+        tokio::task::spawn_blocking(move || match floor {
+            Some(floor) => floor.record_admission(index),
+            None => Ok(()),
+        })
+        .await
+        .map_err(|e| Error::Worker(e.to_string()))?
+    }
+
     /// A clone for reading (without the flusher).
     fn reader(&self) -> Self {
         self.clone()

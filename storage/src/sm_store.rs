@@ -78,6 +78,16 @@ impl AppliedMembers {
         Some(membership.get_node(&id).is_some())
     }
 
+    /// `None` while no membership is applied; else the applied
+    /// membership's log index and whether it lists `id`, read together.
+    pub fn listing(&self, id: NodeId) -> Option<(u64, bool)> {
+        let meta = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let membership = meta.membership.membership();
+        membership.nodes().next()?;
+        let index = meta.membership.log_id().map_or(0, |l| l.index);
+        Some((index, membership.get_node(&id).is_some()))
+    }
+
     /// The last applied log index (0 before the first). Changed only under
     /// the lock state's write lock: read it under the read lock to get the
     /// index a copy of the state is at.

@@ -26,6 +26,14 @@ pub enum ConfigError {
         heartbeat: Duration,
         election: Duration,
     },
+    #[error("this node's {which} address is {ours} (--{flag}), but its own entry in --initial-cluster lists {listed}, the address the other members dial. Listen there (--{which}-addr {listed}), or advertise it while listening elsewhere (--advertise-{which}-addr {listed}), or correct entry {id} of --initial-cluster")]
+    OwnAddressMismatch {
+        id: NodeId,
+        which: &'static str,
+        flag: &'static str,
+        ours: String,
+        listed: String,
+    },
     #[error("--join and --initial-cluster exclude each other")]
     JoinWithCluster,
     #[error("TLS needs all three of tls_cert, tls_key and tls_ca (--tls-cert, --tls-key, --tls-ca); {missing} is missing")]
@@ -90,7 +98,50 @@ impl Config {
         if !self.initial_cluster.is_empty() && !seen.contains(&self.id) {
             return Err(ConfigError::SelfNotInCluster(self.id));
         }
+        self.validate_own_entry()?;
         self.validate_tls()
+    }
+
+    /// This node's addresses, as it advertises them, are the ones its own
+    /// `--initial-cluster` entry gives the other members: a node listening
+    /// elsewhere would be dialled in vain (or take another node's port).
+    fn validate_own_entry(&self) -> Result<(), ConfigError> {
+        let Some(entry) = self.initial_cluster.iter().find(|m| m.id == self.id) else {
+            return Ok(());
+        };
+        let ours = self.node_addr();
+        let pairs = [
+            (
+                "peer",
+                self.advertise_peer_addr.is_some(),
+                ours.peer_addr,
+                &entry.addr.peer_addr,
+            ),
+            (
+                "client",
+                self.advertise_client_addr.is_some(),
+                ours.client_addr,
+                &entry.addr.client_addr,
+            ),
+        ];
+        for (which, advertised, ours, listed) in pairs {
+            if &ours != listed {
+                let flag = match (which, advertised) {
+                    ("peer", false) => "peer-addr",
+                    ("peer", true) => "advertise-peer-addr",
+                    (_, false) => "client-addr",
+                    (_, true) => "advertise-client-addr",
+                };
+                return Err(ConfigError::OwnAddressMismatch {
+                    id: self.id,
+                    which,
+                    flag,
+                    ours,
+                    listed: listed.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Numbers no node can work with: each refused with its key.
@@ -226,6 +277,7 @@ fn is_loopback(addr: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::InitialMember;
 
     #[test]
     fn validate_catches_mistakes() {
@@ -246,6 +298,66 @@ mod tests {
         };
         assert!(matches!(c.validate(), Err(ConfigError::Timing { .. })));
         assert!(Config::default().raft_config().is_ok());
+    }
+
+    /// Without the check, a node whose flags and `--initial-cluster`
+    /// disagree listened on the flags' (or the default) ports while the
+    /// others dialled the entry's: restored nodes all bound 127.0.0.1:7379.
+    #[test]
+    fn own_addresses_must_match_own_initial_cluster_entry() {
+        let members: Vec<InitialMember> = [
+            "1=10.0.0.1:7380/10.0.0.1:7379",
+            "2=10.0.0.2:7380/10.0.0.2:7379",
+        ]
+        .iter()
+        .map(|m| m.parse().expect("a member"))
+        .collect();
+        let matching = Config {
+            id: 2,
+            client_addr: "10.0.0.2:7379".into(),
+            peer_addr: "10.0.0.2:7380".into(),
+            initial_cluster: members.clone(),
+            ..Config::default()
+        };
+        assert_eq!(matching.validate(), Ok(()));
+        let defaults = Config {
+            id: 2,
+            initial_cluster: members.clone(),
+            ..Config::default()
+        };
+        let err = defaults
+            .validate()
+            .expect_err("default ports are not node 2's");
+        assert_eq!(
+            err,
+            ConfigError::OwnAddressMismatch {
+                id: 2,
+                which: "peer",
+                flag: "peer-addr",
+                ours: "127.0.0.1:7380".into(),
+                listed: "10.0.0.2:7380".into(),
+            }
+        );
+        assert!(
+            err.to_string()
+                .contains("--advertise-peer-addr 10.0.0.2:7380"),
+            "{err}"
+        );
+        let advertised = Config {
+            peer_addr: "0.0.0.0:7380".into(),
+            client_addr: "0.0.0.0:7379".into(),
+            advertise_peer_addr: Some("10.0.0.2:7380".into()),
+            advertise_client_addr: Some("10.0.0.2:7378".into()),
+            ..defaults
+        };
+        assert!(matches!(
+            advertised.validate(),
+            Err(ConfigError::OwnAddressMismatch {
+                which: "client",
+                flag: "advertise-client-addr",
+                ..
+            })
+        ));
     }
 
     #[test]

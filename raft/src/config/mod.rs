@@ -254,6 +254,22 @@ impl Config {
         }
     }
 
+    /// Takes this node's listen addresses from its own `--initial-cluster`
+    /// entry, for the ones no setting named (`client`, `peer`): the entry
+    /// is where the other members dial it. A no-op without an entry.
+    pub fn listen_on_own_entry(&mut self, client: bool, peer: bool) {
+        let Some(entry) = self.initial_cluster.iter().find(|m| m.id == self.id) else {
+            return;
+        };
+        let addr = entry.addr.clone();
+        if client {
+            self.client_addr = addr.client_addr;
+        }
+        if peer {
+            self.peer_addr = addr.peer_addr;
+        }
+    }
+
     /// How this node is told to form its cluster, as its data dir records
     /// it: `--join`, `--initial-cluster` (members sorted by id), or neither.
     pub fn bootstrap(&self) -> Bootstrap {
