@@ -10,6 +10,7 @@ mod elect_cmd;
 mod failure;
 mod lease_cmd;
 mod lock_cmd;
+mod lock_exit_codes;
 mod locks_cmd;
 mod serve;
 mod snapshot_cmd;
