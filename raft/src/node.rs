@@ -105,7 +105,9 @@ impl RaftNode {
         .await
         .map_err(|e| Error::Internal(format!("storage open did not finish: {e}")))?
         .map_err(|e| match e {
-            raftlock_storage::Error::DataDir { .. } => Error::Storage(e.to_string()),
+            raftlock_storage::Error::DataDir { .. } | raftlock_storage::Error::InUse { .. } => {
+                Error::Storage(e.to_string())
+            }
             other => Error::Storage(format!(
                 "cannot open data dir {}: {other}",
                 config.data_dir.display()
