@@ -10,12 +10,12 @@ use raftlock_raft::bounded_listener::bounded_incoming;
 use raftlock_raft::node::NodeStatus;
 use raftlock_raft::storage::state::LockState;
 use raftlock_raft::tls::node_dns_name;
+use raftlock_raft::tls_acceptor::{tls_incoming, TlsAcceptor};
 use raftlock_raft::Replica;
 use raftlock_raft::{Config, InitialMember, LinkFilter, RaftNode};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tonic::transport::ServerTlsConfig;
 
 use crate::auth::policy::Policy;
 use crate::auth::Auth;
@@ -394,20 +394,9 @@ async fn serve_clients(
     node: Arc<Replica>,
     auth: Auth,
     listener: TcpListener,
-    tls: Option<ServerTlsConfig>,
+    tls: Option<TlsAcceptor>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut server = tonic::transport::Server::builder();
-    if let Some(tls) = tls {
-        server = match server.tls_config(tls) {
-            Ok(s) => s,
-            Err(e) => {
-                // The same files passed `NodeTls::load`; unreachable in practice.
-                tracing::error!("client listener TLS settings: {e}");
-                return;
-            }
-        };
-    }
     // A node whose Raft core stopped on its own stops serving clients at
     // once, embedded or not: it must not answer as a zombie (forwarding
     // writes, say) until its process exits.
@@ -419,7 +408,7 @@ async fn serve_clients(
         "client",
         node.metrics().listener("client"),
     );
-    let result = server
+    let router = tonic::transport::Server::builder()
         .layer(RequestMetricsLayer::new(node.clone()))
         .http2_keepalive_interval(Some(limits.keepalive_interval))
         .http2_keepalive_timeout(Some(limits.keepalive_timeout))
@@ -444,19 +433,25 @@ async fn serve_clients(
         .add_service(pb::cluster_server::ClusterServer::new(ClusterService {
             node,
             auth,
-        }))
-        .serve_with_incoming_shutdown(incoming, async move {
-            tokio::select! {
-                _ = stop.changed() => {}
-                reason = core.failed() => {
-                    tracing::error!("client listener closed: {reason}");
-                }
-                why = core.removed() => {
-                    tracing::warn!("client listener closed: removed from the cluster: {why}");
-                }
+        }));
+    let stopped = async move {
+        tokio::select! {
+            _ = stop.changed() => {}
+            reason = core.failed() => {
+                tracing::error!("client listener closed: {reason}");
             }
-        })
-        .await;
+            why = core.removed() => {
+                tracing::warn!("client listener closed: removed from the cluster: {why}");
+            }
+        }
+    };
+    let result = match tls {
+        Some(tls) => {
+            let incoming = tls_incoming(incoming, tls, "client");
+            router.serve_with_incoming_shutdown(incoming, stopped).await
+        }
+        None => router.serve_with_incoming_shutdown(incoming, stopped).await,
+    };
     if let Err(e) = result {
         tracing::error!("client listener failed: {e}");
     }

@@ -21,7 +21,9 @@
 //!   `INVALID_ARGUMENT`).
 //! - [`tls`]: [`NodeTls`], the certificate files read at start, the
 //!   rustls settings of both listeners and of peer channels, and the names
-//!   (`node-N.raftlock`, `raftlock:client:NAME`) certificates carry.
+//!   (`node-N.raftlock`, `raftlock:client:NAME`) certificates carry;
+//!   [`tls_acceptor`]: the listeners' TLS handshakes, and the WARN naming a
+//!   peer whose certificate is refused (expired, not valid yet, ...).
 //! - [`forward`]: what a follower hands to the leader and what comes back.
 //! - [`leader_calls`]: calls only the leader serves, and forwarding them;
 //!   [`membership_checks`]: what a typed membership change must find first
@@ -74,6 +76,7 @@ pub mod replica;
 pub mod scrape;
 pub mod snapshot_transfer;
 pub mod tls;
+pub mod tls_acceptor;
 
 /// Generated peer API.
 pub mod pb {

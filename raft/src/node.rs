@@ -10,7 +10,6 @@ use tokio::net::TcpListener;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::ServerTlsConfig;
 
 use raftlock_storage::{AppendTimer, NodeAddr, NodeId};
 
@@ -32,6 +31,7 @@ use crate::read_index::ReadIndexRounds;
 use crate::removal::{stop_when_removed, Removal};
 use crate::replica::Replica;
 use crate::tls::{peer_node_id, NodeTls};
+use crate::tls_acceptor::{tls_incoming, TlsAcceptor};
 use crate::Raft;
 
 /// A node's view of the cluster, for `cluster status`.
@@ -105,7 +105,9 @@ impl RaftNode {
         .await
         .map_err(|e| Error::Internal(format!("storage open did not finish: {e}")))?
         .map_err(|e| match e {
-            raftlock_storage::Error::DataDir { .. } => Error::Storage(e.to_string()),
+            raftlock_storage::Error::DataDir { .. } | raftlock_storage::Error::InUse { .. } => {
+                Error::Storage(e.to_string())
+            }
             other => Error::Storage(format!(
                 "cannot open data dir {}: {other}",
                 config.data_dir.display()
@@ -369,7 +371,7 @@ async fn refuse_if_running_elsewhere(
 async fn serve_peers(
     node: Arc<Replica>,
     listener: TcpListener,
-    tls: Option<ServerTlsConfig>,
+    tls: Option<TlsAcceptor>,
     mut stop: watch::Receiver<bool>,
 ) {
     let tls_on = tls.is_some();
@@ -393,29 +395,24 @@ async fn serve_peers(
         }
         Ok(req)
     });
-    let mut server = tonic::transport::Server::builder();
-    if let Some(tls) = tls {
-        server = match server.tls_config(tls) {
-            Ok(s) => s,
-            Err(e) => {
-                // Checked by `NodeTls::load` already; unreachable in practice.
-                tracing::error!("peer listener TLS settings: {e}");
-                return;
-            }
-        };
-    }
-    let result = server
+    let router = tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(limits.keepalive_interval))
         .http2_keepalive_timeout(Some(limits.keepalive_timeout))
         // openraft drops a leadership check's slower RPC once a quorum has
         // answered, which resets its stream; h2's default budget of 20 such
         // resets would make this server close the leader's connection.
         .http2_max_pending_accept_reset_streams(Some(65_536))
-        .add_service(service)
-        .serve_with_incoming_shutdown(incoming, async move {
-            let _ = stop.changed().await;
-        })
-        .await;
+        .add_service(service);
+    let stopped = async move {
+        let _ = stop.changed().await;
+    };
+    let result = match tls {
+        Some(tls) => {
+            let incoming = tls_incoming(incoming, tls, "peer");
+            router.serve_with_incoming_shutdown(incoming, stopped).await
+        }
+        None => router.serve_with_incoming_shutdown(incoming, stopped).await,
+    };
     if let Err(e) = result {
         tracing::error!("peer listener failed: {e}");
     }

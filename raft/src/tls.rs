@@ -1,7 +1,8 @@
 //! TLS for a node: the certificate files named in [`Config`], read and
 //! checked once at start; the rustls settings of the peer listener (mutual
-//! TLS), of peer channels and of the client listener; and the names a
-//! certificate carries to say which node or client it belongs to.
+//! TLS), of peer channels and of the client listener (the listeners'
+//! handshakes are in [`crate::tls_acceptor`]); and the names a certificate
+//! carries to say which node or client it belongs to.
 //!
 //! # Certificate names
 //!
@@ -16,17 +17,17 @@
 //!   layer to map to roles ([`cert_identity`]).
 
 use std::path::Path;
-use std::time::Duration;
 
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
-use tonic::transport::{Certificate, ClientTlsConfig, Identity, ServerTlsConfig};
+use tonic::transport::{Certificate, ClientTlsConfig, Identity};
 use webpki::{EndEntityCert, KeyUsage};
 
 use raftlock_storage::NodeId;
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::tls_acceptor::{TlsAcceptor, HANDSHAKE_TIMEOUT};
 
 /// The DNS name under which node certificates name their node.
 const NODE_NAME_SUFFIX: &str = ".raftlock";
@@ -34,8 +35,6 @@ const NODE_NAME_SUFFIX: &str = ".raftlock";
 const NODE_NAME_PREFIX: &str = "node-";
 /// Prefix of the URI that names a client in its certificate.
 pub const CLIENT_URI_PREFIX: &str = "raftlock:client:";
-/// How long a TLS handshake may take before the connection is dropped.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The DNS name a certificate of node `id` carries: `node-ID.raftlock`.
 pub fn node_dns_name(id: NodeId) -> String {
@@ -109,6 +108,10 @@ pub struct NodeTls {
     cert_pem: Vec<u8>,
     key_pem: Vec<u8>,
     ca_pem: Vec<u8>,
+    /// The listeners' settings: client certificate required (the peer
+    /// listener; the client listener with `client_cert_auth`) or optional.
+    required: TlsAcceptor,
+    optional: TlsAcceptor,
 }
 
 impl std::fmt::Debug for NodeTls {
@@ -128,31 +131,35 @@ impl NodeTls {
         else {
             return Ok(None);
         };
-        let tls = NodeTls {
-            cert_pem: read("tls_cert", cert)?,
-            key_pem: read("tls_key", key)?,
-            ca_pem: read("tls_ca", ca)?,
-        };
-        let chain = certs("tls_cert", cert, &tls.cert_pem)?;
-        let cas = certs("tls_ca", ca, &tls.ca_pem)?;
-        PrivateKeyDer::from_pem_slice(&tls.key_pem).map_err(|e| {
+        let cert_pem = read("tls_cert", cert)?;
+        let key_pem = read("tls_key", key)?;
+        let ca_pem = read("tls_ca", ca)?;
+        let chain = certs("tls_cert", cert, &cert_pem)?;
+        let cas = certs("tls_ca", ca, &ca_pem)?;
+        let key_der = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
             Error::Tls(format!(
                 "tls_key {}: no usable private key (PEM PKCS#8, PKCS#1 or SEC1): {e}",
                 key.display()
             ))
         })?;
         check_node_cert(config.id, cert, &chain, ca, &cas)?;
-        tonic::transport::Server::builder()
-            .tls_config(tls.peer_server_config())
-            .map_err(|e| {
+        let acceptor = |required| {
+            TlsAcceptor::new(chain.clone(), key_der.clone_key(), &cas, required).map_err(|e| {
                 Error::Tls(format!(
                     "tls_cert {} and tls_key {} cannot be used together (is the key the \
-                     certificate's?): {}",
+                     certificate's?): {e}",
                     cert.display(),
                     key.display(),
-                    error_chain(&e)
                 ))
-            })?;
+            })
+        };
+        let tls = NodeTls {
+            required: acceptor(true)?,
+            optional: acceptor(false)?,
+            cert_pem,
+            key_pem,
+            ca_pem,
+        };
         Ok(Some(tls))
     }
 
@@ -166,23 +173,19 @@ impl NodeTls {
 
     /// The peer listener: this node's certificate, and a client certificate
     /// signed by the cluster CA required of every connection.
-    pub fn peer_server_config(&self) -> ServerTlsConfig {
-        ServerTlsConfig::new()
-            .identity(self.identity())
-            .client_ca_root(self.ca())
-            .client_auth_optional(false)
-            .timeout(HANDSHAKE_TIMEOUT)
+    pub fn peer_server_config(&self) -> TlsAcceptor {
+        self.required.clone()
     }
 
     /// The client listener: this node's certificate. A client may present
     /// a certificate signed by the cluster CA (its name is then an identity
     /// for the auth file); with `require_client_cert` it must.
-    pub fn client_server_config(&self, require_client_cert: bool) -> ServerTlsConfig {
-        ServerTlsConfig::new()
-            .identity(self.identity())
-            .client_ca_root(self.ca())
-            .client_auth_optional(!require_client_cert)
-            .timeout(HANDSHAKE_TIMEOUT)
+    pub fn client_server_config(&self, require_client_cert: bool) -> TlsAcceptor {
+        if require_client_cert {
+            self.required.clone()
+        } else {
+            self.optional.clone()
+        }
     }
 
     /// A channel to node `target`: presents this node's certificate and

@@ -15,18 +15,17 @@
 //!
 //! # Exit codes
 //!
-//! | code | when |
-//! |---|---|
-//! | CMD's own | CMD ran and exited (a signal N: 128 + N) |
-//! | 0 | without CMD: held until interrupted |
-//! | 1 | any other error (refused by the cluster, bad TLS files, ...) |
-//! | 2 | usage (bad flags; from the argument parser) |
-//! | [`EXIT_BUSY`] 3 | `--timeout 0s` and the lock is held |
-//! | [`EXIT_TIMED_OUT`] 4 | not granted within `--timeout` |
-//! | [`EXIT_UNREACHABLE`] 5 | no node of the cluster answered |
-//! | [`EXIT_LOST`] 6 | the lock was lost (CMD, if running, was stopped) |
-//! | 126 / 127 | CMD cannot be run / was not found |
-//! | 130 / 143 | interrupted by SIGINT / SIGTERM |
+//! CMD's exit status passes through unchanged, so raftlock's own outcomes
+//! keep out of the codes commands use: they sit at 121–125, where GNU
+//! `timeout` put 124 (timed out) and 125 (its own failure); 126 and 127
+//! mean what shells make them mean (docs/decisions.md, "Command line").
+//! Usage errors of `raftlock lock` exit 125 too (`cli::main`). The table,
+//! which `raftlock lock --help`, the README and docs/operations.md show
+//! as it is here:
+//!
+//! ```text
+#![doc = include_str!("lock_exit_codes.txt")]
+//! ```
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -40,20 +39,25 @@ use crate::client::{Client, LeaseId, LockGuard};
 use crate::duration::{format_duration, parse_duration};
 use crate::error::Error;
 
-/// The exit codes, as `raftlock lock --help` lists them.
-pub const EXIT_CODES_HELP: &str = "Exit codes: CMD's own when it ran (128+N for signal N); \
-0 without CMD; 1 other errors; 2 usage; 3 busy (--timeout 0s); 4 timed out; \
-5 cluster unreachable; 6 lock lost (CMD was stopped); 126 CMD not executable; \
-127 CMD not found; 130/143 interrupted (SIGINT/SIGTERM).";
+/// The exit codes, as `raftlock lock --help` lists them (the module doc
+/// shows the same file).
+pub const EXIT_CODES_HELP: &str = include_str!("lock_exit_codes.txt");
 
-/// Exit code: `--timeout 0s` found the lock held.
-pub const EXIT_BUSY: u8 = 3;
-/// Exit code: not granted within `--timeout`.
-pub const EXIT_TIMED_OUT: u8 = 4;
-/// Exit code: no node of the cluster answered.
-pub const EXIT_UNREACHABLE: u8 = 5;
 /// Exit code: the lock was lost.
-pub const EXIT_LOST: u8 = 6;
+pub const EXIT_LOST: u8 = 121;
+/// Exit code: no node of the cluster answered.
+pub const EXIT_UNREACHABLE: u8 = 122;
+/// Exit code: `--timeout 0s` found the lock held.
+pub const EXIT_BUSY: u8 = 123;
+/// Exit code: not granted within `--timeout` (GNU `timeout`'s 124).
+pub const EXIT_TIMED_OUT: u8 = 124;
+/// Exit code: raftlock itself failed: bad flags, a refusal by the
+/// cluster, unreadable TLS files, ... (GNU `timeout`'s 125).
+pub const EXIT_ERROR: u8 = 125;
+/// Exit code: CMD exists but cannot be run (as shells answer).
+pub const EXIT_CANNOT_RUN: u8 = 126;
+/// Exit code: CMD was not found (as shells answer).
+pub const EXIT_NOT_FOUND: u8 = 127;
 
 /// A failure with its exit code and message.
 struct Failure {
@@ -72,7 +76,7 @@ impl Failure {
             Error::Unavailable(_) => EXIT_UNREACHABLE,
             Error::Timeout(_) => EXIT_TIMED_OUT,
             Error::LockLost(_) => EXIT_LOST,
-            _ => 1,
+            _ => EXIT_ERROR,
         };
         Failure::new(code, endpoints.explain(error))
     }
@@ -86,7 +90,7 @@ impl Failure {
 
 impl From<String> for Failure {
     fn from(message: String) -> Self {
-        Failure::new(1, message)
+        Failure::new(EXIT_ERROR, message)
     }
 }
 
@@ -146,22 +150,36 @@ struct Held<'a> {
 }
 
 /// Acquires, runs or holds, and always revokes the lease at the end. The
-/// exit code says how it ended (see the module doc).
+/// exit code says how it ended (see the module doc); every failure is
+/// reported here, with its code, so the answer is always `Ok`.
 pub async fn run(args: LockArgs) -> Result<ExitCode, String> {
+    Ok(lock(args).await.unwrap_or_else(Failure::report))
+}
+
+async fn lock(args: LockArgs) -> Result<ExitCode, Failure> {
     let mut interrupts = Interrupts::watch()?;
-    let client = args.endpoints.connect().await?;
+    let client = connect(&args.endpoints).await?;
     // SIGINT/SIGTERM are honoured at every point, this wait included.
     let granted = tokio::select! {
         r = client.grant_lease(args.ttl) => r,
         stop = interrupts.recv() => return Ok(ExitCode::from(stop.exit_code())),
     };
-    let lease = match granted {
-        Ok(lease) => lease,
-        Err(e) => return Ok(Failure::client(&args.endpoints, &e).report()),
-    };
+    let lease = granted.map_err(|e| Failure::client(&args.endpoints, &e))?;
     let outcome = hold(&args, &client.with_lease(lease), lease, &mut interrupts).await;
     revoke(&client, lease).await;
-    Ok(outcome.unwrap_or_else(Failure::report))
+    outcome
+}
+
+/// A client of `endpoints`, its failure classified like a call's (the
+/// client connects lazily, so an unreachable cluster shows at the first
+/// call rather than here).
+async fn connect(endpoints: &Endpoints) -> Result<Client, Failure> {
+    let options = endpoints
+        .options()
+        .map_err(|e| Failure::client(endpoints, &e))?;
+    Client::connect_with(endpoints.endpoints.clone(), options)
+        .await
+        .map_err(|e| Failure::client(endpoints, &e))
 }
 
 /// Acquires on `lease` (through `on_lease`, which keeps it alive), then runs
@@ -200,9 +218,10 @@ async fn hold(
         ];
         let mut child = ChildProcess::spawn(&args.command, &env).map_err(|e| {
             let code = match e.kind {
-                std::io::ErrorKind::NotFound => 127,
-                std::io::ErrorKind::PermissionDenied => 126,
-                _ => 1,
+                std::io::ErrorKind::NotFound => EXIT_NOT_FOUND,
+                // Not executable, not an executable format, ...: the
+                // shell's "found but cannot be run".
+                _ => EXIT_CANNOT_RUN,
             };
             Failure::new(code, e.message)
         })?;

@@ -222,10 +222,13 @@ fn print_json_line(value: &impl Serialize) -> Result<(), String> {
 pub fn main() -> ExitCode {
     // The matches as well as the parsed flags: `serve --print-config` tells
     // a flag from a RAFTLOCK_* variable by them.
-    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let matches = match <Cli as clap::CommandFactory>::command().try_get_matches() {
+        Ok(matches) => matches,
+        Err(e) => return parse_failure(&e),
+    };
     let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(cli) => cli,
-        Err(e) => e.exit(),
+        Err(e) => return parse_failure(&e),
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("RAFTLOCK_LOG").unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(match cli.command {
@@ -281,4 +284,27 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Prints what the argument parser said (a usage error, or `--help` /
+/// `--version`) and answers its exit code: clap's 2 for a usage error,
+/// except under `raftlock lock`, whose 2 could be CMD's own: there it is
+/// [`lock_cmd::EXIT_ERROR`], like every other failure of raftlock's.
+fn parse_failure(e: &clap::Error) -> ExitCode {
+    let _ = e.print();
+    if e.use_stderr() && subcommand_given().as_deref() == Some("lock") {
+        return ExitCode::from(lock_cmd::EXIT_ERROR);
+    }
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+}
+
+/// The subcommand on this process's command line, read by the same parser
+/// with its errors ignored (so it is found even when its flags are wrong).
+fn subcommand_given() -> Option<String> {
+    <Cli as clap::CommandFactory>::command()
+        .ignore_errors(true)
+        .try_get_matches()
+        .ok()?
+        .subcommand_name()
+        .map(str::to_owned)
 }

@@ -79,6 +79,20 @@ pub enum Error {
         /// What the operator can do.
         action: String,
     },
+    /// Another process has the data dir open (sled's lock on its `db`
+    /// file is taken): this one must not start on it.
+    #[error(
+        "data dir {} is in use by another process ({}); stop that process first, \
+         or give this node a data dir of its own",
+        path.display(),
+        holder.as_ref().map_or_else(|| "its pid is unknown".to_string(), |h| h.to_string())
+    )]
+    InUse {
+        /// The data dir.
+        path: std::path::PathBuf,
+        /// The process holding the lock, if the system says.
+        holder: Option<crate::dir_lock::LockHolder>,
+    },
     /// A record decoded but contradicts where it was found (a log entry under
     /// the wrong index, an unknown key prefix, a truncated key).
     #[error("corrupt store: {0}")]

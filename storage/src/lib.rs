@@ -14,6 +14,7 @@
 //! - [`node_db`]: the node's one sled database, its trees, and [`open`],
 //!   which refuses a data dir that lost or damaged acknowledged state.
 //! - [`codec`]: how records are framed on disk (format byte, CRC32C).
+//! - [`dir_lock`]: who has a data dir open (the holder of sled's lock).
 //! - [`disk_sync`]: sled's flush plus the `fsync`/`fdatasync` that make it
 //!   durable.
 //! - [`identity`]: the data dir's identity file and state floor.
@@ -29,6 +30,7 @@
 pub mod backup;
 pub mod codec;
 pub mod command;
+pub mod dir_lock;
 pub mod disk_sync;
 pub mod error;
 pub mod event;

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::dir_lock::lock_holder;
 use crate::disk_sync::{DiskSync, SyncMode};
 use crate::error::Error;
 use crate::event::Applied;
@@ -94,7 +95,9 @@ const REJOIN: &str = "If the other members are healthy, move this directory asid
 /// state, and one per installed snapshot; a closed receiver is ignored.
 ///
 /// Only one open per directory at a time: sled locks the directory, so every
-/// clone of the returned stores must be dropped before opening it again.
+/// clone of the returned stores must be dropped before opening it again. A
+/// dir open elsewhere is refused with [`Error::InUse`], naming the process
+/// that holds it where the system says, before anything in it is written.
 pub fn open(
     dir: &Path,
     options: &OpenOptions,
@@ -108,14 +111,24 @@ pub fn open(
     let identity_path = dir.join(IDENTITY_FILE);
     let recorded = Identity::read(dir).map_err(|e| refuse(identity_path.clone(), e.to_string()))?;
     let db_path = dir.join("db");
+    let in_use = |holder| Error::InUse {
+        path: dir.to_path_buf(),
+        holder,
+    };
+    // A dir another process has open is refused before sled touches it
+    // (sled may create files before it tries its lock).
+    if let Some(holder) = lock_holder(&db_path) {
+        return Err(in_use(Some(holder)));
+    }
     let db = sled::Config::new()
         .path(dir)
         .cache_capacity(CACHE_BYTES)
         .open()
         .map_err(|e| {
             if is_locked(&e) {
-                // Another process has the dir open: not damage.
-                Error::Sled(e)
+                // Opened by another process since the check above, or on a
+                // system without a lock table: not damage either way.
+                in_use(lock_holder(&db_path))
             } else {
                 refuse(db_path.clone(), format!("sled cannot open its files: {e}"))
             }

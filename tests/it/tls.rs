@@ -140,8 +140,9 @@ async fn clients_without_the_cluster_ca_or_in_plain_text_are_refused() {
 /// cluster CA (`NodeTls::peer_server_config`). A connection with no
 /// certificate, or with a node certificate from another CA, is refused in
 /// the handshake; the cluster's own node certificate gets through.
-/// With `client_auth_optional(true)` there, the dial without a certificate
-/// passes the handshake (the interceptor still answers UNAUTHENTICATED) and
+/// With the optional settings there (`client_server_config(false)`, whose
+/// verifier allows no certificate), the dial without a certificate passes
+/// the handshake (the interceptor still answers UNAUTHENTICATED) and
 /// the test fails.
 #[tokio::test]
 async fn peer_port_refuses_no_certificate_and_another_cas_certificate() {
@@ -225,8 +226,9 @@ async fn peer_port_refuses_a_client_certificate() {
 /// Defence: with `client_cert_auth` the client listener requires a client
 /// certificate from the cluster CA. A client with the CA but no
 /// certificate is refused; with the `test` certificate it is served.
-/// Without `client_ca_root` in `client_server_config(true)` the first
-/// client is served and the test fails.
+/// With `client_server_config(true)` answering the optional settings
+/// (`allow_unauthenticated` in `TlsAcceptor::new`) the first client is
+/// served and the test fails.
 #[tokio::test]
 async fn client_cert_auth_refuses_a_client_without_a_certificate() {
     let cluster = TestCluster::with_tls(1, true).await;

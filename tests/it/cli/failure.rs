@@ -1,6 +1,6 @@
-//! How the CLI fails: bad durations are usage errors (exit 2), an
-//! unreachable cluster is one line saying what to do (exit 1, or 2 for
-//! `locks check`).
+//! How the CLI fails: bad durations are usage errors (exit 2; 125 for
+//! `lock`, whose 2 could be its command's), an unreachable cluster is one
+//! line saying what to do (exit 1, or 2 for `locks check`).
 
 use super::{describe, run, stderr_of};
 use crate::cluster::TestCluster;
@@ -15,7 +15,13 @@ async fn cli_rejects_bad_durations_and_unreachable_clusters() {
         &["elect", "x", "v", "--ttl", "soon"],
     ] {
         let out = run(&cluster, args).await;
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+        let usage = if args[0] == "lock" { 125 } else { 2 };
+        assert_eq!(
+            out.status.code(),
+            Some(usage),
+            "{args:?}: {}",
+            describe(&out)
+        );
         let err = stderr_of(&out);
         assert!(
             err.contains("500ms, 10s, 2m") || err.contains("no unit"),

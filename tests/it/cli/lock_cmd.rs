@@ -61,7 +61,12 @@ async fn cli_lock_gives_up_after_timeout_when_held() {
         &["lock", "busy", "--timeout", "300ms", "--", "true"],
     )
     .await;
-    assert_eq!(out.status.code(), Some(4), "timed out: {}", describe(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(124),
+        "timed out: {}",
+        describe(&out)
+    );
     assert!(started.elapsed() < Duration::from_secs(10));
     let err = stderr_of(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -72,7 +77,7 @@ async fn cli_lock_gives_up_after_timeout_when_held() {
 
     // Try-only: `--timeout 0s`.
     let out = run(&cluster, &["lock", "busy", "--timeout", "0s"]).await;
-    assert_eq!(out.status.code(), Some(3), "busy: {}", describe(&out));
+    assert_eq!(out.status.code(), Some(123), "busy: {}", describe(&out));
     assert!(stderr_of(&out).contains("held by someone else"));
 
     // It gave up cleanly: only the holder's lease remains, nobody waits.
@@ -105,7 +110,7 @@ async fn cli_lock_stops_command_when_lease_is_revoked() {
     let revoked = Instant::now();
     let status = wait_exit(&mut child, Duration::from_secs(10)).await;
     let took = revoked.elapsed();
-    assert_eq!(status.code(), Some(6), "lost: {status}");
+    assert_eq!(status.code(), Some(121), "lost: {status}");
     // Noticed within a keep-alive round (a third of the TTL); `sleep` dies
     // on SIGTERM at once.
     assert!(took < Duration::from_secs(4), "took {took:?}");
@@ -225,7 +230,7 @@ async fn cli_lock_never_starts_its_command_on_a_grant_lost_while_paused() {
 
     signal(&pid, "CONT");
     let status = wait_exit(&mut cli, Duration::from_secs(30)).await;
-    assert_eq!(status.code(), Some(6), "lost: {status}");
+    assert_eq!(status.code(), Some(121), "lost: {status}");
     assert!(
         !marker.exists(),
         "the CLI ran its command on a grant it had lost"
@@ -239,7 +244,7 @@ async fn cli_lock_never_starts_its_command_on_a_grant_lost_while_paused() {
 
 /// The documented exit codes that need no lock contention: a command that
 /// is not found (127) or cannot be run (126), and an unreachable cluster
-/// (5); none leaves a lease behind.
+/// (122); none leaves a lease behind.
 #[tokio::test]
 async fn cli_lock_exit_codes_say_what_happened() {
     let cluster = TestCluster::new(1).await;
@@ -257,7 +262,7 @@ async fn cli_lock_exit_codes_say_what_happened() {
         &["lock", "a", "--endpoints", "127.0.0.1:1", "--", "true"],
     )
     .await;
-    assert_eq!(out.status.code(), Some(5), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(122), "{}", describe(&out));
     let client = cluster.client().await;
     assert_eq!(client.leases().await.unwrap(), Vec::new());
     cluster.shutdown().await;
@@ -318,7 +323,7 @@ async fn cli_lock_semaphore_owner_and_command_without_separator() {
         &["lock", "pool", "-n", "2", "--timeout", "0s", "true"],
     )
     .await;
-    assert_eq!(out.status.code(), Some(3), "busy: {}", describe(&out));
+    assert_eq!(out.status.code(), Some(123), "busy: {}", describe(&out));
     terminate(&first);
     terminate(&second);
     wait_exit(&mut first, Duration::from_secs(10)).await;
@@ -403,7 +408,7 @@ async fn cli_lock_delay_keeps_a_lost_lock_closed_for_its_delay() {
     let status = wait_exit(&mut holder, Duration::from_secs(30)).await;
     assert_eq!(
         status.code(),
-        Some(6),
+        Some(121),
         "the stopped holder reports the loss"
     );
     drop(stdout.next_line().await);
@@ -431,7 +436,7 @@ async fn cli_lock_delay_never_follows_a_clean_release() {
     .await;
     assert_eq!(
         out.status.code(),
-        Some(1),
+        Some(125),
         "above the maximum: {}",
         describe(&out)
     );

@@ -10,8 +10,10 @@ mod elect_cmd;
 mod failure;
 mod lease_cmd;
 mod lock_cmd;
+mod lock_exit_codes;
 mod locks_cmd;
 mod serve;
+mod serve_refusals;
 mod snapshot_cmd;
 
 use std::process::{ExitStatus, Output, Stdio};
