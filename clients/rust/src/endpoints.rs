@@ -1,21 +1,32 @@
 //! The nodes a client talks to: one lazily connected channel per endpoint,
-//! a current choice, and a retry loop that moves to the leader a node names,
-//! or to the next endpoint, with backoff.
+//! a current choice, and the retry loop every call goes through. It moves
+//! to the leader a node names, or to the next endpoint, with backoff, until
+//! the call's end: its retry budget, or the caller's deadline if that comes
+//! first (the one place a caller's timeout bounds connecting and retrying).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use tokio::time::Instant;
 use tonic::metadata::AsciiMetadataValue;
 use tonic::service::interceptor::InterceptedService;
 use tonic::service::Interceptor;
 use tonic::transport::{Channel, Endpoint};
 use tonic::Status;
 
-use super::ClientTls;
+use super::{ClientOptions, ClientTls};
+use crate::cert_validity::CertValidity;
+use crate::connect_failure::{classify, Attempted, Failures};
 use crate::error::{from_status, leader_hint, Error};
+use crate::options::SettingNames;
 
 /// How long a call keeps retrying before it reports `Unavailable`.
 pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(15);
+
+/// How long past the caller's deadline an attempt may still run: a node
+/// answers a wait that ran out at the deadline itself, and that answer
+/// should win over cutting the attempt off.
+const PAST_DEADLINE: Duration = Duration::from_millis(500);
 
 /// What every call goes through: a channel that adds the bearer token.
 pub type Transport = InterceptedService<Channel, BearerToken>;
@@ -74,24 +85,24 @@ pub struct Endpoints {
     channels: Vec<Transport>,
     current: AtomicUsize,
     retry_for: Duration,
+    /// What a failed attempt is read against (TLS or not, the client's
+    /// certificate).
+    attempted: Attempted,
+    /// How failures name the settings to change.
+    names: SettingNames,
 }
 
 impl Endpoints {
     /// Accepts `host:port`, `http://host:port` or `https://host:port`.
     /// With `tls`, or with any `https://` endpoint, every endpoint speaks
     /// TLS (without `tls`: checked against the platform's trusted roots).
-    pub fn new(
-        addrs: &[String],
-        retry_for: Duration,
-        tls: Option<&ClientTls>,
-        token: Option<&str>,
-    ) -> Result<Self, Error> {
-        let bearer = BearerToken::new(token)?;
+    pub fn new(addrs: &[String], options: &ClientOptions) -> Result<Self, Error> {
+        let bearer = BearerToken::new(options.token.as_deref())?;
         if addrs.is_empty() {
             return Err(Error::InvalidArgument("no endpoints given".into()));
         }
         let any_https = addrs.iter().any(|a| a.trim().starts_with("https://"));
-        let tls = match tls {
+        let tls = match &options.tls {
             Some(tls) => Some(tls.clone()),
             None if any_https => Some(ClientTls::default()),
             None => None,
@@ -125,11 +136,20 @@ impl Endpoints {
             ));
             clean.push(addr);
         }
+        let own_cert = tls
+            .as_ref()
+            .and_then(|tls| tls.identity.as_ref())
+            .and_then(|(cert, _)| CertValidity::from_pem(cert));
         Ok(Endpoints {
             addrs: clean,
             channels,
             current: AtomicUsize::new(0),
-            retry_for,
+            retry_for: options.retry_for,
+            attempted: Attempted {
+                tls: tls.is_some(),
+                own_cert,
+            },
+            names: options.setting_names,
         })
     }
 
@@ -162,22 +182,30 @@ impl Endpoints {
     }
 
     /// Runs `call` against the current endpoint, retrying retryable
-    /// failures (on the named leader or the next endpoint) with backoff.
+    /// failures (on the named leader or the next endpoint) with backoff
+    /// until the retry budget or `deadline` runs out, whichever is first.
     /// `call` must re-send the same request id on every attempt.
-    pub async fn call<T, F, Fut>(&self, call: F) -> Result<T, Error>
+    pub async fn call<T, F, Fut>(&self, deadline: Option<Instant>, call: F) -> Result<T, Error>
     where
         F: FnMut(Transport) -> Fut,
         Fut: std::future::Future<Output = Result<T, Status>>,
     {
-        self.call_bounded(None, call).await
+        self.call_bounded(deadline, None, call).await
     }
 
     /// Like [`call`](Self::call), but an attempt that has no answer within
     /// `attempt_timeout` counts as a transient failure, so the next attempt
     /// goes to another endpoint. Only for calls that never wait on purpose
     /// (a queued Acquire may legitimately take as long as it likes).
+    ///
+    /// An attempt still running shortly after `deadline` is cut off with
+    /// [`Error::Timeout`]. When the call ends without an answer, the error
+    /// names what went wrong: a TLS problem any endpoint had, else the
+    /// last retryable answer of a node, else the endpoints that could not
+    /// be reached and why.
     pub async fn call_bounded<T, F, Fut>(
         &self,
+        deadline: Option<Instant>,
         attempt_timeout: Option<Duration>,
         mut call: F,
     ) -> Result<T, Error>
@@ -185,36 +213,98 @@ impl Endpoints {
         F: FnMut(Transport) -> Fut,
         Fut: std::future::Future<Output = Result<T, Status>>,
     {
-        let deadline = tokio::time::Instant::now() + self.retry_for;
+        let budget_end = Instant::now() + self.retry_for;
+        let end = deadline.map_or(budget_end, |d| d.min(budget_end));
+        let mut failures = Failures::new(self.addrs.len());
+        let mut answered: Option<Error> = None;
         let mut pause = Duration::from_millis(20);
         loop {
             let (i, channel) = self.pick();
-            let attempt = call(channel);
-            let answer = match attempt_timeout {
-                Some(limit) => tokio::time::timeout(limit, attempt)
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(Status::unavailable(format!(
-                            "no answer from {} within {limit:?}",
-                            self.addrs[i]
-                        )))
-                    }),
-                None => attempt.await,
-            };
-            let status = match answer {
+            let status = match self
+                .attempt(i, call(channel), deadline, attempt_timeout)
+                .await
+            {
                 Ok(v) => return Ok(v),
-                Err(status) => status,
+                Err(Attempt::Failed(status)) => status,
+                Err(Attempt::PastDeadline(e)) => return Err(e),
             };
-            let error = from_status(&status);
-            if !error.is_retryable() || tokio::time::Instant::now() + pause > deadline {
-                return Err(error);
+            match classify(&status, &self.attempted, &self.addrs[i]).await {
+                Some(failure) => {
+                    tracing::debug!(endpoint = %self.addrs[i], "attempt failed: {failure:?}");
+                    failures.record(i, failure);
+                    if failures.all_settled() {
+                        return Err(self.outcome(&failures, answered));
+                    }
+                }
+                None => {
+                    let error = from_status(&status);
+                    if !error.is_retryable() {
+                        return Err(error);
+                    }
+                    tracing::debug!(endpoint = %self.addrs[i], "retrying: {error}");
+                    answered = Some(error);
+                }
             }
-            tracing::debug!(endpoint = %self.addrs[i], "retrying: {error}");
+            if Instant::now() + pause > end {
+                return Err(self.outcome(&failures, answered));
+            }
             self.move_on(i, &status);
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_millis(500));
         }
     }
+
+    /// One attempt on endpoint `i`, cut off by `attempt_timeout` or soon
+    /// after the caller's `deadline`.
+    async fn attempt<T>(
+        &self,
+        i: usize,
+        attempt: impl std::future::Future<Output = Result<T, Status>>,
+        deadline: Option<Instant>,
+        attempt_timeout: Option<Duration>,
+    ) -> Result<T, Attempt> {
+        let own_limit = attempt_timeout.map(|t| Instant::now() + t);
+        let callers_limit = deadline.map(|d| d + PAST_DEADLINE);
+        let Some(cut) = earliest(own_limit, callers_limit) else {
+            return attempt.await.map_err(Attempt::Failed);
+        };
+        match tokio::time::timeout_at(cut, attempt).await {
+            Ok(answer) => answer.map_err(Attempt::Failed),
+            Err(_) if callers_limit == Some(cut) => Err(Attempt::PastDeadline(Error::Timeout(
+                format!("no answer from {} within the call's timeout", self.addrs[i]),
+            ))),
+            Err(_) => Err(Attempt::Failed(Status::unavailable(format!(
+                "no answer from {} within {:?}",
+                self.addrs[i],
+                attempt_timeout.unwrap_or_default()
+            )))),
+        }
+    }
+
+    /// The error a call that got no answer ends with.
+    fn outcome(&self, failures: &Failures, answered: Option<Error>) -> Error {
+        failures
+            .settled_error(&self.addrs, &self.names)
+            .or(answered)
+            .or_else(|| failures.unreachable_error(&self.addrs, &self.names))
+            .unwrap_or_else(|| Error::Unavailable("no endpoint answered".into()))
+    }
+}
+
+/// The earlier of two deadlines, either of which may be absent.
+pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Why an attempt ended without an answer.
+enum Attempt {
+    /// It failed; the loop decides whether to retry.
+    Failed(Status),
+    /// The caller's deadline passed while it ran: the call is over.
+    PastDeadline(Error),
 }
 
 /// An error and its sources, `: `-separated (tonic's transport errors say
