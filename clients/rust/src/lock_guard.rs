@@ -312,6 +312,11 @@ impl LockGuard {
         self.spec.lease
     }
 
+    /// The client the lock was acquired through.
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// Re-entry depth right after this guard was granted (1 = first hold).
     pub fn count(&self) -> u32 {
         self.count
