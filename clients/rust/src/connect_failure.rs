@@ -324,8 +324,15 @@ fn rank(f: &Failure) -> u8 {
     }
 }
 
-/// "the node at A" or "the nodes at A, B": those whose failure `pick`s.
-fn nodes_at(addrs: &[String], each: &[Option<Failure>], pick: impl Fn(&Failure) -> bool) -> String {
+/// Which nodes a message is about.
+struct Nodes {
+    /// "the node at A" or "the nodes at A, B".
+    at: String,
+    many: bool,
+}
+
+/// The nodes whose failure `pick`s.
+fn nodes_at(addrs: &[String], each: &[Option<Failure>], pick: impl Fn(&Failure) -> bool) -> Nodes {
     let which: Vec<&str> = addrs
         .iter()
         .zip(each)
@@ -333,14 +340,20 @@ fn nodes_at(addrs: &[String], each: &[Option<Failure>], pick: impl Fn(&Failure) 
         .map(|(a, _)| a.as_str())
         .collect();
     match which.as_slice() {
-        [one] => format!("the node at {one}"),
-        many => format!("the nodes at {}", many.join(", ")),
+        [one] => Nodes {
+            at: format!("the node at {one}"),
+            many: false,
+        },
+        many => Nodes {
+            at: format!("the nodes at {}", many.join(", ")),
+            many: true,
+        },
     }
 }
 
 /// A TLS problem in words: what is wrong, then what to do.
-fn word(f: &Failure, at: &str, names: &SettingNames) -> String {
-    let (cert, key) = (names.cert, names.key);
+fn word(f: &Failure, nodes: &Nodes, names: &SettingNames) -> String {
+    let (at, cert, key) = (&nodes.at, names.cert, names.key);
     match f {
         Failure::OwnCertificate {
             standing,
@@ -384,8 +397,9 @@ fn word(f: &Failure, at: &str, names: &SettingNames) -> String {
             )
         }
         Failure::NodeSpeaksTls => format!(
-            "{at} did not answer in plain text: it serves TLS, and this client was given no CA \
-             to check its certificate with; pass the cluster's CA certificate: {}",
+            "{at} {} TLS and this client speaks plain text: pass the cluster's CA \
+             certificate, {}",
+            if nodes.many { "serve" } else { "serves" },
             names.cacert_example
         ),
         Failure::NodeSpeaksPlain => format!(
@@ -406,6 +420,13 @@ fn word(f: &Failure, at: &str, names: &SettingNames) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn one_node() -> Nodes {
+        Nodes {
+            at: "the node at a:1".into(),
+            many: false,
+        }
+    }
 
     fn addrs(n: usize) -> Vec<String> {
         (1..=n).map(|i| format!("127.0.0.1:{i}")).collect()
@@ -449,13 +470,10 @@ mod tests {
         let Some(Error::Tls(m)) = failures.settled_error(&addrs(3), &SettingNames::CLI) else {
             panic!("no TLS error");
         };
-        assert!(
-            m.starts_with("the nodes at 127.0.0.1:2, 127.0.0.1:3 did not answer in plain text"),
-            "{m}"
-        );
-        assert!(
-            m.ends_with("pass the cluster's CA certificate: --cacert ca.crt"),
-            "{m}"
+        assert_eq!(
+            m,
+            "the nodes at 127.0.0.1:2, 127.0.0.1:3 serve TLS and this client speaks plain \
+             text: pass the cluster's CA certificate, --cacert ca.crt"
         );
     }
 
@@ -488,13 +506,13 @@ mod tests {
             key: "key=",
             cacert_example: "raftlock.Client(..., cacert=\"ca.crt\")",
         };
-        let at = "the node at a:1";
-        let plain = word(&Failure::NodeSpeaksTls, at, &python);
+        let at = one_node();
+        let plain = word(&Failure::NodeSpeaksTls, &at, &python);
         assert!(
             plain.ends_with("raftlock.Client(..., cacert=\"ca.crt\")"),
             "{plain}"
         );
-        let tls = word(&Failure::NodeSpeaksPlain, at, &python);
+        let tls = word(&Failure::NodeSpeaksPlain, &at, &python);
         assert!(tls.contains("(cacert=, cert= or key= given"), "{tls}");
         for m in [plain, tls] {
             assert!(!m.contains("--"), "a flag in {m}");
@@ -513,7 +531,7 @@ mod tests {
             validity: Some(validity.clone()),
             now: from_unix(1_714_564_800),
         };
-        let m = word(&expired, "the node at a:1", &SettingNames::CLI);
+        let m = word(&expired, &one_node(), &SettingNames::CLI);
         assert_eq!(
             m,
             "the client certificate CN=client-admin (--cert, valid 2024-01-01T00:00:00Z to \
@@ -527,7 +545,7 @@ mod tests {
             validity: Some(validity),
             now: from_unix(0),
         };
-        let m = word(&early, "the node at a:1", &SettingNames::CLI);
+        let m = word(&early, &one_node(), &SettingNames::CLI);
         assert!(
             m.contains(") is not valid yet (this machine's clock says 1970"),
             "{m}"
@@ -541,7 +559,7 @@ mod tests {
             date: Some(from_unix(1_706_745_600)),
             now: from_unix(1_714_564_800),
         };
-        let m = word(&expired, "the node at a:1", &SettingNames::CLI);
+        let m = word(&expired, &one_node(), &SettingNames::CLI);
         assert!(
             m.starts_with(
                 "the certificate of the node at a:1 expired at 2024-02-01T00:00:00Z (this \

@@ -299,9 +299,8 @@ async fn a_plain_text_client_at_a_tls_node_is_told_to_pass_the_ca() {
     assert_eq!(
         e,
         Error::Tls(format!(
-            "the node at {addr} did not answer in plain text: it serves TLS, and this client \
-             was given no CA to check its certificate with; pass the cluster's CA \
-             certificate: --cacert ca.crt"
+            "the node at {addr} serves TLS and this client speaks plain text: pass the \
+             cluster's CA certificate, --cacert ca.crt"
         ))
     );
 }
