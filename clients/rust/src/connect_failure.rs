@@ -403,10 +403,12 @@ fn word(f: &Failure, nodes: &Nodes, names: &SettingNames) -> String {
             names.cacert_example
         ),
         Failure::NodeSpeaksPlain => format!(
-            "{at} answered in plain text, but this client speaks TLS to it ({}, {cert} or {key} \
-             given, or an https:// endpoint): leave those out for a cluster without TLS, or \
-             point {} at a TLS cluster",
-            names.cacert, names.endpoints
+            "{at} answered in plain text, but this client speaks TLS to {} ({}, {cert} or \
+             {key} given, or an https:// endpoint): leave those out for a cluster without TLS, \
+             or point {} at a TLS cluster",
+            if nodes.many { "them" } else { "it" },
+            names.cacert,
+            names.endpoints
         ),
         Failure::Handshake(why) => format!(
             "the TLS handshake with {at} failed ({why}): {} must be the CA that signed the \
