@@ -137,7 +137,8 @@ struct Inner {
 impl Client {
     /// Connects to a cluster given some of its client endpoints
     /// (`host:port`). Connections are made lazily; the first call fails with
-    /// [`Error::Unavailable`] if no endpoint answers within the retry budget.
+    /// [`Error::Unavailable`] (naming each address and why) if no endpoint
+    /// answers within the retry budget or the call's timeout.
     pub async fn connect<I, S>(endpoints: I) -> Result<Client, Error>
     where
         I: IntoIterator<Item = S>,
