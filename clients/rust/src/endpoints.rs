@@ -1,8 +1,9 @@
 //! The nodes a client talks to: one lazily connected channel per endpoint,
 //! a current choice, and the retry loop every call goes through. It moves
 //! to the leader a node names, or to the next endpoint, with backoff, until
-//! the call's end: its retry budget, or the caller's deadline if that comes
-//! first (the one place a caller's timeout bounds connecting and retrying).
+//! the call's end: its retry budget, or the caller's deadline while no
+//! node has been reached (the one place a caller's timeout bounds
+//! connecting and retrying).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -22,11 +23,6 @@ use crate::options::SettingNames;
 
 /// How long a call keeps retrying before it reports `Unavailable`.
 pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(15);
-
-/// How long past the caller's deadline an attempt may still run: a node
-/// answers a wait that ran out at the deadline itself, and that answer
-/// should win over cutting the attempt off.
-const PAST_DEADLINE: Duration = Duration::from_millis(500);
 
 /// What every call goes through: a channel that adds the bearer token.
 pub type Transport = InterceptedService<Channel, BearerToken>;
@@ -183,8 +179,9 @@ impl Endpoints {
 
     /// Runs `call` against the current endpoint, retrying retryable
     /// failures (on the named leader or the next endpoint) with backoff
-    /// until the retry budget or `deadline` runs out, whichever is first.
-    /// `call` must re-send the same request id on every attempt.
+    /// until the retry budget runs out, or `deadline` while no attempt has
+    /// reached a node (see [`call_bounded`](Self::call_bounded)). `call`
+    /// must re-send the same request id on every attempt.
     pub async fn call<T, F, Fut>(&self, deadline: Option<Instant>, call: F) -> Result<T, Error>
     where
         F: FnMut(Transport) -> Fut,
@@ -198,11 +195,17 @@ impl Endpoints {
     /// goes to another endpoint. Only for calls that never wait on purpose
     /// (a queued Acquire may legitimately take as long as it likes).
     ///
-    /// An attempt still running shortly after `deadline` is cut off with
-    /// [`Error::Timeout`]. When the call ends without an answer, the error
-    /// names what went wrong: a TLS problem any endpoint had, else the
-    /// last retryable answer of a node, else the endpoints that could not
-    /// be reached and why.
+    /// The caller's `deadline` ends the call while every attempt failed
+    /// before reaching a node (nothing listens, a TLS handshake refused):
+    /// the request was never served, so giving up says nothing false.
+    /// Once an attempt may have reached one (a node answered, or the
+    /// connection broke mid-call), a waiting call's outcome may be a grant
+    /// the node cannot cancel; the call then keeps retrying with the same
+    /// request id to learn it, within the retry budget, past the deadline
+    /// if need be (`tests/it/partitions.rs` shows why). When the call ends
+    /// without an answer, the error names what went wrong: a TLS problem
+    /// any endpoint had, else the last retryable answer of a node, else
+    /// the endpoints that could not be reached and why.
     pub async fn call_bounded<T, F, Fut>(
         &self,
         deadline: Option<Instant>,
@@ -214,19 +217,27 @@ impl Endpoints {
         Fut: std::future::Future<Output = Result<T, Status>>,
     {
         let budget_end = Instant::now() + self.retry_for;
-        let end = deadline.map_or(budget_end, |d| d.min(budget_end));
         let mut failures = Failures::new(self.addrs.len());
         let mut answered: Option<Error> = None;
+        let mut reached_a_node = false;
         let mut pause = Duration::from_millis(20);
         loop {
             let (i, channel) = self.pick();
-            let status = match self
-                .attempt(i, call(channel), deadline, attempt_timeout)
-                .await
-            {
+            let attempt = call(channel);
+            let answer = match attempt_timeout {
+                Some(limit) => tokio::time::timeout(limit, attempt)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(Status::unavailable(format!(
+                            "no answer from {} within {limit:?}",
+                            self.addrs[i]
+                        )))
+                    }),
+                None => attempt.await,
+            };
+            let status = match answer {
                 Ok(v) => return Ok(v),
-                Err(Attempt::Failed(status)) => status,
-                Err(Attempt::PastDeadline(e)) => return Err(e),
+                Err(status) => status,
             };
             match classify(&status, &self.attempted, &self.addrs[i]).await {
                 Some(failure) => {
@@ -243,41 +254,19 @@ impl Endpoints {
                     }
                     tracing::debug!(endpoint = %self.addrs[i], "retrying: {error}");
                     answered = Some(error);
+                    reached_a_node = true;
                 }
             }
+            let end = match deadline {
+                Some(deadline) if !reached_a_node => deadline.min(budget_end),
+                _ => budget_end,
+            };
             if Instant::now() + pause > end {
                 return Err(self.outcome(&failures, answered));
             }
             self.move_on(i, &status);
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_millis(500));
-        }
-    }
-
-    /// One attempt on endpoint `i`, cut off by `attempt_timeout` or soon
-    /// after the caller's `deadline`.
-    async fn attempt<T>(
-        &self,
-        i: usize,
-        attempt: impl std::future::Future<Output = Result<T, Status>>,
-        deadline: Option<Instant>,
-        attempt_timeout: Option<Duration>,
-    ) -> Result<T, Attempt> {
-        let own_limit = attempt_timeout.map(|t| Instant::now() + t);
-        let callers_limit = deadline.map(|d| d + PAST_DEADLINE);
-        let Some(cut) = earliest(own_limit, callers_limit) else {
-            return attempt.await.map_err(Attempt::Failed);
-        };
-        match tokio::time::timeout_at(cut, attempt).await {
-            Ok(answer) => answer.map_err(Attempt::Failed),
-            Err(_) if callers_limit == Some(cut) => Err(Attempt::PastDeadline(Error::Timeout(
-                format!("no answer from {} within the call's timeout", self.addrs[i]),
-            ))),
-            Err(_) => Err(Attempt::Failed(Status::unavailable(format!(
-                "no answer from {} within {:?}",
-                self.addrs[i],
-                attempt_timeout.unwrap_or_default()
-            )))),
         }
     }
 
@@ -297,14 +286,6 @@ pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
-}
-
-/// Why an attempt ended without an answer.
-enum Attempt {
-    /// It failed; the loop decides whether to retry.
-    Failed(Status),
-    /// The caller's deadline passed while it ran: the call is over.
-    PastDeadline(Error),
 }
 
 /// An error and its sources, `: `-separated (tonic's transport errors say

@@ -121,9 +121,10 @@ pub struct Client {
     inner: Arc<Inner>,
     /// The session lease used by `lock`, `semaphore`, `election`, ...
     session: Arc<SessionSlot>,
-    /// When the caller's timeout ends: every call made through this
-    /// handle, connecting and retrying included, ends by then. Set only on
-    /// the short-lived copies a call with a timeout makes ([`Client::until`]).
+    /// When the caller's timeout ends: calls made through this handle stop
+    /// connecting and retrying then, unless a node may already hold the
+    /// request (see `Endpoints::call_bounded`). Set only on the
+    /// short-lived copies a call with a timeout makes ([`Client::until`]).
     deadline: Option<Instant>,
 }
 
@@ -249,10 +250,10 @@ impl Client {
         }
     }
 
-    /// This client (same connections and session) for one call that must
-    /// end by `deadline`: its session grant, connecting, retries and waits
-    /// included. Never keep the copy past the call (holds keep the client
-    /// they were acquired through, so they use the unbounded one).
+    /// This client (same connections and session) for one call bounded
+    /// by `deadline`: its session grant, connecting, retries and waits.
+    /// Never keep the copy past the call (holds keep the client they were
+    /// acquired through, so they use the unbounded one).
     pub(crate) fn until(&self, deadline: Option<Instant>) -> Client {
         Client {
             inner: self.inner.clone(),

@@ -1,11 +1,11 @@
 //! What the client says when it cannot reach or speak to a node, against
-//! real listeners on loopback: nothing listening, a node that never
-//! answers, an expired certificate on either side, and TLS on one side
-//! only. Each test fails on a client without the classification in
-//! `connect_failure.rs` (the message was tonic's `tcp connect error`,
-//! `transport error` or `h2 protocol error`) or without the deadline in
-//! `endpoints.rs` (a call with a timeout retried for the whole 15 s
-//! budget).
+//! real listeners on loopback: nothing listening, an expired certificate
+//! on either side, a CA mismatch, and TLS on one side only. Each test
+//! fails on a client without the classification in `connect_failure/`
+//! (the message was tonic's `tcp connect error`, `transport error`,
+//! `received corrupt message` or `h2 protocol error`, after retrying for
+//! the whole 15 s budget) or without the deadline in `endpoints.rs` (a
+//! call with a 1 s timeout took 14.7 s).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -196,28 +196,6 @@ async fn a_timeout_bounds_connecting_and_retrying() {
             .contains(&format!("cannot reach raftlock at {dead}")),
         "{e}"
     );
-}
-
-#[tokio::test]
-async fn a_timeout_cuts_off_a_node_that_never_answers() {
-    // It accepts connections and says nothing, as a stopped process does.
-    let silent = serve(|mut stream| async move {
-        let _ = stream.read(&mut [0; 1024]).await;
-        tokio::time::sleep(Duration::from_secs(60)).await;
-    })
-    .await;
-    let client = Client::connect([silent.as_str()]).await.expect("client");
-    let started = Instant::now();
-    let e = client
-        .lock("x")
-        .timeout(Duration::from_secs(1))
-        .acquire()
-        .await
-        .expect_err("acquired from a silent node");
-    let took = started.elapsed();
-    assert!(took < Duration::from_secs(4), "took {took:?}");
-    assert!(matches!(e, Error::Timeout(_)), "{e:?}");
-    assert!(e.to_string().contains(&silent), "{e}");
 }
 
 #[tokio::test]

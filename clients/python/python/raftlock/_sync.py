@@ -217,9 +217,10 @@ class Lock(LockBase):
         ttl: hold the lock on a lease of its own with this TTL (kept alive
             while held) instead of the client's session.
         timeout: default seconds an acquire may take, in the queue and
-            connecting to the cluster alike; ``None``: wait forever (each
+            connecting to the cluster alike; ``None``: wait forever (a
             call to an unreachable cluster still gives up after
-            ``retry_for``).
+            ``retry_for``). A wait whose node fails may run past it while
+            the client learns whether it was granted.
         owner: the owner token (default: a fresh UUID per object).
         lock_delay: if this hold is lost to expiry or force-release, nobody
             gets the lock for this long (Consul's lock-delay).
