@@ -18,11 +18,12 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
-# Pinned: the versions these checks were written against.
+# Pinned: the versions these checks were written against (cryptography
+# makes an expired client certificate for a test).
 .venv/bin/pip install --quiet --upgrade pip
 .venv/bin/pip install --quiet \
   'maturin==1.16.0' 'pytest==9.2.0' 'pytest-asyncio==1.5.0' 'pytest-timeout==2.4.0' \
-  'ruff==0.17.6' 'mypy==2.4.1'
+  'ruff==0.17.6' 'mypy==2.4.1' 'cryptography==48.0.0'
 
 echo "== pip install ./clients/python[grelmicro]"
 # The workspace's target dir, so cargo reuses what the Rust build made.

@@ -4,12 +4,22 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use raftlock_client::{Acquire, Client, ClientOptions, ClientTls, Error};
+use raftlock_client::{Acquire, Client, ClientOptions, ClientTls, Error, SettingNames};
 
 use crate::convert::{secs, LeaderInfo, LeaseTtl, LockInfo};
 use crate::guards::{NativeGuard, NativeLeadership, NativeTaskGuard};
 use crate::observer::NativeObserver;
 use crate::run::{block, finish, to_py};
+
+/// How the client's messages name settings for Python users: the keyword
+/// arguments of `raftlock.Client` (never the command line's flags).
+const PYTHON_NAMES: SettingNames = SettingNames {
+    endpoints: "endpoints=",
+    cacert: "cacert=",
+    cert: "cert=",
+    key: "key=",
+    cacert_example: "raftlock.Client(..., cacert=\"ca.crt\")",
+};
 
 /// A connection to a raftlock cluster (`raftlock.Client` wraps it).
 #[pyclass(module = "raftlock._native", frozen)]
@@ -37,7 +47,10 @@ impl NativeClient {
         cert: Option<PathBuf>,
         key: Option<PathBuf>,
     ) -> PyResult<Self> {
-        let mut options = ClientOptions::default();
+        let mut options = ClientOptions {
+            setting_names: PYTHON_NAMES,
+            ..ClientOptions::default()
+        };
         if let Some(ttl) = session_ttl {
             options.session_ttl = secs("session_ttl", ttl)?;
         }
@@ -49,8 +62,13 @@ impl NativeClient {
         }
         options.token = token;
         if cacert.is_some() || cert.is_some() || key.is_some() {
-            let tls = ClientTls::from_files(cacert.as_deref(), cert.as_deref(), key.as_deref())
-                .map_err(to_py)?;
+            let tls = ClientTls::from_files_named(
+                &PYTHON_NAMES,
+                cacert.as_deref(),
+                cert.as_deref(),
+                key.as_deref(),
+            )
+            .map_err(to_py)?;
             options.tls = Some(tls);
         }
         let client = block(py, Client::connect_with(endpoints, options))?;

@@ -326,11 +326,15 @@ impl NativeTaskGuard {
         self.held.on_lost(callback)
     }
 
-    /// The job is done: releases once `min_hold` has passed.
+    /// The job is done: releases now if `min_hold` has passed, else
+    /// leaves the lock held until then without the caller waiting (see
+    /// `TaskGuard::finish_in_background`).
     /// `aio=True`: an awaitable; otherwise blocks until done.
     #[pyo3(signature = (*, aio=false))]
     fn finish<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
         let held = self.held.clone();
-        finish(py, aio, async move { held.take().await?.finish().await })
+        finish(py, aio, async move {
+            held.take().await?.finish_in_background().await
+        })
     }
 }

@@ -52,26 +52,29 @@ impl Client {
     pub async fn backup(&self, local: bool) -> Result<Vec<u8>, Error> {
         self.inner
             .endpoints
-            .call(|ch: super::endpoints::Transport| async move {
-                let mut chunks = ClusterClient::new(ch)
-                    .backup(pb::BackupRequest { local })
-                    .await?
-                    .into_inner();
-                let mut bytes = Vec::new();
-                let mut total = None;
-                while let Some(chunk) = chunks.message().await? {
-                    total.get_or_insert(chunk.total_bytes);
-                    bytes.extend_from_slice(&chunk.data);
-                }
-                match total {
-                    Some(total) if total == bytes.len() as u64 => Ok(bytes),
-                    _ => Err(tonic::Status::unavailable(format!(
-                        "the backup stream ended after {} of {} bytes",
-                        bytes.len(),
-                        total.unwrap_or(0)
-                    ))),
-                }
-            })
+            .call(
+                self.deadline,
+                |ch: super::endpoints::Transport| async move {
+                    let mut chunks = ClusterClient::new(ch)
+                        .backup(pb::BackupRequest { local })
+                        .await?
+                        .into_inner();
+                    let mut bytes = Vec::new();
+                    let mut total = None;
+                    while let Some(chunk) = chunks.message().await? {
+                        total.get_or_insert(chunk.total_bytes);
+                        bytes.extend_from_slice(&chunk.data);
+                    }
+                    match total {
+                        Some(total) if total == bytes.len() as u64 => Ok(bytes),
+                        _ => Err(tonic::Status::unavailable(format!(
+                            "the backup stream ended after {} of {} bytes",
+                            bytes.len(),
+                            total.unwrap_or(0)
+                        ))),
+                    }
+                },
+            )
             .await
     }
 }

@@ -65,12 +65,13 @@ impl Election {
     pub async fn campaign(&self, value: impl Into<Vec<u8>>) -> Result<Leadership, Error> {
         let value = value.into();
         let owner = Uuid::new_v4().to_string();
+        // A timeout bounds the whole campaign, granting the session too.
+        let bounded = self.client.until(self.client.deadline_after(self.timeout));
         let mut retried = false;
         loop {
-            let session = self.client.session().await?;
+            let session = bounded.session().await?;
             let campaign =
-                self.client
-                    .campaign(&self.name, &owner, session.lease, &value, self.timeout);
+                bounded.campaign(&self.name, &owner, session.lease, &value, self.timeout);
             match campaign.await {
                 Ok(fence) => {
                     return Ok(Leadership::new(

@@ -31,11 +31,12 @@ impl Client {
             value: value.to_vec(),
             wait_timeout_ms: 0,
         };
-        let mut attempts = WaitAttempts::new(timeout);
+        let deadline = self.deadline_after(timeout);
+        let mut attempts = WaitAttempts::new(deadline);
         let answer = self
             .inner
             .endpoints
-            .call(|ch| {
+            .call(deadline, |ch| {
                 let (id, wait_ms) = attempts.next(&request_id);
                 let req = pb::CampaignRequest {
                     request_id: Some(id),

@@ -1,18 +1,25 @@
 //! The nodes a client talks to: one lazily connected channel per endpoint,
-//! a current choice, and a retry loop that moves to the leader a node names,
-//! or to the next endpoint, with backoff.
+//! a current choice, and the retry loop every call goes through. It moves
+//! to the leader a node names, or to the next endpoint, with backoff, until
+//! the call's end: its retry budget, or the caller's deadline while no
+//! node has been reached (the one place a caller's timeout bounds
+//! connecting and retrying).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use tokio::time::Instant;
 use tonic::metadata::AsciiMetadataValue;
 use tonic::service::interceptor::InterceptedService;
 use tonic::service::Interceptor;
 use tonic::transport::{Channel, Endpoint};
 use tonic::Status;
 
-use super::ClientTls;
+use super::{ClientOptions, ClientTls};
+use crate::cert_validity::CertValidity;
+use crate::connect_failure::{classify, Attempted, Failures};
 use crate::error::{from_status, leader_hint, Error};
+use crate::options::SettingNames;
 
 /// How long a call keeps retrying before it reports `Unavailable`.
 pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(15);
@@ -74,24 +81,24 @@ pub struct Endpoints {
     channels: Vec<Transport>,
     current: AtomicUsize,
     retry_for: Duration,
+    /// What a failed attempt is read against (TLS or not, the client's
+    /// certificate).
+    attempted: Attempted,
+    /// How failures name the settings to change.
+    names: SettingNames,
 }
 
 impl Endpoints {
     /// Accepts `host:port`, `http://host:port` or `https://host:port`.
     /// With `tls`, or with any `https://` endpoint, every endpoint speaks
     /// TLS (without `tls`: checked against the platform's trusted roots).
-    pub fn new(
-        addrs: &[String],
-        retry_for: Duration,
-        tls: Option<&ClientTls>,
-        token: Option<&str>,
-    ) -> Result<Self, Error> {
-        let bearer = BearerToken::new(token)?;
+    pub fn new(addrs: &[String], options: &ClientOptions) -> Result<Self, Error> {
+        let bearer = BearerToken::new(options.token.as_deref())?;
         if addrs.is_empty() {
             return Err(Error::InvalidArgument("no endpoints given".into()));
         }
         let any_https = addrs.iter().any(|a| a.trim().starts_with("https://"));
-        let tls = match tls {
+        let tls = match &options.tls {
             Some(tls) => Some(tls.clone()),
             None if any_https => Some(ClientTls::default()),
             None => None,
@@ -125,11 +132,20 @@ impl Endpoints {
             ));
             clean.push(addr);
         }
+        let own_cert = tls
+            .as_ref()
+            .and_then(|tls| tls.identity.as_ref())
+            .and_then(|(cert, _)| CertValidity::from_pem(cert));
         Ok(Endpoints {
             addrs: clean,
             channels,
             current: AtomicUsize::new(0),
-            retry_for,
+            retry_for: options.retry_for,
+            attempted: Attempted {
+                tls: tls.is_some(),
+                own_cert,
+            },
+            names: options.setting_names,
         })
     }
 
@@ -162,22 +178,37 @@ impl Endpoints {
     }
 
     /// Runs `call` against the current endpoint, retrying retryable
-    /// failures (on the named leader or the next endpoint) with backoff.
-    /// `call` must re-send the same request id on every attempt.
-    pub async fn call<T, F, Fut>(&self, call: F) -> Result<T, Error>
+    /// failures (on the named leader or the next endpoint) with backoff
+    /// until the retry budget runs out, or `deadline` while no attempt has
+    /// reached a node (see [`call_bounded`](Self::call_bounded)). `call`
+    /// must re-send the same request id on every attempt.
+    pub async fn call<T, F, Fut>(&self, deadline: Option<Instant>, call: F) -> Result<T, Error>
     where
         F: FnMut(Transport) -> Fut,
         Fut: std::future::Future<Output = Result<T, Status>>,
     {
-        self.call_bounded(None, call).await
+        self.call_bounded(deadline, None, call).await
     }
 
     /// Like [`call`](Self::call), but an attempt that has no answer within
     /// `attempt_timeout` counts as a transient failure, so the next attempt
     /// goes to another endpoint. Only for calls that never wait on purpose
     /// (a queued Acquire may legitimately take as long as it likes).
+    ///
+    /// The caller's `deadline` ends the call while every attempt failed
+    /// before reaching a node (nothing listens, a TLS handshake refused):
+    /// the request was never served, so giving up says nothing false.
+    /// Once an attempt may have reached one (a node answered, or the
+    /// connection broke mid-call), a waiting call's outcome may be a grant
+    /// the node cannot cancel; the call then keeps retrying with the same
+    /// request id to learn it, within the retry budget, past the deadline
+    /// if need be (`tests/it/partitions.rs` shows why). When the call ends
+    /// without an answer, the error names what went wrong: a TLS problem
+    /// any endpoint had, else the last retryable answer of a node, else
+    /// the endpoints that could not be reached and why.
     pub async fn call_bounded<T, F, Fut>(
         &self,
+        deadline: Option<Instant>,
         attempt_timeout: Option<Duration>,
         mut call: F,
     ) -> Result<T, Error>
@@ -185,7 +216,10 @@ impl Endpoints {
         F: FnMut(Transport) -> Fut,
         Fut: std::future::Future<Output = Result<T, Status>>,
     {
-        let deadline = tokio::time::Instant::now() + self.retry_for;
+        let budget_end = Instant::now() + self.retry_for;
+        let mut failures = Failures::new(self.addrs.len());
+        let mut answered: Option<Error> = None;
+        let mut reached_a_node = false;
         let mut pause = Duration::from_millis(20);
         loop {
             let (i, channel) = self.pick();
@@ -205,15 +239,52 @@ impl Endpoints {
                 Ok(v) => return Ok(v),
                 Err(status) => status,
             };
-            let error = from_status(&status);
-            if !error.is_retryable() || tokio::time::Instant::now() + pause > deadline {
-                return Err(error);
+            match classify(&status, &self.attempted, &self.addrs[i]).await {
+                Some(failure) => {
+                    tracing::debug!(endpoint = %self.addrs[i], "attempt failed: {failure:?}");
+                    failures.record(i, failure);
+                    if failures.all_settled() {
+                        return Err(self.outcome(&failures, answered));
+                    }
+                }
+                None => {
+                    let error = from_status(&status);
+                    if !error.is_retryable() {
+                        return Err(error);
+                    }
+                    tracing::debug!(endpoint = %self.addrs[i], "retrying: {error}");
+                    answered = Some(error);
+                    reached_a_node = true;
+                }
             }
-            tracing::debug!(endpoint = %self.addrs[i], "retrying: {error}");
+            let end = match deadline {
+                Some(deadline) if !reached_a_node => deadline.min(budget_end),
+                _ => budget_end,
+            };
+            if Instant::now() + pause > end {
+                return Err(self.outcome(&failures, answered));
+            }
             self.move_on(i, &status);
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_millis(500));
         }
+    }
+
+    /// The error a call that got no answer ends with.
+    fn outcome(&self, failures: &Failures, answered: Option<Error>) -> Error {
+        failures
+            .settled_error(&self.addrs, &self.names)
+            .or(answered)
+            .or_else(|| failures.unreachable_error(&self.addrs, &self.names))
+            .unwrap_or_else(|| Error::Unavailable("no endpoint answered".into()))
+    }
+}
+
+/// The earlier of two deadlines, either of which may be absent.
+pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

@@ -60,13 +60,18 @@ pub enum Error {
     #[error("the endpoint does not serve this call ({0}): is it a raftlock client port?")]
     NotServed(String),
     /// No node could serve the call in time; retrying later may work.
+    /// When no endpoint could be reached, the message names each address
+    /// tried and why (connection refused, timed out).
     #[error("unavailable: {0}")]
     Unavailable(String),
     /// A node could not start.
     #[error("cannot start node: {0}")]
     Startup(String),
-    /// A certificate, key or CA file cannot be read, written or used; the
-    /// message names the file.
+    /// A certificate, key or CA file cannot be read, written or used; or
+    /// no TLS connection could be made with them: a certificate expired or
+    /// not yet valid (the client's or a node's), one from another CA, TLS
+    /// on one side only. The message names the file or node, the dates
+    /// where known, and the next step. Retrying does not help.
     #[error("TLS: {0}")]
     Tls(String),
     /// A bug or a broken disk on the server side.

@@ -70,7 +70,7 @@ impl Client {
     pub async fn keep_alive_stream(&self) -> Result<KeepAliveStream, Error> {
         self.inner
             .endpoints
-            .call(|ch| async move {
+            .call(self.deadline, |ch| async move {
                 let (requests, rx) = mpsc::channel(16);
                 let replies = LeaseClient::new(ch)
                     .keep_alive_stream(ReceiverStream::new(rx))

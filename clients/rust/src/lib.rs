@@ -25,18 +25,22 @@
 //! - `fenced`: [`Fenced`], a resource that rejects stale fencing tokens;
 //! - [`blocking`]: the same surface for code that is not async (also at
 //!   `raftlock_client::blocking`);
-//! - `endpoints`, `request_ids`: retries and exactly-once request ids.
+//! - `endpoints`, `request_ids`: retries (bounded by the caller's
+//!   deadline) and exactly-once request ids;
+//! - `connect_failure`: why a node could not be reached or spoken to, in
+//!   words; `cert_validity`: a certificate's dates.
 
 /// One low-level call: `rpc!(self, LeaseClient, grant, req)` sends `req`
-/// through the endpoints (retrying, following the leader) and answers the
-/// response body; `..., within limit` bounds each attempt.
+/// through the endpoints (retrying, following the leader, until the
+/// client's deadline if it has one) and answers the response body;
+/// `..., within limit` bounds each attempt.
 macro_rules! rpc {
     ($self:ident, $client:ident, $method:ident, $req:expr) => {{
         let req = $req;
         $self
             .inner
             .endpoints
-            .call(|ch: $crate::endpoints::Transport| {
+            .call($self.deadline, |ch: $crate::endpoints::Transport| {
                 let req = req.clone();
                 async move { $client::new(ch).$method(req).await.map(|r| r.into_inner()) }
             })
@@ -47,10 +51,14 @@ macro_rules! rpc {
         $self
             .inner
             .endpoints
-            .call_bounded(Some($limit), |ch: $crate::endpoints::Transport| {
-                let req = req.clone();
-                async move { $client::new(ch).$method(req).await.map(|r| r.into_inner()) }
-            })
+            .call_bounded(
+                $self.deadline,
+                Some($limit),
+                |ch: $crate::endpoints::Transport| {
+                    let req = req.clone();
+                    async move { $client::new(ch).$method(req).await.map(|r| r.into_inner()) }
+                },
+            )
             .await
     }};
 }
@@ -60,7 +68,9 @@ pub mod error;
 pub mod metadata;
 pub mod pb;
 
+mod cert_validity;
 mod cluster_calls;
+mod connect_failure;
 mod election;
 mod election_calls;
 mod endpoints;
@@ -83,13 +93,14 @@ use endpoints::Endpoints;
 pub use endpoints::DEFAULT_RETRY_FOR;
 use request_ids::RequestIds;
 use session::SessionSlot;
+use tokio::time::Instant;
 
 pub use election::{Election, Leadership};
 pub use fenced::Fenced;
 pub use lease_calls::{KeepAliveStream, LeaseTtl};
 pub use lock_calls::{Acquire, Acquired};
 pub use lock_guard::{LockBuilder, LockGuard};
-pub use options::{ClientBuilder, ClientOptions, DEFAULT_SESSION_TTL};
+pub use options::{ClientBuilder, ClientOptions, SettingNames, DEFAULT_SESSION_TTL};
 pub use semaphore::{RwLock, Semaphore, SemaphoreGuard};
 pub use task_lock::{TaskGuard, TaskLock};
 pub use tls::ClientTls;
@@ -110,6 +121,11 @@ pub struct Client {
     inner: Arc<Inner>,
     /// The session lease used by `lock`, `semaphore`, `election`, ...
     session: Arc<SessionSlot>,
+    /// When the caller's timeout ends: calls made through this handle stop
+    /// connecting and retrying then, unless a node may already hold the
+    /// request (see `Endpoints::call_bounded`). Set only on the
+    /// short-lived copies a call with a timeout makes ([`Client::until`]).
+    deadline: Option<Instant>,
 }
 
 #[derive(Debug)]
@@ -122,7 +138,8 @@ struct Inner {
 impl Client {
     /// Connects to a cluster given some of its client endpoints
     /// (`host:port`). Connections are made lazily; the first call fails with
-    /// [`Error::Unavailable`] if no endpoint answers within the retry budget.
+    /// [`Error::Unavailable`] (naming each address and why) if no endpoint
+    /// answers within the retry budget or the call's timeout.
     pub async fn connect<I, S>(endpoints: I) -> Result<Client, Error>
     where
         I: IntoIterator<Item = S>,
@@ -168,14 +185,10 @@ impl Client {
     {
         options.validate()?;
         let addrs: Vec<String> = endpoints.into_iter().map(Into::into).collect();
-        let endpoints = Endpoints::new(
-            &addrs,
-            options.retry_for,
-            options.tls.as_ref(),
-            options.token.as_deref(),
-        )?;
+        let endpoints = Endpoints::new(&addrs, &options)?;
         Ok(Client {
             session: Arc::new(SessionSlot::new(options.lease)),
+            deadline: None,
             inner: Arc::new(Inner {
                 endpoints,
                 ids: RequestIds::new(),
@@ -223,6 +236,7 @@ impl Client {
         Client {
             inner: self.inner.clone(),
             session: Arc::new(SessionSlot::new(Some(lease))),
+            deadline: None,
         }
     }
 
@@ -232,7 +246,26 @@ impl Client {
         Client {
             inner: self.inner.clone(),
             session: Arc::new(SessionSlot::new(None)),
+            deadline: None,
         }
+    }
+
+    /// This client (same connections and session) for one call bounded
+    /// by `deadline`: its session grant, connecting, retries and waits.
+    /// Never keep the copy past the call (holds keep the client they were
+    /// acquired through, so they use the unbounded one).
+    pub(crate) fn until(&self, deadline: Option<Instant>) -> Client {
+        Client {
+            inner: self.inner.clone(),
+            session: self.session.clone(),
+            deadline: endpoints::earliest(deadline, self.deadline),
+        }
+    }
+
+    /// The deadline of a call that waits at most `timeout` from now, or
+    /// this client's own deadline if that comes first.
+    pub(crate) fn deadline_after(&self, timeout: Option<Duration>) -> Option<Instant> {
+        endpoints::earliest(timeout.map(|t| Instant::now() + t), self.deadline)
     }
 
     /// Makes the next call try another endpoint first.

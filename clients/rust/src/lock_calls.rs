@@ -75,11 +75,13 @@ impl Client {
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             ttl_ms: None,
         };
-        let mut attempts = WaitAttempts::new(spec.timeout);
+        // The wait, connecting and retries all end by the caller's timeout.
+        let deadline = self.deadline_after(spec.timeout);
+        let mut attempts = WaitAttempts::new(deadline);
         let answer = self
             .inner
             .endpoints
-            .call(|ch| {
+            .call(deadline, |ch| {
                 let (id, wait_ms) = attempts.next(&request_id);
                 let req = pb::AcquireRequest {
                     request_id: Some(id),

@@ -168,11 +168,17 @@ impl LockBuilder {
             .owner
             .take()
             .unwrap_or_else(|| Uuid::new_v4().to_string());
+        // A timeout bounds the whole acquire: granting the session,
+        // connecting and retrying as well as the wait in the queue.
+        let deadline = wait
+            .then(|| self.client.deadline_after(self.timeout))
+            .flatten();
+        let bounded = self.client.until(deadline);
         let mut retried = false;
         loop {
             let session = match self.ttl {
-                Some(ttl) => Session::grant(&self.client, ttl, self.renew).await?,
-                None => self.client.session().await?,
+                Some(ttl) => Session::grant(&bounded, ttl, self.renew).await?,
+                None => bounded.session().await?,
             };
             let spec = Acquire {
                 name: self.name.clone(),
@@ -185,7 +191,7 @@ impl LockBuilder {
                 timeout: self.timeout,
                 lock_delay: self.lock_delay,
             };
-            let result = self.client.acquire(&spec).await;
+            let result = bounded.acquire(&spec).await;
             let dedicated = self.ttl.is_some();
             match result {
                 Ok(Some(acquired)) => {
@@ -304,6 +310,11 @@ impl LockGuard {
     /// The lease the lock is held on.
     pub fn lease(&self) -> LeaseId {
         self.spec.lease
+    }
+
+    /// The client the lock was acquired through.
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
     }
 
     /// Re-entry depth right after this guard was granted (1 = first hold).

@@ -1,6 +1,6 @@
 //! How a [`Client`] is set up: its session lease TTL, the safety margin
 //! before a lease's end at which holds stop being trusted, the retry
-//! budget of each call, and TLS.
+//! budget of each call, TLS, and the names its messages give settings.
 //!
 //! [`Client`]: super::Client
 
@@ -42,6 +42,44 @@ pub struct ClientOptions {
     /// for clusters that authenticate clients by token. Sent as gRPC
     /// metadata: use it with TLS, or it crosses the network in clear.
     pub token: Option<String>,
+    /// How error messages name the settings they tell the user to change
+    /// (the command line's flags unless a front end says otherwise).
+    pub setting_names: SettingNames,
+}
+
+/// How the client's error messages name the settings a user can change,
+/// so that each front end words the next step in the terms its users
+/// type: the command line's flags by default; the Python package passes
+/// its keyword arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SettingNames {
+    /// The endpoints to connect to (`--endpoints`).
+    pub endpoints: &'static str,
+    /// The cluster CA file (`--cacert`).
+    pub cacert: &'static str,
+    /// The client certificate file (`--cert`).
+    pub cert: &'static str,
+    /// The client certificate's key file (`--key`).
+    pub key: &'static str,
+    /// Passing the CA, as an example to copy (`--cacert ca.crt`).
+    pub cacert_example: &'static str,
+}
+
+impl SettingNames {
+    /// The `raftlock` command line's flags.
+    pub const CLI: SettingNames = SettingNames {
+        endpoints: "--endpoints",
+        cacert: "--cacert",
+        cert: "--cert",
+        key: "--key",
+        cacert_example: "--cacert ca.crt",
+    };
+}
+
+impl Default for SettingNames {
+    fn default() -> Self {
+        SettingNames::CLI
+    }
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -54,6 +92,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("lease", &self.lease)
             .field("tls", &self.tls)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("setting_names", &self.setting_names)
             .finish()
     }
 }
@@ -67,6 +106,7 @@ impl Default for ClientOptions {
             lease: None,
             tls: None,
             token: None,
+            setting_names: SettingNames::CLI,
         }
     }
 }
@@ -150,6 +190,12 @@ impl ClientBuilder {
     /// [`ClientOptions::token`].
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.options.token = Some(token.into());
+        self
+    }
+
+    /// How error messages name settings; see [`SettingNames`].
+    pub fn setting_names(mut self, names: SettingNames) -> Self {
+        self.options.setting_names = names;
         self
     }
 

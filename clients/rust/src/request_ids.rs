@@ -12,8 +12,8 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
+use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::error::Error;
@@ -112,7 +112,7 @@ impl Drop for InFlightId {
 /// The attempts of one waiting call (Acquire, Campaign): each re-send
 /// carries the next attempt number, so it takes the wait over from the
 /// attempt before (whose node may still cancel on that attempt's behalf),
-/// and asks only for the wait left of the caller's timeout.
+/// and asks only for the wait left until the caller's deadline.
 #[derive(Debug)]
 pub struct WaitAttempts {
     deadline: Option<Instant>,
@@ -120,12 +120,9 @@ pub struct WaitAttempts {
 }
 
 impl WaitAttempts {
-    /// Attempts of a call that waits at most `timeout` (`None`: forever).
-    pub fn new(timeout: Option<Duration>) -> Self {
-        WaitAttempts {
-            deadline: timeout.map(|t| Instant::now() + t),
-            next: 0,
-        }
+    /// Attempts of a call that waits until `deadline` (`None`: forever).
+    pub fn new(deadline: Option<Instant>) -> Self {
+        WaitAttempts { deadline, next: 0 }
     }
 
     /// `id` and the wait in ms (0 = forever, else at least 1) for the next
@@ -146,6 +143,8 @@ impl WaitAttempts {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -156,11 +155,11 @@ mod tests {
         let (second, wait) = forever.next(&id);
         assert_eq!((second.seq, second.attempt, wait), (id.seq, 1, 0));
 
-        let mut bounded = WaitAttempts::new(Some(Duration::from_secs(60)));
+        let mut bounded = WaitAttempts::new(Some(Instant::now() + Duration::from_secs(60)));
         let (first, wait) = bounded.next(&id);
         assert_eq!(first.attempt, 0);
         assert!(wait > 50_000 && wait <= 60_000, "{wait}");
-        let mut spent = WaitAttempts::new(Some(Duration::ZERO));
+        let mut spent = WaitAttempts::new(Some(Instant::now()));
         // Never 0, which would mean "forever".
         assert_eq!(spent.next(&id).1, 1);
     }

@@ -318,9 +318,22 @@ impl SessionSlot {
         }
     }
 
-    /// The live session, granting (or adopting) one if needed.
+    /// The live session, granting (or adopting) one if needed, by the
+    /// deadline of `client` if it has one (another call may be granting
+    /// the session already).
     pub async fn get(&self, client: &Client) -> Result<Arc<Session>, Error> {
-        let mut current = self.current.lock().await;
+        let mut current = match client.deadline {
+            Some(deadline) => timeout_at(deadline, self.current.lock())
+                .await
+                .map_err(|_| {
+                    Error::Timeout(
+                        "no session within the call's timeout: another call is still \
+                         granting it (is the cluster reachable?)"
+                            .into(),
+                    )
+                })?,
+            None => self.current.lock().await,
+        };
         if let Some(s) = current.as_ref() {
             match (s.lost.reason(), self.explicit) {
                 (None, _) => return Ok(s.clone()),

@@ -6,7 +6,10 @@
 //! at most `max_hold`: it lives on a lease of its own whose TTL is
 //! `max_hold` and which is *not* kept alive, so a worker that dies or hangs
 //! mid-job frees the lock for the next interval by itself. This is
-//! ShedLock's `lockAtLeastFor` / `lockAtMostFor`.
+//! ShedLock's `lockAtLeastFor` / `lockAtMostFor`. [`TaskLock::run`] waits
+//! out `min_hold` before it returns; [`TaskGuard::finish_in_background`]
+//! returns at once and leaves the rest of `min_hold` to the cluster (the
+//! lease's TTL is cut to the time left), as grelmicro's `TaskLock` does.
 
 use std::future::Future;
 use std::time::Duration;
@@ -85,9 +88,11 @@ impl TaskLock {
 
     /// Runs `job` if this worker gets the lock (`Ok(Some(output))`), or
     /// does nothing if another worker holds it (`Ok(None)`). Returns once
-    /// the job is done and `min_hold` has passed. A job that outlives
-    /// `max_hold` is not stopped (race it against [`TaskGuard::lost`] via
-    /// [`try_acquire`](Self::try_acquire) for that); it is logged.
+    /// the job is done and `min_hold` has passed (to return when the job
+    /// is done, take the lock with [`try_acquire`](Self::try_acquire) and
+    /// end it with [`TaskGuard::finish_in_background`]). A job that
+    /// outlives `max_hold` is not stopped (race it against
+    /// [`TaskGuard::lost`] for that); it is logged.
     pub async fn run<F, Fut, T>(&self, job: F) -> Result<Option<T>, Error>
     where
         F: FnOnce() -> Fut,
@@ -106,8 +111,9 @@ impl TaskLock {
     }
 }
 
-/// A held task lock. [`finish`](Self::finish) it when the job is done; on
-/// drop it is released in the background once `min_hold` has passed.
+/// A held task lock. [`finish`](Self::finish) it (or
+/// [`finish_in_background`](Self::finish_in_background)) when the job is
+/// done; dropping it does the latter.
 #[derive(Debug)]
 #[must_use = "dropping a task guard ends the hold after min_hold"]
 pub struct TaskGuard {
@@ -160,22 +166,100 @@ impl TaskGuard {
         };
         let overran = guard.is_lost();
         tokio::time::sleep_until(self.hold_until).await;
-        match guard.release().await {
-            Err(Error::LockLost(why)) if overran => Err(Error::LockLost(why)),
-            // Ran out right at max_hold, as allowed.
-            Err(Error::LockLost(_)) => Ok(()),
-            other => other,
-        }
+        settle(guard.release().await, overran)
     }
+
+    /// The job is done, and the caller need not wait for `min_hold`:
+    /// releases the lock now if `min_hold` has passed since it was taken;
+    /// otherwise returns at once and the lock stays held until then. The
+    /// lease's TTL is cut to the time left, so the cluster ends the hold
+    /// at `min_hold` by itself (even if this process has exited by then),
+    /// and this client also releases it at that moment if it still runs.
+    /// Should the cluster not take the new TTL within a few seconds, the
+    /// hold ends at `max_hold` instead: never before `min_hold`. Fails
+    /// with [`Error::LockLost`] as [`finish`](Self::finish) does.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+    /// use std::time::Duration;
+    ///
+    /// let nightly = client.task_lock("nightly", Duration::from_secs(60), Duration::from_secs(600));
+    /// if let Some(guard) = nightly.try_acquire().await? {
+    ///     guard.ensure_valid()?;
+    ///     // ... the job ...
+    ///     guard.finish_in_background().await?; // no wait for the minute to pass
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn finish_in_background(mut self) -> Result<(), Error> {
+        let Some(guard) = self.guard.take() else {
+            return Ok(());
+        };
+        let overran = guard.is_lost();
+        if overran || !held_on(&guard, self.hold_until).await {
+            return settle(guard.release().await, overran);
+        }
+        release_at(&self.runtime, guard, self.hold_until);
+        Ok(())
+    }
+}
+
+/// A release's answer as `finish` reports it: a loss only if the hold had
+/// ended before the job did.
+fn settle(released: Result<(), Error>, overran: bool) -> Result<(), Error> {
+    match released {
+        Err(Error::LockLost(why)) if overran => Err(Error::LockLost(why)),
+        // Ran out right at max_hold, as allowed.
+        Err(Error::LockLost(_)) => Ok(()),
+        other => other,
+    }
+}
+
+/// How long handing the rest of `min_hold` to the cluster may hold up the
+/// worker; past it the lease ends at `max_hold` instead.
+const HAND_OVER_WITHIN: Duration = Duration::from_secs(2);
+
+/// Leaves `guard`'s lock held until `until` without the caller waiting:
+/// gives its lease (its own, never renewed) the TTL left until then.
+/// `false` if `min_hold` has passed already: release it now.
+async fn held_on(guard: &LockGuard, until: Instant) -> bool {
+    let left = until.saturating_duration_since(Instant::now());
+    if left < Duration::from_millis(1) {
+        return false;
+    }
+    let client = guard
+        .client()
+        .until(Some(Instant::now() + HAND_OVER_WITHIN));
+    if let Err(e) = client.set_lease_ttl(guard.lease(), left).await {
+        tracing::debug!(
+            "task lock {:?}: min_hold left to max_hold: {e}",
+            guard.name()
+        );
+    }
+    true
+}
+
+/// Releases `guard` at `until`, in the background on `runtime` (if the
+/// process is gone by then, the lease's own end frees the lock).
+fn release_at(runtime: &Handle, guard: LockGuard, until: Instant) {
+    runtime.spawn(async move {
+        tokio::time::sleep_until(until).await;
+        if let Err(e) = guard.release().await {
+            tracing::debug!("task lock release at min_hold: {e}");
+        }
+    });
 }
 
 impl Drop for TaskGuard {
     fn drop(&mut self) {
         if let Some(guard) = self.guard.take() {
-            let hold_until = self.hold_until;
+            let (hold_until, runtime) = (self.hold_until, self.runtime.clone());
             self.runtime.spawn(async move {
-                tokio::time::sleep_until(hold_until).await;
-                drop(guard);
+                if guard.is_lost() || !held_on(&guard, hold_until).await {
+                    drop(guard);
+                } else {
+                    release_at(&runtime, guard, hold_until);
+                }
             });
         }
     }

@@ -8,6 +8,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tonic::transport::{Certificate, ClientTlsConfig, Identity};
 
 use crate::error::Error;
+use crate::options::SettingNames;
 
 /// TLS settings of a [`Client`](super::Client), as PEM contents (read
 /// files with [`ClientTls::from_files`]). Set on
@@ -62,22 +63,40 @@ impl ClientTls {
         cert: Option<&Path>,
         key: Option<&Path>,
     ) -> Result<ClientTls, Error> {
+        Self::from_files_named(&SettingNames::CLI, ca, cert, key)
+    }
+
+    /// Like [`from_files`](Self::from_files), with errors that name the
+    /// files as `names` does (`cacert=` instead of `--cacert`, say).
+    pub fn from_files_named(
+        names: &SettingNames,
+        ca: Option<&Path>,
+        cert: Option<&Path>,
+        key: Option<&Path>,
+    ) -> Result<ClientTls, Error> {
         let identity = match (cert, key) {
-            (Some(cert), Some(key)) => Some((read("--cert", cert)?, read("--key", key)?)),
+            (Some(cert), Some(key)) => Some((
+                read(Pem::Certificates, names.cert, cert)?,
+                read(Pem::Key, names.key, key)?,
+            )),
             (None, None) => None,
             (Some(_), None) => {
-                return Err(Error::InvalidArgument(
-                    "--cert needs --key (the client certificate's private key)".into(),
-                ))
+                return Err(Error::InvalidArgument(format!(
+                    "{} needs {} (the client certificate's private key)",
+                    names.cert, names.key
+                )))
             }
             (None, Some(_)) => {
-                return Err(Error::InvalidArgument(
-                    "--key needs --cert (the client certificate)".into(),
-                ))
+                return Err(Error::InvalidArgument(format!(
+                    "{} needs {} (the client certificate)",
+                    names.key, names.cert
+                )))
             }
         };
         Ok(ClientTls {
-            ca_pem: ca.map(|ca| read("--cacert", ca)).transpose()?,
+            ca_pem: ca
+                .map(|ca| read(Pem::Certificates, names.cacert, ca))
+                .transpose()?,
             identity,
             server_name: None,
         })
@@ -100,22 +119,30 @@ impl ClientTls {
     }
 }
 
-/// Reads a PEM file and checks it holds what its flag says: a private key
-/// for `--key`, certificates otherwise.
-fn read(flag: &str, path: &Path) -> Result<Vec<u8>, Error> {
+/// What a PEM file must hold.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pem {
+    Certificates,
+    Key,
+}
+
+/// Reads a PEM file and checks it holds what `setting` (named as the
+/// front end names it) needs.
+fn read(holds: Pem, setting: &str, path: &Path) -> Result<Vec<u8>, Error> {
     let pem = std::fs::read(path)
-        .map_err(|e| Error::Tls(format!("cannot read {flag} {}: {e}", path.display())))?;
-    let parsed = if flag == "--key" {
-        PrivateKeyDer::from_pem_slice(&pem)
+        .map_err(|e| Error::Tls(format!("cannot read {setting} {}: {e}", path.display())))?;
+    let parsed = match holds {
+        Pem::Key => PrivateKeyDer::from_pem_slice(&pem)
             .map(|_| ())
-            .map_err(|e| format!("no usable private key: {e}"))
-    } else {
-        match CertificateDer::pem_slice_iter(&pem).collect::<Result<Vec<_>, _>>() {
-            Ok(certs) if !certs.is_empty() => Ok(()),
-            Ok(_) => Err("no CERTIFICATE in this PEM file".to_string()),
-            Err(e) => Err(format!("bad PEM: {e}")),
+            .map_err(|e| format!("no usable private key: {e}")),
+        Pem::Certificates => {
+            match CertificateDer::pem_slice_iter(&pem).collect::<Result<Vec<_>, _>>() {
+                Ok(certs) if !certs.is_empty() => Ok(()),
+                Ok(_) => Err("no CERTIFICATE in this PEM file".to_string()),
+                Err(e) => Err(format!("bad PEM: {e}")),
+            }
         }
     };
-    parsed.map_err(|e| Error::Tls(format!("{flag} {}: {e}", path.display())))?;
+    parsed.map_err(|e| Error::Tls(format!("{setting} {}: {e}", path.display())))?;
     Ok(pem)
 }

@@ -28,7 +28,8 @@ class TaskGuard(TaskGuardBase):
         guard.on_lost(on_lost_loop(self.lost, None))
 
     async def finish(self) -> None:
-        """The job is done: waits out ``min_hold``, then releases."""
+        """The job is done; returns without waiting for ``min_hold``, and
+        the lock stays held until then (see :meth:`raftlock.TaskGuard.finish`)."""
         await self._guard.finish(aio=True)
 
     async def __aenter__(self) -> TaskGuard:
@@ -61,7 +62,9 @@ class TaskLock:
 
     async def run(self, job: Callable[..., Awaitable[object]], *args: Any, **kwargs: Any) -> bool:
         """Awaits ``job(*args, **kwargs)`` if this worker got the lock;
-        answers whether it ran."""
+        answers whether it ran. Returns as soon as the job ends; the lock
+        stays held until ``min_hold`` has passed since it was taken, even
+        if the interpreter exits first."""
         guard = await self.try_acquire()
         if guard is None:
             return False

@@ -54,7 +54,8 @@ class Client:
             (locks of a process that dies are freed after it); at least 0.1.
         safety_margin: seconds before the TTL at which a hold whose
             keep-alives fail is given up as lost (default: a third of it).
-        retry_for: seconds each call keeps retrying an unavailable cluster.
+        retry_for: seconds each call keeps retrying an unavailable cluster
+            (a call given a ``timeout`` ends by then, connecting included).
         token: bearer token (``raftlock auth create-token``); default
             ``RAFTLOCK_TOKEN``.
         cacert, cert, key: TLS: the cluster CA, and a client certificate
@@ -215,7 +216,11 @@ class Lock(LockBase):
     Args:
         ttl: hold the lock on a lease of its own with this TTL (kept alive
             while held) instead of the client's session.
-        timeout: default seconds to wait in the queue; ``None``: forever.
+        timeout: default seconds an acquire may take, in the queue and
+            connecting to the cluster alike; ``None``: wait forever (a
+            call to an unreachable cluster still gives up after
+            ``retry_for``). A wait whose node fails may run past it while
+            the client learns whether it was granted.
         owner: the owner token (default: a fresh UUID per object).
         lock_delay: if this hold is lost to expiry or force-release, nobody
             gets the lock for this long (Consul's lock-delay).

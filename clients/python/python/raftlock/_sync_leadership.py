@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
 
 class TaskGuard(TaskGuardBase):
-    """A held task lock; :meth:`finish` (or leaving ``with``) releases it
-    once ``min_hold`` has passed."""
+    """A held task lock; :meth:`finish` (or leaving ``with``) ends this
+    worker's part at once, and the lock stays held until ``min_hold`` has
+    passed since it was taken."""
 
     def __init__(self, guard: _native.NativeTaskGuard) -> None:
         super().__init__(guard)
@@ -28,7 +29,18 @@ class TaskGuard(TaskGuardBase):
         guard.on_lost(on_lost_thread(self.lost, None))
 
     def finish(self) -> None:
-        """The job is done: waits out ``min_hold``, then releases."""
+        """The job is done; returns without waiting for ``min_hold``.
+
+        If ``min_hold`` has passed since the lock was taken, it is released
+        now. Otherwise it stays held until then: its lease's TTL is cut to
+        the time left, so the cluster ends the hold at ``min_hold`` by
+        itself, and this client releases it at that moment too while the
+        process runs. An interpreter that exits before then does not
+        shorten the hold: the cluster still ends it at ``min_hold`` (at
+        ``max_hold`` if it could not be told the new TTL within a few
+        seconds). Raises :class:`~raftlock.LockLost` if the hold had ended
+        before the job did (it overran ``max_hold``, or was force-released).
+        """
         self._guard.finish()
 
     def __enter__(self) -> TaskGuard:
@@ -44,10 +56,13 @@ class TaskGuard(TaskGuardBase):
 
 
 class TaskLock:
-    """Lets a scheduled job run once across replicas (as ShedLock does):
-    the first worker takes it, the others skip. It is held at least
-    ``min_hold`` (so a worker whose clock runs late does not run the job
-    again) and at most ``max_hold`` (a worker that dies frees it then)."""
+    """Lets a scheduled job run once across replicas (as ShedLock and
+    grelmicro's ``TaskLock`` do): the first worker takes it, the others
+    skip. It is held at least ``min_hold`` (so a worker whose clock runs
+    late does not run the job again) and at most ``max_hold`` (a worker
+    that dies or hangs frees it then). The worker does not wait for
+    ``min_hold``: :meth:`run` returns when the job ends, and the rest of
+    ``min_hold`` is held in the background (see :meth:`TaskGuard.finish`)."""
 
     def __init__(self, client: Client, name: str, min_hold: float, max_hold: float) -> None:
         self._client = client
@@ -62,7 +77,9 @@ class TaskLock:
 
     def run(self, job: Callable[..., object], *args: Any, **kwargs: Any) -> bool:
         """Runs ``job(*args, **kwargs)`` if this worker got the lock;
-        answers whether it ran."""
+        answers whether it ran. Returns as soon as the job ends; the lock
+        stays held until ``min_hold`` has passed since it was taken, even
+        if the interpreter exits first."""
         guard = self.try_acquire()
         if guard is None:
             return False

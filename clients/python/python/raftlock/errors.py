@@ -67,11 +67,16 @@ class NotServed(RaftlockError, ConnectionError):
 
 
 class Unavailable(RaftlockError, ConnectionError):
-    """No node could serve the call in time (no leader, no quorum, unreachable)."""
+    """No node could serve the call in time (no leader, no quorum, or
+    unreachable: then the message names each address tried and why)."""
 
 
 class TlsError(RaftlockError):
-    """A certificate, key or CA file cannot be read or used."""
+    """A certificate, key or CA file cannot be read or used, or no TLS
+    connection could be made with them: a certificate expired or not yet
+    valid (this client's or a node's, with its dates), one from another
+    CA, or TLS on one side only. The message says which keyword argument
+    of ``Client`` to change (``cacert=``, ``cert=``, ``key=``)."""
 
 
 class InternalError(RaftlockError):

@@ -213,6 +213,14 @@ impl TaskGuard {
             None => Ok(()),
         }
     }
+    /// Returns without waiting for `min_hold`; the lock stays held until
+    /// then (see [`crate::TaskGuard::finish_in_background`]).
+    pub fn finish_in_background(mut self) -> Result<(), Error> {
+        match self.inner.take() {
+            Some(g) => self.rt.block_on(g.finish_in_background()),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Every change of an election's leader, blocking for each (see
