@@ -236,6 +236,8 @@ node_argv() {
         if [[ -f $c/auth.toml ]]; then
             printf '%s\n' --auth-file "$c/auth.toml"
         fi
+    elif [[ -f $DIR/join-token ]]; then
+        printf '%s\n' --join-token-file "$DIR/join-token"
     fi
 }
 

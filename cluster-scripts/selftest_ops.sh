@@ -82,20 +82,35 @@ rm -f "$hand_dir/stop-load"
 lock_loop "$hand_dir/fences" "$hand_dir/stop-load" &
 load_pid=$!
 
-for id in 4 5; do
-    serve_by_hand "$id" --data-dir "n$id" --client-addr "$(client_of "$id")" --peer-addr "$(peer_of "$id")" --join
-    printf -v "pid_$id" '%s' "$hand_pid"
-done
+# Node 4 as the README starts it: --join with the cluster's token file.
+serve_by_hand 4 --data-dir n4 --client-addr "$(client_of 4)" --peer-addr "$(peer_of 4)" --join \
+    --join-token-file "$DIR/join-token"
+pid_4=$hand_pid
 check "cluster add-learner 4 (a node started with --join)" raftlock cluster add-learner 4 "$(peer_of 4)" "$(client_of 4)"
 check "cluster promote 4" raftlock cluster promote 4
-check "cluster add-learner 5" raftlock cluster add-learner 5 "$(peer_of 5)" "$(client_of 5)"
+# Node 5 without knowing the token: refused at start; add-learner prints
+# the command that starts it, token included, and that command works.
+check "serve --join without a join token refuses to start" \
+    fails_with "authenticates its peers" timeout 20 raftlock serve --id 5 --data-dir "$hand_dir/n5" \
+    --client-addr "$(client_of 5)" --peer-addr "$(peer_of 5)" --join
+check "the refused node wrote nothing" test ! -e "$hand_dir/n5"
+if printed=$(raftlock cluster add-learner 5 "$(peer_of 5)" "$(client_of 5)" 2>&1); then
+    fail "add-learner of a node that is not running succeeded"
+fi
+start5=$(sed -n 's/.*start node 5 first (`\(raftlock serve [^`]*\)`).*/\1/p' <<<"$printed")
+check "add-learner prints the command that starts node 5 with the join token" grep -q -- "--join-token rlj1-" <<<"$start5"
+read -r -a start5_argv <<<"${start5#raftlock serve --id 5 }"
+serve_by_hand 5 --data-dir n5 "${start5_argv[@]}"
+pid_5=$hand_pid
+check "cluster add-learner 5 (started with the printed command)" raftlock cluster add-learner 5 "$(peer_of 5)" "$(client_of 5)"
 check "cluster promote 5" raftlock cluster promote 5
 eventually "status shows 5 voters" voters_are 1,2,3,4,5
 check "joined node 4 still runs" kill -0 "$pid_4"
 check "joined node 4 never thought itself removed" eval "! grep -q 'removed from the cluster' '$hand_dir/4.log'"
 
 # Refusals: what answers at the addresses given must be that node.
-serve_by_hand 6 --data-dir n6 --client-addr "$(client_of 6)" --peer-addr "$(peer_of 6)" --join
+serve_by_hand 6 --data-dir n6 --client-addr "$(client_of 6)" --peer-addr "$(peer_of 6)" --join \
+    --join-token-file "$DIR/join-token"
 pid_6=$hand_pid
 check "add-learner with the two addresses swapped is refused" \
     fails_with "is it a client port" raftlock cluster add-learner 6 "$(client_of 6)" "$(peer_of 6)"
@@ -151,8 +166,10 @@ for id in 1 2 3; do
     r_cluster+="${r_cluster:+,}$id=127.0.0.1:$((r_base + 10 * id + 2))/127.0.0.1:$((r_base + 10 * id + 1))"
 done
 r_endpoints=127.0.0.1:$((r_base + 11)),127.0.0.1:$((r_base + 21)),127.0.0.1:$((r_base + 31))
+raftlock certs create-join-token --out "$hand_dir/restored-token" >/dev/null
 for id in 1 2 3; do
-    printed=$(cd "$hand_dir" && raftlock snapshot restore cluster.backup --id "$id" --data-dir "restored/n$id" --initial-cluster "$r_cluster") ||
+    printed=$(cd "$hand_dir" && raftlock snapshot restore cluster.backup --id "$id" --data-dir "restored/n$id" \
+        --initial-cluster "$r_cluster" --join-token-file restored-token) ||
         fail "snapshot restore of node $id failed"
     cmd=$(sed -n 's/.*start it with `\(raftlock serve [^`]*\)`.*/\1/p' <<<"$printed")
     check "snapshot restore of node $id prints a serve command with its own addresses" \

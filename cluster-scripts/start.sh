@@ -9,6 +9,7 @@ set -euo pipefail
 USAGE="start.sh -n 3|5 -d DIR [-b BASE_PORT] [--no-build] [--tls]
   Node I listens for clients on BASE_PORT+10*I+1 and for peers on BASE_PORT+10*I+2
   (BASE_PORT default 27000). RAFTLOCK_BIN=path uses that binary instead of building.
+  Without --tls, peers authenticate with a join token (DIR/join-token, made here).
   --tls: create a CA, node and client certificates in DIR/certs and serve TLS (mTLS
   between peers) with client authentication (DIR/certs/auth.toml: the client
   certificate is an admin); eval the output to point the CLI at them.
@@ -76,6 +77,11 @@ fi
 if ((!restarting && TLS == 1)); then
     note "creating a CA, node and client certificates in $(certs_dir)"
     make_certs
+fi
+if ((!restarting && TLS == 0)); then
+    # Peers authenticate with a shared secret when there is no CA.
+    "$BIN" certs create-join-token --out "$DIR/join-token" >/dev/null ||
+        die "cannot create the cluster's join token in $DIR/join-token"
 fi
 write_env
 

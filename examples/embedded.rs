@@ -50,6 +50,10 @@ struct Args {
     /// Leadership lease TTL in ms: how long a dead leader keeps the work.
     #[arg(long, default_value_t = 2000)]
     ttl_ms: u64,
+    /// The copies' shared join token, which authenticates their peer
+    /// traffic (`raftlock certs create-join-token` makes one).
+    #[arg(long, env = "RAFTLOCK_JOIN_TOKEN", hide_env_values = true)]
+    join_token: String,
 }
 
 #[tokio::main]
@@ -77,6 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .client_addr(me.addr.client_addr)
         .peer_addr(me.addr.peer_addr)
         .initial_cluster(args.members.clone())
+        .join_token(args.join_token.clone())
         .start()
         .await?;
     let client = node.client().await?;

@@ -122,6 +122,20 @@ impl NodeBuilder {
         self.config.auth_file = Some(path.into());
         self
     }
+    /// Authenticate peers with this join token (`rlj1-...`, the same on
+    /// every member; [`ClusterKey::generate`](crate::ClusterKey) makes
+    /// one). Needed by a cluster of several nodes without [`tls`](Self::tls),
+    /// unless [`insecure`](Self::insecure).
+    pub fn join_token(mut self, token: impl Into<String>) -> Self {
+        self.config.join_token = Some(token.into());
+        self
+    }
+    /// Run without peer authentication (no TLS, no join token): anyone who
+    /// reaches the peer port can rewrite every lock.
+    pub fn insecure(mut self, insecure: bool) -> Self {
+        self.config.insecure = insecure;
+        self
+    }
     /// Serve the admin endpoints (metrics, health, status page) on an
     /// already bound listener (e.g. port 0), whatever `admin_addr` says.
     pub fn admin_listener(mut self, listener: TcpListener) -> Self {

@@ -43,6 +43,11 @@ pub enum Error {
     /// start. The message names the setting, the file and the problem.
     #[error("{0}")]
     Tls(String),
+    /// Peer authentication cannot be set up as configured (no join token
+    /// for a cluster of several nodes, another cluster's token, an
+    /// unreadable token file): the node does not start.
+    #[error("{0}")]
+    PeerAuth(String),
     /// Local storage or an internal invariant failed.
     #[error("internal error: {0}")]
     Internal(String),

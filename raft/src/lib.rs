@@ -14,6 +14,8 @@
 //!   back together by the follower.
 //! - [`peer_guard`]: the envelope on every peer message (cluster id, sender,
 //!   receiver, boot count, incarnation) and its checks.
+//! - [`peer_auth`]: the cluster secret (join token) and the HMAC tag it
+//!   puts on every peer message and reply, without a CA.
 //! - [`peer_checks`]: bounds on terms and indexes in Raft messages.
 //! - [`bounded_listener`]: the connection budget of both listeners
 //!   (connections in all and per address, handshake and idle timeouts).
@@ -64,6 +66,7 @@ pub mod message_codec;
 pub mod metrics;
 pub mod network;
 pub mod node;
+pub mod peer_auth;
 pub mod peer_checks;
 pub mod peer_guard;
 pub mod peer_service;

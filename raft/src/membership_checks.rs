@@ -32,23 +32,34 @@ pub async fn check_new_learner(
     node: &NodeAddr,
 ) -> Result<(), Error> {
     let probe = net.probe(id, &node.peer_addr, PROBE_TIMEOUT).await;
-    judge_probe(probe, cluster_id, id, node).map_err(Error::InvalidArgument)
+    let token = net.join_token();
+    judge_probe(probe, cluster_id, token.as_deref(), id, node).map_err(Error::InvalidArgument)
 }
 
-/// The verdict on what answered at a new learner's peer address.
+/// The verdict on what answered at a new learner's peer address. `token`
+/// is the cluster's join token, for the command that starts the node
+/// (the caller is an admin).
 fn judge_probe(
     probe: PeerProbe,
     cluster_id: Option<&str>,
+    token: Option<&str>,
     id: NodeId,
     node: &NodeAddr,
 ) -> Result<(), String> {
     let (peer, client) = (&node.peer_addr, &node.client_addr);
     let order = "`raftlock cluster add-learner` takes ID PEER_ADDR CLIENT_ADDR";
+    let token = token.map_or_else(String::new, |t| format!(" --join-token {t}"));
+    let start = format!(
+        "`raftlock serve --id {id} --join{token} --peer-addr {peer} --client-addr {client}`"
+    );
     match probe {
         PeerProbe::Unreachable(why) => Err(format!(
             "no raftlock node answers at peer address {peer} ({why}); start node {id} first \
-             (`raftlock serve --id {id} --join --peer-addr {peer} --client-addr {client}`), \
-             then add it"
+             ({start}), then add it"
+        )),
+        PeerProbe::NoSecret(why) => Err(format!(
+            "the node at peer address {peer} does not hold this cluster's join token ({why}); \
+             start node {id} on an empty data dir with {start}, then add it"
         )),
         PeerProbe::NotPeerPort(why) => Err(format!(
             "{peer} answers, but not as a raftlock peer port ({why}): is it a client port? \
@@ -152,9 +163,9 @@ mod tests {
     fn a_new_learner_must_answer_as_itself_at_the_addresses_given() {
         let ours = Some("c1");
         let fresh = node(4, "", "127.0.0.1:7479");
-        assert_eq!(judge_probe(fresh, ours, 4, &addr()), Ok(()));
+        assert_eq!(judge_probe(fresh, ours, None, 4, &addr()), Ok(()));
         let rejoining = node(4, "c1", "127.0.0.1:7479");
-        assert_eq!(judge_probe(rejoining, ours, 4, &addr()), Ok(()));
+        assert_eq!(judge_probe(rejoining, ours, None, 4, &addr()), Ok(()));
         let cases = [
             (
                 PeerProbe::Unreachable("connection refused".into()),
@@ -164,6 +175,10 @@ mod tests {
                 PeerProbe::NotPeerPort("Unimplemented".into()),
                 "is it a client port?",
             ),
+            (
+                PeerProbe::NoSecret("no tag".into()),
+                "serve --id 4 --join --join-token rlj1-x --peer-addr",
+            ),
             (node(5, "", "127.0.0.1:7479"), "is node 5, not node 4"),
             (node(4, "c2", "127.0.0.1:7479"), "another cluster (c2)"),
             (
@@ -172,7 +187,7 @@ mod tests {
             ),
         ];
         for (probe, says) in cases {
-            let err = judge_probe(probe, ours, 4, &addr()).expect_err(says);
+            let err = judge_probe(probe, ours, Some("rlj1-x"), 4, &addr()).expect_err(says);
             assert!(err.contains(says), "{err}");
         }
     }

@@ -184,7 +184,8 @@ impl PeerNetwork {
         }
         let channel = self.channel(target, addr)?;
         let data = encode(call).map_err(|e| e.to_string())?;
-        let mut req = tonic::Request::new(self.guard.seal(target, data));
+        let sealed = self.guard.seal("forward", target, data);
+        let mut req = tonic::Request::new(sealed.clone());
         req.set_timeout(timeout);
         let reply = PeerClient::new(channel)
             .max_decoding_message_size(self.max_message)
@@ -193,7 +194,7 @@ impl PeerNetwork {
             .map_err(|s| format!("node {target}: {}", s.message()))?
             .into_inner();
         self.guard
-            .check_reply(&reply, target)
+            .check_reply("forward", &reply, &sealed, target)
             .map_err(|e| format!("node {target} at {addr}: {e}"))?;
         decode(&reply.data).map_err(|e| e.to_string())
     }
@@ -211,12 +212,16 @@ impl PeerNetwork {
         timeout: Duration,
     ) -> Result<Option<(NodeId, u64, String)>, String> {
         let channel = self.channel(expect, addr)?;
-        let mut req = tonic::Request::new(self.guard.seal(0, Vec::new()));
+        let sealed = self.guard.seal("identify", 0, Vec::new());
+        let mut req = tonic::Request::new(sealed.clone());
         req.set_timeout(timeout);
         let mut client = PeerClient::new(channel);
         match tokio::time::timeout(timeout, client.identify(req)).await {
             Ok(Ok(reply)) => {
                 let reply = reply.into_inner();
+                if !self.guard.is_identify_reply(&reply, &sealed) {
+                    return Ok(None);
+                }
                 Ok(Some((reply.from, reply.boot, reply.cluster_id)))
             }
             Ok(Err(_)) | Err(_) => Ok(None),
@@ -235,6 +240,9 @@ pub enum PeerProbe {
         cluster_id: String,
         client_addr: Option<String>,
     },
+    /// A raftlock peer listener that does not hold this cluster's secret
+    /// (started without the join token, or with another).
+    NoSecret(String),
     /// Something that speaks gRPC but not the peer API (a client port).
     NotPeerPort(String),
     /// Nothing answered: nothing listens, or (over TLS) the certificate
@@ -243,6 +251,11 @@ pub enum PeerProbe {
 }
 
 impl PeerNetwork {
+    /// The join token of this cluster's secret, if peers use one.
+    pub fn join_token(&self) -> Option<String> {
+        self.guard.key().map(|k| k.to_token())
+    }
+
     /// Asks who answers at `addr`, on a connection of its own (a probe
     /// of a wrong address leaves no channel behind).
     pub async fn probe(&self, expect: NodeId, addr: &str, timeout: Duration) -> PeerProbe {
@@ -255,15 +268,24 @@ impl PeerNetwork {
             Ok(Err(e)) => return PeerProbe::Unreachable(connect_error(&e)),
             Err(_) => return PeerProbe::Unreachable(format!("no answer within {timeout:?}")),
         };
-        let req = tonic::Request::new(self.guard.seal(0, Vec::new()));
+        let sealed = self.guard.seal("identify", 0, Vec::new());
+        let req = tonic::Request::new(sealed.clone());
         match tokio::time::timeout(timeout, PeerClient::new(channel).identify(req)).await {
             Ok(Ok(reply)) => {
                 let reply = reply.into_inner();
+                if !self.guard.is_identify_reply(&reply, &sealed) {
+                    return PeerProbe::NoSecret(
+                        "its answer is not tagged with this cluster's secret".into(),
+                    );
+                }
                 PeerProbe::Node {
                     id: reply.from,
                     cluster_id: reply.cluster_id,
                     client_addr: decode::<NodeAddr>(&reply.data).ok().map(|a| a.client_addr),
                 }
+            }
+            Ok(Err(status)) if status.code() == tonic::Code::Unauthenticated => {
+                PeerProbe::NoSecret(status.message().to_string())
             }
             Ok(Err(status)) => {
                 PeerProbe::NotPeerPort(format!("{:?}: {}", status.code(), status.message()))
@@ -382,7 +404,8 @@ impl PeerConnection {
             let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
             RPCError::Unreachable(Unreachable::new(&e))
         })?;
-        let mut req = tonic::Request::new(self.net.guard.seal(self.target, data));
+        let sealed = self.net.guard.seal(rpc.name(), self.target, data);
+        let mut req = tonic::Request::new(sealed.clone());
         req.set_timeout(option.hard_ttl());
         let mut client = PeerClient::new(channel).max_decoding_message_size(self.net.max_message);
         let reply = match rpc {
@@ -408,7 +431,11 @@ impl PeerConnection {
             }
         })?;
         let reply = reply.into_inner();
-        if let Err(e) = self.net.guard.check_reply(&reply, self.target) {
+        if let Err(e) = self
+            .net
+            .guard
+            .check_reply(rpc.name(), &reply, &sealed, self.target)
+        {
             let e = std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 format!("{} answers wrongly: {e}", self.addr),

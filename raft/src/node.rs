@@ -23,6 +23,7 @@ use crate::lock_delay_timer::LockDelayTimer;
 use crate::metrics::NodeMetrics;
 use crate::network::{LinkFilter, PeerNetwork};
 use crate::pb::peer_server::PeerServer;
+use crate::peer_auth::{key_path, plan_key, KeyPlan};
 use crate::peer_guard::PeerGuard;
 use crate::peer_service::PeerService;
 use crate::proposer::Proposer;
@@ -80,6 +81,16 @@ impl RaftNode {
         // Before the data dir is touched: a bad certificate is a start
         // error, not a node that cannot reach its peers.
         let tls = NodeTls::load(&config)?;
+        // Before the data dir is touched too: a node that cannot
+        // authenticate its peers does not start.
+        let key_plan = plan_key(&config).map_err(|e| Error::PeerAuth(e.to_string()))?;
+        if config.insecure {
+            tracing::warn!(
+                "INSECURE: --insecure is set: peers are not authenticated, and anyone who can \
+                 reach the peer port {} can rewrite or erase every lock",
+                config.peer_addr
+            );
+        }
         std::fs::create_dir_all(&config.data_dir).map_err(|e| {
             Error::Internal(format!(
                 "cannot create data dir {}: {e}",
@@ -116,11 +127,16 @@ impl RaftNode {
         let closing_log = log_store.clone();
         let state = sm_store.state();
 
-        let guard = Arc::new(PeerGuard::new(
+        if let KeyPlan::New(key) = &key_plan {
+            key.write_file(&key_path(&config.data_dir))
+                .map_err(|e| Error::PeerAuth(e.to_string()))?;
+        }
+        let guard = Arc::new(PeerGuard::with_key(
             config.id,
             log_store.boots(),
             Some(log_store.clone()),
             config.election_timeout * 4,
+            key_plan.key().cloned(),
         ));
         let metrics = Arc::new(NodeMetrics::new());
         let members = sm_store.applied_members();

@@ -104,7 +104,8 @@ impl ClusterKey {
 
     /// Writes the token to `path` durably, readable by its owner only.
     pub fn write_file(&self, path: &Path) -> Result<(), KeyError> {
-        let fail = |p: &Path, e: std::io::Error| KeyError(format!("cannot write {}: {e}", p.display()));
+        let fail =
+            |p: &Path, e: std::io::Error| KeyError(format!("cannot write {}: {e}", p.display()));
         let tmp = path.with_extension("tmp");
         let _ = std::fs::remove_file(&tmp);
         let mut file = std::fs::OpenOptions::new()
@@ -118,7 +119,10 @@ impl ClusterKey {
             .map_err(|e| fail(&tmp, e))?;
         drop(file);
         std::fs::rename(&tmp, path).map_err(|e| fail(path, e))?;
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         std::fs::File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(|e| fail(dir, e))
@@ -127,7 +131,10 @@ impl ClusterKey {
     /// The tag of `blob` (its `mac` field excluded) as sent on `rpc` in
     /// `direction`; `bound` is the request's tag for a reply, else empty.
     pub fn tag(&self, rpc: &str, direction: Direction, blob: &Blob, bound: &[u8]) -> Vec<u8> {
-        self.mac(rpc, direction, blob, bound).finalize().into_bytes().to_vec()
+        self.mac(rpc, direction, blob, bound)
+            .finalize()
+            .into_bytes()
+            .to_vec()
     }
 
     /// Whether `blob.mac` is the right tag (in constant time).
@@ -140,8 +147,8 @@ impl ClusterKey {
     fn mac(&self, rpc: &str, direction: Direction, blob: &Blob, bound: &[u8]) -> Hmac<Sha256> {
         // Each variable-length field is preceded by its length, so no two
         // messages share an input.
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0)
-            .expect("HMAC takes a key of any length");
+        let mut mac =
+            <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes a key of any length");
         let mut field = |bytes: &[u8]| {
             mac.update(&(bytes.len() as u64).to_be_bytes());
             mac.update(bytes);
@@ -252,7 +259,13 @@ mod tests {
         let key = ClusterKey::generate();
         assert_eq!(ClusterKey::from_token(&key.to_token()), Ok(key.clone()));
         assert_ne!(ClusterKey::generate(), key);
-        for junk in ["", "rlj1-", "rlj1-zz", &key.to_token()[1..], &format!("{}0", key.to_token())] {
+        for junk in [
+            "",
+            "rlj1-",
+            "rlj1-zz",
+            &key.to_token()[1..],
+            &format!("{}0", key.to_token()),
+        ] {
             assert!(ClusterKey::from_token(junk).is_err(), "{junk:?}");
         }
     }

@@ -41,6 +41,7 @@ fn refused(e: Refusal) -> Status {
     match e {
         Refusal::Malformed(_) => Status::invalid_argument(e.to_string()),
         Refusal::Storage(_) => Status::unavailable(e.to_string()),
+        Refusal::Unauthenticated(_) => Status::unauthenticated(e.to_string()),
         _ => Status::permission_denied(e.to_string()),
     }
 }
@@ -71,7 +72,12 @@ impl PeerService {
 
     /// Checks the envelope of `req`; returns the sender. With TLS, the
     /// sender must be the node its certificate names.
-    async fn admit(&self, req: &Request<Blob>) -> Result<Sender, Status> {
+    async fn admit(&self, rpc: &str, req: &Request<Blob>) -> Result<Sender, Status> {
+        // First: nothing of an unauthenticated message is read or kept.
+        self.node
+            .guard
+            .authenticate(rpc, req.get_ref())
+            .map_err(refused)?;
         if let Some(certified) = peer_node_id(req) {
             let claimed = req.get_ref().from;
             if claimed != certified {
@@ -88,7 +94,14 @@ impl PeerService {
         }
         // Committed membership, not the latest: a leader may legitimately
         // lead while the newest (uncommitted) config leaves it out.
-        let is_member = self.node.members.contains(req.get_ref().from);
+        // Before its first apply (a leader just elected in a new cluster)
+        // a node judges by the membership in its log.
+        let from = req.get_ref().from;
+        let is_member = self
+            .node
+            .members
+            .contains(from)
+            .or_else(|| self.node.logged_membership_contains(from));
         let not_member = matches!(is_member, Some(false));
         let admitted = self
             .node
@@ -120,9 +133,15 @@ impl PeerService {
         })
     }
 
-    fn reply<T: serde::Serialize>(&self, to: NodeId, value: &T) -> Result<Response<Blob>, Status> {
+    fn reply<T: serde::Serialize>(
+        &self,
+        rpc: &str,
+        request: &Blob,
+        to: NodeId,
+        value: &T,
+    ) -> Result<Response<Blob>, Status> {
         encode(value)
-            .map(|data| Response::new(self.node.guard.seal(to, data)))
+            .map(|data| Response::new(self.node.guard.seal_reply(rpc, to, data, request)))
             .map_err(|e| Status::internal(format!("cannot encode reply: {e}")))
     }
 }
@@ -131,7 +150,7 @@ impl PeerService {
 impl Peer for PeerService {
     async fn append_entries(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
         let arrived = Instant::now();
-        let from = self.admit(&req).await?;
+        let from = self.admit("append_entries", &req).await?;
         let rpc: AppendEntriesRequest<TypeConfig> =
             decode(&req.get_ref().data).map_err(bad_request)?;
         self.check(
@@ -144,7 +163,7 @@ impl Peer for PeerService {
         if matches!(&reply, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_))) {
             self.node.heard_from_leader(from.id);
         }
-        let reply = self.reply(from.id, &reply);
+        let reply = self.reply("append_entries", req.get_ref(), from.id, &reply);
         if carries_entries {
             self.node.metrics.on_append_served(arrived.elapsed());
         }
@@ -152,29 +171,39 @@ impl Peer for PeerService {
     }
 
     async fn vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
-        let from = self.admit(&req).await?;
+        let from = self.admit("vote", &req).await?;
         let rpc = decode(&req.get_ref().data).map_err(bad_request)?;
         self.check(
             from.id,
             "vote request",
             check_vote(&rpc, from.id, self.term()),
         )?;
-        self.reply(from.id, &self.node.raft.vote(rpc).await)
+        self.reply(
+            "vote",
+            req.get_ref(),
+            from.id,
+            &self.node.raft.vote(rpc).await,
+        )
     }
 
     async fn pre_vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
-        let from = self.admit(&req).await?;
+        let from = self.admit("pre_vote", &req).await?;
         let rpc = decode(&req.get_ref().data).map_err(bad_request)?;
         self.check(
             from.id,
             "pre-vote request",
             check_vote(&rpc, from.id, self.term()),
         )?;
-        self.reply(from.id, &self.node.raft.pre_vote(rpc).await)
+        self.reply(
+            "pre_vote",
+            req.get_ref(),
+            from.id,
+            &self.node.raft.pre_vote(rpc).await,
+        )
     }
 
     async fn install_snapshot(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
-        let from = self.admit(&req).await?;
+        let from = self.admit("install_snapshot", &req).await?;
         let chunk: SnapshotChunk = decode(&req.get_ref().data).map_err(bad_request)?;
         self.check(
             from.id,
@@ -182,23 +211,30 @@ impl Peer for PeerService {
             check_snapshot(&chunk, from.id, self.term()),
         )?;
         let reply = self.receive_snapshot(from.id, chunk).await?;
-        self.reply(from.id, &reply)
+        self.reply("install_snapshot", req.get_ref(), from.id, &reply)
     }
 
-    async fn identify(&self, _req: Request<Blob>) -> Result<Response<Blob>, Status> {
+    async fn identify(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
+        // Nothing, not even the cluster id, for a caller without the secret.
+        self.node
+            .guard
+            .authenticate("identify", req.get_ref())
+            .map_err(refused)?;
         // The address record other members keep for this node: lets
         // `add-learner` check it was given this node's addresses.
         let data = encode(&self.node.config.node_addr())
             .map_err(|e| Status::internal(format!("cannot encode this node's address: {e}")))?;
-        Ok(Response::new(Blob {
-            data,
-            ..self.node.guard.identify()
-        }))
+        Ok(Response::new(self.node.guard.identify(data, req.get_ref())))
     }
 
     async fn forward(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
-        let from = self.admit(&req).await?;
+        let from = self.admit("forward", &req).await?;
         let call = decode(&req.get_ref().data).map_err(bad_request)?;
-        self.reply(from.id, &self.node.serve_as_leader(call).await)
+        self.reply(
+            "forward",
+            req.get_ref(),
+            from.id,
+            &self.node.serve_as_leader(call).await,
+        )
     }
 }

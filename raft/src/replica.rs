@@ -243,6 +243,24 @@ impl Replica {
         &self.config
     }
 
+    /// `None` while this node's log holds no membership; else whether it
+    /// lists `id` (the latest, maybe not yet committed, membership).
+    pub(crate) fn logged_membership_contains(&self, id: NodeId) -> Option<bool> {
+        let m = self.raft.metrics().borrow_watched().clone();
+        let membership = m.membership_config.membership();
+        membership.nodes().next()?;
+        Some(membership.get_node(&id).is_some())
+    }
+
+    /// How this node's peers authenticate, in words for the status page.
+    pub fn peer_auth(&self) -> &'static str {
+        match (self.config.tls_enabled(), self.guard.key().is_some()) {
+            (true, _) => "mutual TLS",
+            (false, true) => "join token",
+            (false, false) => "NOT AUTHENTICATED (--insecure)",
+        }
+    }
+
     /// The Raft term this node is in.
     pub fn term(&self) -> u64 {
         self.raft.metrics().borrow_watched().current_term

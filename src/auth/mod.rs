@@ -84,8 +84,8 @@ impl Auth {
             // trusted with the cluster itself.
             Some(CertIdentity::Node(id)) => Ok(Principal::node(id)),
             None => Err(Status::unauthenticated(
-                "this cluster requires authentication: send a token (--token, \
-                 RAFTLOCK_TOKEN) or present a client certificate",
+                "this cluster requires authentication: send a token (RAFTLOCK_TOKEN, or the \
+                 client's token setting) or present a client certificate",
             )),
         }
     }

@@ -1,6 +1,7 @@
 //! `raftlock certs create-ca|create-node|create-client`: a cluster's
 //! certificates in one directory (see [`crate::certs`] for the files and
-//! what each certificate names).
+//! what each certificate names); `create-join-token`: the secret that
+//! authenticates peers without a CA.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -64,10 +65,20 @@ enum CertsCommand {
         #[command(flatten)]
         target: Target,
     },
+    /// Print a new join token: the secret every member of a new cluster is
+    /// started with (`raftlock serve --join-token-file FILE`, or
+    /// RAFTLOCK_JOIN_TOKEN) when peers do not use TLS.
+    CreateJoinToken {
+        /// Write it to this file (readable by its owner only) instead; an
+        /// existing file is an error.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 pub fn run(args: CertsArgs) -> Result<ExitCode, String> {
     let written = match &args.command {
+        CertsCommand::CreateJoinToken { out } => return create_join_token(out.as_deref()),
         CertsCommand::CreateCa { target } => certs::create_ca(&target.certs_dir, target.overwrite),
         CertsCommand::CreateNode {
             id,
@@ -90,6 +101,23 @@ pub fn run(args: CertsArgs) -> Result<ExitCode, String> {
     .map_err(|e| e.to_string())?;
     for file in written {
         out!("wrote {}", file.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `raftlock certs create-join-token`: prints a new token, or writes it to
+/// `out` (owner-only, never over an existing file).
+fn create_join_token(out: Option<&std::path::Path>) -> Result<ExitCode, String> {
+    let key = raftlock_raft::peer_auth::ClusterKey::generate();
+    match out {
+        Some(path) if path.exists() => {
+            return Err(format!("{} exists; nothing written", path.display()))
+        }
+        Some(path) => {
+            key.write_file(path).map_err(|e| e.to_string())?;
+            out!("wrote {}", path.display());
+        }
+        None => out!("{}", key.to_token()),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -11,23 +11,16 @@ pub fn explain(error: &Error, endpoints: &[String]) -> String {
              them, or mend the network), then retry; `raftlock cluster status` shows which \
              members answer"
         ),
+        // The client's own words already name the address, the cause and
+        // the next step.
+        Error::Unavailable(m) if m.starts_with("cannot reach raftlock") => m.clone(),
         Error::Unavailable(m) => format!(
             "cannot reach a raftlock leader via {} ({m}); start a node with `raftlock serve` \
              or point --endpoints / RAFTLOCK_ENDPOINTS at a running cluster{}",
             endpoints.join(","),
             tls_hint(m)
         ),
-        Error::Internal(m) if m.contains("h2 protocol error") => format!(
-            "{} did not answer in plain gRPC ({m}); if {} TLS, pass the cluster CA with \
-             --cacert (RAFTLOCK_CACERT)",
-            nodes_at(endpoints),
-            if endpoints.len() == 1 {
-                "it serves"
-            } else {
-                "they serve"
-            }
-        ),
-        Error::Tls(m) => format!("{m}; check --cacert, --cert and --key"),
+        Error::Tls(m) => m.clone(),
         Error::NotServed(_) => format!(
             "{} does not serve raftlock's client API: is it a peer port? Point --endpoints \
              (RAFTLOCK_ENDPOINTS) at client ports (7379 by default, not 7380)",
@@ -61,14 +54,6 @@ pub fn explain(error: &Error, endpoints: &[String]) -> String {
     }
 }
 
-/// "the node at A" or "the nodes at A,B".
-fn nodes_at(endpoints: &[String]) -> String {
-    match endpoints {
-        [one] => format!("the node at {one}"),
-        many => format!("the nodes at {}", many.join(",")),
-    }
-}
-
 /// What to check when a connection failed in the TLS handshake (or may
 /// have: a refused client certificate only shows as a cancelled call).
 fn tls_hint(message: &str) -> &'static str {
@@ -90,16 +75,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn plain_grpc_against_tls_names_one_node_or_several() {
-        let e = Error::Internal("Internal: h2 protocol error: http2 error".into());
-        let one = explain(&e, &["a:1".into()]);
-        assert!(one.starts_with("the node at a:1 did not answer"), "{one}");
-        assert!(one.contains("if it serves TLS"), "{one}");
-        let two = explain(&e, &["a:1".into(), "b:2".into()]);
-        assert!(
-            two.starts_with("the nodes at a:1,b:2 did not answer"),
-            "{two}"
-        );
-        assert!(two.contains("if they serve TLS"), "{two}");
+    fn the_clients_unreachable_message_is_said_once() {
+        let m = "cannot reach raftlock at a:1 (connection refused): is `raftlock serve` \
+                 running there?";
+        let e = Error::Unavailable(m.into());
+        assert_eq!(explain(&e, &["a:1".into()]), m);
     }
 }

@@ -123,6 +123,22 @@ pub struct ServeArgs {
     /// docs/security.md; `raftlock auth create-token` makes a token.
     #[arg(long, env = "RAFTLOCK_AUTH_FILE")]
     auth_file: Option<std::path::PathBuf>,
+    /// The cluster's join token (`rlj1-...`), the secret that authenticates
+    /// peers without TLS: the same for every member of a new cluster of
+    /// several nodes (`raftlock certs create-join-token` makes one), the
+    /// cluster's for a joining node (`raftlock cluster add-learner` prints
+    /// the command). Kept in the data dir after the first start. Prefer
+    /// the variable or --join-token-file: a flag shows in the process list.
+    #[arg(long, env = "RAFTLOCK_JOIN_TOKEN", hide_env_values = true)]
+    join_token: Option<String>,
+    /// A file holding the join token.
+    #[arg(long, env = "RAFTLOCK_JOIN_TOKEN_FILE")]
+    join_token_file: Option<PathBuf>,
+    /// Run a cluster of several nodes without peer authentication (no TLS,
+    /// no join token): anyone who reaches the peer port can rewrite every
+    /// lock. Announced in the log and on the status page.
+    #[arg(long, env = "RAFTLOCK_INSECURE")]
+    insecure: bool,
 }
 
 impl ServeArgs {
@@ -178,6 +194,13 @@ impl ServeArgs {
         if self.auth_file.is_some() {
             c.auth_file = self.auth_file.clone();
         }
+        if self.join_token.is_some() {
+            c.join_token = self.join_token.clone();
+        }
+        if self.join_token_file.is_some() {
+            c.join_token_file = self.join_token_file.clone();
+        }
+        c.insecure |= self.insecure;
         if let Some(v) = self.heartbeat_ms {
             c.heartbeat = std::time::Duration::from_millis(v);
         }

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::{print_json, Endpoints, Output};
+use raftlock_raft::peer_auth::{key_path, plan_key};
 use raftlock_raft::{Config, InitialMember};
 use raftlock_storage::backup::{restore, Backup, Restored, Seed};
 
@@ -71,6 +72,16 @@ enum SnapshotCommand {
         /// the same file with the same members its own token.
         #[arg(long, default_value = "")]
         cluster_token: String,
+        /// The join token (peer secret) of the new cluster, the same for
+        /// every member: written into the data dir, so the printed serve
+        /// command needs none. Needed for a cluster of several nodes
+        /// without TLS, unless --insecure.
+        #[arg(long, env = "RAFTLOCK_JOIN_TOKEN_FILE")]
+        join_token_file: Option<PathBuf>,
+        /// The new cluster runs without peer authentication (or with TLS):
+        /// no join token; the printed command says --insecure.
+        #[arg(long)]
+        insecure: bool,
     },
     /// Say what a backup file holds: its index, counts and highest fence.
     Status {
@@ -127,6 +138,8 @@ pub async fn run(args: SnapshotArgs) -> Result<ExitCode, String> {
             peer_addr,
             bump_index,
             cluster_token,
+            join_token_file,
+            insecure,
         } => {
             let bytes = read(&file)?;
             let mut config = Config {
@@ -139,7 +152,11 @@ pub async fn run(args: SnapshotArgs) -> Result<ExitCode, String> {
             };
             // A member of a new cluster listens where its entry says.
             config.listen_on_own_entry(true, true);
+            config.join_token_file = join_token_file;
+            config.insecure = insecure;
             config.validate().map_err(|e| e.to_string())?;
+            // Checked before anything is written.
+            let key_plan = plan_key(&config).map_err(|e| e.to_string())?;
             let seed = Seed {
                 node_id: id,
                 members: config
@@ -155,6 +172,10 @@ pub async fn run(args: SnapshotArgs) -> Result<ExitCode, String> {
                 .await
                 .map_err(|e| e.to_string())?
                 .map_err(|e| format!("{e} ({})", file.display()))?;
+            if let Some(key) = key_plan.key() {
+                key.write_file(&key_path(&config.data_dir))
+                    .map_err(|e| e.to_string())?;
+            }
             print_restored(&config, &restored, output)?;
         }
         SnapshotCommand::Status { file } => {
@@ -238,6 +259,9 @@ fn print_restored(config: &Config, restored: &Restored, output: Output) -> Resul
             );
             if !members.is_empty() {
                 flags.push_str(&format!(" --initial-cluster {}", members.join(",")));
+            }
+            if config.insecure {
+                flags.push_str(" --insecure");
             }
             out!(
                 "restored node {} of cluster {} into {}: its log continues after index {}, \

@@ -35,6 +35,9 @@ pub struct StatusView {
     pub term: u64,
     /// Wall clock of the answer, ms since the epoch.
     pub now_ms: u64,
+    /// How peers authenticate: "mutual TLS", "join token", or
+    /// "NOT AUTHENTICATED (--insecure)".
+    pub peer_auth: &'static str,
     pub members: Vec<MemberView>,
     pub leases_total: usize,
     pub leases: Vec<LeaseView>,
@@ -145,6 +148,7 @@ impl StatusSource {
             leader: own.leader,
             term: own.term,
             now_ms: wall_clock_ms(),
+            peer_auth: self.node.peer_auth(),
             members,
             leases_total: 0,
             leases: Vec::new(),

@@ -117,7 +117,9 @@ pub fn open(
     };
     // A dir another process has open is refused before sled touches it
     // (sled may create files before it tries its lock).
-    if let Some(holder) = lock_holder(&db_path) {
+    // This process's own lock is a handle of an earlier open still being
+    // dropped (sled's threads close it): sled's own try-lock decides.
+    if let Some(holder) = lock_holder(&db_path).filter(|h| h.pid != std::process::id()) {
         return Err(in_use(Some(holder)));
     }
     let db = sled::Config::new()

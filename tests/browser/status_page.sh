@@ -56,10 +56,11 @@ for i in 1 2 3; do
     members+="${members:+,}$i=$(addr "$i" 2)/$(addr "$i" 1)"
     endpoints+="${endpoints:+,}$(addr "$i" 1)"
 done
+"$BIN" certs create-join-token --out "$WORK/join-token" >/dev/null
 for i in 1 2 3; do
     "$BIN" serve --id "$i" --data-dir "$WORK/node$i" --client-addr "$(addr "$i" 1)" \
         --peer-addr "$(addr "$i" 2)" --admin-addr "$(addr "$i" 3)" \
-        --initial-cluster "$members" >"$WORK/node$i.log" 2>&1 &
+        --initial-cluster "$members" --join-token-file "$WORK/join-token" >"$WORK/node$i.log" 2>&1 &
     pids+=($!)
 done
 ADMIN="http://$(addr 1 3)"

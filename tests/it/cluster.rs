@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use raftlock::client::{ClientOptions, ClientTls};
 use raftlock::{Client, Config, InitialMember, LinkFilter, Node};
+use raftlock_raft::peer_auth::ClusterKey;
 use raftlock_storage::NodeAddr;
 use tempfile::TempDir;
 use tokio::net::TcpListener;
@@ -94,6 +95,15 @@ impl TestCluster {
             .try_init();
         let dir = tempfile::tempdir().expect("temp dir");
         let certs = tls.then(|| make_certs(&dir.path().join("certs"), n));
+        // Peers authenticate as in production: with certificates, or with
+        // a join token every member shares.
+        let base = match (tls, base.insecure, &base.join_token) {
+            (false, false, None) => Config {
+                join_token: Some(ClusterKey::generate().to_token()),
+                ..base
+            },
+            _ => base,
+        };
         let mut listeners = BTreeMap::new();
         let mut addrs = BTreeMap::new();
         for id in 1..=n {
@@ -147,6 +157,14 @@ impl TestCluster {
                 addr: self.node_addr(id),
             })
             .collect()
+    }
+
+    /// The cluster's peer secret; `None` with TLS or `insecure`.
+    pub fn key(&self) -> Option<ClusterKey> {
+        self.base
+            .join_token
+            .as_deref()
+            .map(|t| ClusterKey::from_token(t).expect("the cluster's join token"))
     }
 
     /// The address record of node `id`.

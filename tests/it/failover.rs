@@ -177,7 +177,8 @@ async fn lagging_node_catches_up_by_snapshot() {
     cluster.isolate(lagging);
 
     let client = cluster.client_of(leader).await;
-    let lease = client.grant_lease(TTL).await.unwrap();
+    // Long enough for 200 acquires on a starved machine (30 s was not).
+    let lease = client.grant_lease(Duration::from_secs(600)).await.unwrap();
     for i in 0..200 {
         let name = format!("snap/{i}");
         client

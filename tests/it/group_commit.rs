@@ -58,7 +58,9 @@ async fn a_lone_write_is_an_entry_and_concurrent_writes_share_entries() {
     }
     let (writes_end, entries_end) = proposed(&cluster, leader);
     let (writes, entries) = (writes_end - writes_after, entries_end - entries_after);
-    assert_eq!(writes, 400);
+    // More than 400 when a starved machine made clients retry (a retry is
+    // proposed again and applied once).
+    assert!(writes >= 400, "{writes} writes proposed for 400 calls");
     assert!(
         entries * 2 <= writes,
         "400 concurrent writes took {entries} entries: not batched"

@@ -13,6 +13,7 @@ use raftlock::{Config, Node};
 use raftlock_raft::network::encode;
 use raftlock_raft::pb::peer_client::PeerClient;
 use raftlock_raft::pb::Blob;
+use raftlock_raft::peer_auth::Direction;
 use raftlock_raft::peer_checks::MAX_SNAPSHOT_BYTES;
 use raftlock_raft::snapshot_transfer::SnapshotChunk;
 use raftlock_storage::{Command, Proposal, Request, TypeConfig};
@@ -23,22 +24,45 @@ use crate::cluster::{test_config, TestCluster};
 
 const TTL: Duration = Duration::from_secs(30);
 
-/// A blob as a forger who knows the cluster id would seal it: claiming to
-/// be `from`, with an incarnation of its own.
-fn forged(cluster: &TestCluster, from: u64, to: u64, data: Vec<u8>) -> Blob {
+/// A blob as a forger who knows the cluster id (and, in a cluster with a
+/// secret, the secret: a member gone rogue) would seal it for `rpc`:
+/// claiming to be `from`, with an incarnation of its own.
+fn forged(cluster: &TestCluster, rpc: &str, from: u64, to: u64, data: Vec<u8>) -> Blob {
     let cluster_id = cluster
         .node(to)
         .cluster_id()
         .map(|c| c.to_string())
         .unwrap_or_default();
-    Blob {
-        data,
-        cluster_id,
-        from,
-        to,
-        boot: 1_000,
-        incarnation: uuid::Uuid::new_v4().as_bytes().to_vec(),
+    signed(
+        cluster,
+        rpc,
+        Blob {
+            data,
+            cluster_id,
+            from,
+            to,
+            boot: 1_000,
+            incarnation: uuid::Uuid::new_v4().as_bytes().to_vec(),
+            mac: Vec::new(),
+            sent_at_ms: now_ms(),
+        },
+    )
+}
+
+/// `blob` tagged for `rpc` with the cluster's secret, if it has one.
+pub fn signed(cluster: &TestCluster, rpc: &str, mut blob: Blob) -> Blob {
+    if let Some(key) = cluster.key() {
+        blob.mac = key.tag(rpc, Direction::Request, &blob, &[]);
     }
+    blob
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_millis() as u64
 }
 
 async fn peer_client(cluster: &TestCluster, id: u64) -> PeerClient<tonic::transport::Channel> {
@@ -80,12 +104,15 @@ async fn a_vote_with_a_huge_term_is_refused_and_the_leader_stays() {
     let term = term_of(&cluster, leader);
 
     let rpc = VoteRequest::<TypeConfig>::new(Vote::new(u64::MAX, follower), None);
-    let blob = forged(&cluster, follower, leader, encode(&rpc).unwrap());
+    let blob = forged(&cluster, "vote", follower, leader, encode(&rpc).unwrap());
     // Later messages come from the same forging process.
     let incarnation = blob.incarnation.clone();
-    let as_forger = |data: Vec<u8>| Blob {
-        incarnation: incarnation.clone(),
-        ..forged(&cluster, follower, leader, data)
+    let as_forger = |rpc: &str, data: Vec<u8>| {
+        let blob = Blob {
+            incarnation: incarnation.clone(),
+            ..forged(&cluster, rpc, follower, leader, data)
+        };
+        signed(&cluster, rpc, blob)
     };
     let refused = peer_client(&cluster, leader)
         .await
@@ -95,7 +122,7 @@ async fn a_vote_with_a_huge_term_is_refused_and_the_leader_stays() {
     assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
     assert!(refused.message().contains("implausibly"), "{refused:?}");
     // The same as a PreVote.
-    let blob = as_forger(encode(&rpc).unwrap());
+    let blob = as_forger("pre_vote", encode(&rpc).unwrap());
     let refused = peer_client(&cluster, leader)
         .await
         .pre_vote(blob)
@@ -111,7 +138,7 @@ async fn a_vote_with_a_huge_term_is_refused_and_the_leader_stays() {
         data: vec![0; 16],
         done: false,
     };
-    let blob = as_forger(encode(&piece).unwrap());
+    let blob = as_forger("install_snapshot", encode(&piece).unwrap());
     let refused = peer_client(&cluster, leader)
         .await
         .install_snapshot(blob)
@@ -122,7 +149,7 @@ async fn a_vote_with_a_huge_term_is_refused_and_the_leader_stays() {
 
     // From a node that is not a member at all.
     let rpc = VoteRequest::<TypeConfig>::new(Vote::new(term + 1, 99), None);
-    let blob = forged(&cluster, 99, leader, encode(&rpc).unwrap());
+    let blob = forged(&cluster, "vote", 99, leader, encode(&rpc).unwrap());
     let refused = peer_client(&cluster, leader)
         .await
         .vote(blob)
@@ -181,7 +208,13 @@ async fn a_forged_append_cannot_release_a_held_lock_on_a_follower() {
         }],
         leader_commit: Some(LogId::new(prev.leader_id, prev.index + 1)),
     };
-    let blob = forged(&cluster, leader, follower, encode(&rpc).unwrap());
+    let blob = forged(
+        &cluster,
+        "append_entries",
+        leader,
+        follower,
+        encode(&rpc).unwrap(),
+    );
     let refused = peer_client(&cluster, follower)
         .await
         .append_entries(blob)
@@ -221,8 +254,9 @@ async fn messages_for_another_cluster_or_node_are_refused() {
         VoteRequest::<TypeConfig>::new(Vote::new(term_of(&cluster, leader) + 1, follower), None);
     let data = encode(&rpc).unwrap();
 
-    let mut foreign = forged(&cluster, follower, leader, data.clone());
+    let mut foreign = forged(&cluster, "vote", follower, leader, data.clone());
     foreign.cluster_id = uuid::Uuid::new_v4().to_string();
+    let foreign = signed(&cluster, "vote", foreign);
     let refused = peer_client(&cluster, leader)
         .await
         .vote(foreign)
@@ -233,8 +267,9 @@ async fn messages_for_another_cluster_or_node_are_refused() {
 
     let misaddressed = Blob {
         to: leader + 10,
-        ..forged(&cluster, follower, leader, data.clone())
+        ..forged(&cluster, "vote", follower, leader, data.clone())
     };
+    let misaddressed = signed(&cluster, "vote", misaddressed);
     let refused = peer_client(&cluster, leader)
         .await
         .vote(misaddressed)
@@ -242,8 +277,9 @@ async fn messages_for_another_cluster_or_node_are_refused() {
         .unwrap_err();
     assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
 
-    let mut no_envelope = forged(&cluster, follower, leader, data);
+    let mut no_envelope = forged(&cluster, "vote", follower, leader, data);
     no_envelope.incarnation.clear();
+    let no_envelope = signed(&cluster, "vote", no_envelope);
     let refused = peer_client(&cluster, leader)
         .await
         .vote(no_envelope)
@@ -258,7 +294,7 @@ async fn messages_for_another_cluster_or_node_are_refused() {
 #[tokio::test]
 async fn an_oversized_peer_message_is_refused_before_it_is_read() {
     let cluster = TestCluster::new(1).await;
-    let blob = forged(&cluster, 1, 1, vec![b'x'; 32 << 20]);
+    let blob = forged(&cluster, "append_entries", 1, 1, vec![b'x'; 32 << 20]);
     let refused = peer_client(&cluster, 1)
         .await
         .append_entries(blob)
@@ -382,4 +418,165 @@ async fn a_node_whose_raft_core_stops_reports_it_and_stops_serving() {
         .grant_lease(TTL)
         .await
         .expect("the others still serve");
+}
+
+/// The attack that erased every lock on a plain-text cluster: a message
+/// claiming to come from the *other* follower, as a new leader (term + 1,
+/// a boot count above any seen), carrying a `ForceRelease` and committing
+/// it. Without the cluster's secret its tag is missing or wrong, and it is
+/// refused before any of it is read. Without the tag check (`authenticate`
+/// returning `Ok` at once) the follower takes this append and answers it
+/// (the `expect_err` fails).
+#[tokio::test]
+async fn a_forged_append_without_the_secret_is_refused_and_changes_nothing() {
+    let cluster = TestCluster::new(3).await;
+    assert!(cluster.key().is_some(), "the default cluster has a secret");
+    let leader = cluster.wait_for_leader().await;
+    let (target, posing_as) = (cluster.others(leader)[0], cluster.others(leader)[1]);
+    let client = cluster.client().await;
+    let lease = client.grant_lease(TTL).await.unwrap();
+    let held = client
+        .acquire(&Acquire::exclusive("res", "first", lease))
+        .await
+        .unwrap()
+        .expect("granted");
+    let status = cluster.node(leader).status();
+    cluster.wait_applied(target, status.last_log_index).await;
+    let status = cluster.node(target).status();
+
+    let term = status.term + 1;
+    let prev = LogId::new(
+        CommittedLeaderId::new(status.term, leader),
+        status.last_log_index,
+    );
+    let release = Request {
+        origin: None,
+        caller: Default::default(),
+        time_ms: 0,
+        command: Command::ForceRelease { name: "res".into() },
+    };
+    let entry = LogId::new(CommittedLeaderId::new(term, posing_as), prev.index + 1);
+    let rpc = AppendEntriesRequest::<TypeConfig> {
+        vote: Vote::new_committed(term, posing_as),
+        prev_log_id: Some(prev),
+        entries: vec![Entry {
+            log_id: entry,
+            payload: EntryPayload::Normal(Proposal::from(release)),
+        }],
+        leader_commit: Some(entry),
+    };
+    let data = encode(&rpc).unwrap();
+    let cluster_id = cluster.node(target).cluster_id().unwrap().to_string();
+    let unsigned = Blob {
+        data: data.clone(),
+        cluster_id,
+        from: posing_as,
+        to: target,
+        boot: 1_000,
+        incarnation: uuid::Uuid::new_v4().as_bytes().to_vec(),
+        mac: Vec::new(),
+        sent_at_ms: now_ms(),
+    };
+    let other_key = raftlock::ClusterKey::generate();
+    let wrong_key = Blob {
+        mac: other_key.tag("append_entries", Direction::Request, &unsigned, &[]),
+        ..unsigned.clone()
+    };
+    for (what, blob) in [
+        ("untagged", unsigned),
+        ("tagged with another key", wrong_key),
+    ] {
+        let refused = peer_client(&cluster, target)
+            .await
+            .append_entries(blob)
+            .await
+            .expect_err(what);
+        assert_eq!(refused.code(), Code::Unauthenticated, "{what}: {refused:?}");
+    }
+    assert_eq!(term_of(&cluster, target), status.term, "the term moved");
+    let info = client.describe("res").await.unwrap().expect("still held");
+    assert_eq!(info.holders[0].fence, held.fence);
+    client
+        .keep_alive(lease)
+        .await
+        .expect("the holder's lease lives");
+    still_serves(&cluster, "after-forged-append").await;
+    cluster.shutdown().await;
+}
+
+/// `Identify` answered anyone with the cluster id and each node's boot
+/// count, which is what a forger needed. Without the secret's tag the
+/// caller now learns nothing but that it is not authenticated.
+#[tokio::test]
+async fn identify_tells_a_caller_without_the_secret_nothing() {
+    let cluster = TestCluster::new(1).await;
+    let cluster_id = cluster.node(1).cluster_id().unwrap().to_string();
+    let ask = Blob {
+        data: Vec::new(),
+        cluster_id: String::new(),
+        from: 7,
+        to: 0,
+        boot: 1,
+        incarnation: uuid::Uuid::new_v4().as_bytes().to_vec(),
+        mac: Vec::new(),
+        sent_at_ms: now_ms(),
+    };
+    let refused = peer_client(&cluster, 1)
+        .await
+        .identify(ask.clone())
+        .await
+        .expect_err("an untagged identify");
+    assert_eq!(refused.code(), Code::Unauthenticated, "{refused:?}");
+    assert!(!refused.message().contains(&cluster_id), "{refused:?}");
+    // With the secret, a member learns who answers.
+    let answer = peer_client(&cluster, 1)
+        .await
+        .identify(signed(&cluster, "identify", ask))
+        .await
+        .expect("a tagged identify")
+        .into_inner();
+    assert_eq!((answer.from, answer.cluster_id), (1, cluster_id));
+    cluster.shutdown().await;
+}
+
+/// A cluster of several nodes without TLS does not start without a join
+/// token, unless told `insecure`; then it says so.
+#[tokio::test]
+async fn a_multi_node_cluster_without_peer_authentication_does_not_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let members: Vec<raftlock::InitialMember> =
+        ["1=127.0.0.1:1/127.0.0.1:2", "2=127.0.0.1:3/127.0.0.1:4"]
+            .iter()
+            .map(|m| m.parse().unwrap())
+            .collect();
+    let config = Config {
+        data_dir: dir.path().join("n1"),
+        client_addr: "127.0.0.1:2".into(),
+        peer_addr: "127.0.0.1:1".into(),
+        initial_cluster: members,
+        ..test_config()
+    };
+    let err = Node::builder()
+        .config(config.clone())
+        .start()
+        .await
+        .err()
+        .expect("refused");
+    let err = err.to_string();
+    assert!(err.contains("authenticates its peers"), "{err}");
+    assert!(err.contains("--insecure"), "{err}");
+    assert!(
+        !dir.path().join("n1").exists(),
+        "the refused node wrote its dir"
+    );
+    let err = Node::builder()
+        .config(Config {
+            join_token: Some("rlj1-nothex".into()),
+            ..config
+        })
+        .start()
+        .await
+        .err()
+        .expect("a malformed token is refused");
+    assert!(err.to_string().contains("64 hex digits"), "{err}");
 }

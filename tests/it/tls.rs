@@ -341,6 +341,8 @@ async fn a_node_certificate_cannot_speak_as_another_node() {
         to: target,
         boot: 1_000,
         incarnation: uuid::Uuid::new_v4().as_bytes().to_vec(),
+        mac: Vec::new(),
+        sent_at_ms: crate::peer_attacks::now_ms(),
     };
     let status = PeerClient::new(channel)
         .vote(blob)

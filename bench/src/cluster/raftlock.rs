@@ -40,6 +40,8 @@ pub async fn start(
         .enumerate()
         .map(|(i, (client, peer))| format!("{}={peer}/{client}", i + 1))
         .collect();
+    // Peers authenticate as in production: a join token every node shares.
+    let token = raftlock::ClusterKey::generate().to_token();
     launch
         .start(|node| {
             [
@@ -54,6 +56,8 @@ pub async fn start(
                 node.peer_addr.to_string(),
                 "--initial-cluster".to_string(),
                 initial.join(","),
+                "--join-token".to_string(),
+                token.clone(),
                 // Asked for explicitly (client port + 2, free in this
                 // layout): the stage breakdown reads /metrics.
                 "--admin-addr".to_string(),

@@ -45,6 +45,16 @@ class Cluster:
         self.token = ""
         if secure:
             self.secure(n)
+        else:
+            # Peers authenticate with a join token when there is no CA.
+            join_token = self.dir / "join-token"
+            subprocess.run(
+                [self.bin, "certs", "create-join-token", "--out", str(join_token)],
+                check=True,
+                capture_output=True,
+            )
+            for i in range(1, n + 1):
+                self.node_args[i] = ["--join-token-file", str(join_token)]
         self.clients = {i: f"127.0.0.1:{free_port()}" for i in range(1, n + 1)}
         self.peers = {i: f"127.0.0.1:{free_port()}" for i in range(1, n + 1)}
         self.initial = ",".join(f"{i}={self.peers[i]}/{self.clients[i]}" for i in self.clients)

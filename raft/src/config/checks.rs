@@ -34,6 +34,12 @@ pub enum ConfigError {
         ours: String,
         listed: String,
     },
+    #[error("join token: {0}")]
+    JoinToken(String),
+    #[error("--join-token and --join-token-file exclude each other")]
+    TwoJoinTokens,
+    #[error("--insecure turns peer authentication off and cannot go with TLS, which authenticates peers by their certificates")]
+    InsecureWithTls,
     #[error("--join and --initial-cluster exclude each other")]
     JoinWithCluster,
     #[error("TLS needs all three of tls_cert, tls_key and tls_ca (--tls-cert, --tls-key, --tls-ca); {missing} is missing")]
@@ -99,7 +105,24 @@ impl Config {
             return Err(ConfigError::SelfNotInCluster(self.id));
         }
         self.validate_own_entry()?;
+        self.validate_peer_auth()?;
         self.validate_tls()
+    }
+
+    /// The join token's settings fit together (whether one is needed
+    /// depends on the data dir: [`crate::peer_auth::plan_key`]).
+    fn validate_peer_auth(&self) -> Result<(), ConfigError> {
+        if self.join_token.is_some() && self.join_token_file.is_some() {
+            return Err(ConfigError::TwoJoinTokens);
+        }
+        if let Some(token) = &self.join_token {
+            crate::peer_auth::ClusterKey::from_token(token)
+                .map_err(|e| ConfigError::JoinToken(e.to_string()))?;
+        }
+        if self.insecure && self.tls_enabled() {
+            return Err(ConfigError::InsecureWithTls);
+        }
+        Ok(())
     }
 
     /// This node's addresses, as it advertises them, are the ones its own

@@ -147,6 +147,20 @@ pub struct Config {
     /// (`admin`, or name prefixes). `None`: every client may do anything,
     /// the loopback default. See docs/security.md.
     pub auth_file: Option<PathBuf>,
+    /// The cluster's join token (`rlj1-...`): the secret that tags every
+    /// peer message when peers do not use mTLS. Every member of a new
+    /// cluster of more than one node gets the same one on its first start,
+    /// a joining node the cluster's; the data dir keeps it afterwards
+    /// (`raftlock.key`). Never printed back (`--print-config`).
+    #[serde(skip_serializing)]
+    pub join_token: Option<String>,
+    /// A file holding the join token (instead of `join_token`, which shows
+    /// in the process list when given as a flag).
+    pub join_token_file: Option<PathBuf>,
+    /// Run without peer authentication: no mTLS and no cluster secret, so
+    /// anyone who reaches the peer port can rewrite every lock. Announced
+    /// at start and on the status page.
+    pub insecure: bool,
     /// Largest peer message this node accepts or sends, in bytes. Must hold
     /// a snapshot chunk (1 MiB) and the largest entry (about 1 MiB of
     /// payload), with room to spare.
@@ -200,6 +214,9 @@ impl Default for Config {
             tls_ca: None,
             client_cert_auth: false,
             auth_file: None,
+            join_token: None,
+            join_token_file: None,
+            insecure: false,
             max_peer_message_bytes: DEFAULT_MAX_PEER_MESSAGE_BYTES,
             admin_addr: None,
             max_client_connections: 10_000,

@@ -6,10 +6,11 @@
 //! The checks catch a message for another cluster or another node, a node
 //! id claimed by two live processes at once (a copied data dir started as
 //! a second member), and a node that comes back with an older copy of its
-//! data dir. Without TLS they are not authentication: a forger who knows
-//! the cluster id and a silent member's id can still pass them. mTLS (a
-//! certificate that names the sender) is what stops a forger; see
-//! docs/security.md.
+//! data dir. They are not authentication: that is the cluster secret's
+//! tag on every message ([`crate::peer_auth`], checked here before anything
+//! else) or mTLS (a certificate that names the sender); with `--insecure`
+//! a forger who knows the cluster id and a silent member's id passes
+//! them. See docs/security.md.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -21,6 +22,7 @@ use uuid::Uuid;
 use raftlock_storage::{LogStore, NodeId};
 
 use crate::pb::Blob;
+use crate::peer_auth::{ClusterKey, Direction, REPLAY_WINDOW};
 
 /// Most senders remembered: far above any cluster's size, so the table
 /// cannot be grown by made-up ids while the membership is still unknown.
@@ -61,6 +63,8 @@ pub enum Refusal {
         seen: u64,
         seen_at: String,
     },
+    #[error("not authenticated: {0}")]
+    Unauthenticated(String),
     #[error("too many distinct senders")]
     TooManySenders,
     #[error("cannot record the cluster id: {0}")]
@@ -116,6 +120,9 @@ pub struct PeerGuard {
     alive_for: Duration,
     /// When each (sender, kind of refusal) was last logged.
     logged: Mutex<HashMap<(NodeId, &'static str), Instant>>,
+    /// The cluster secret every message is tagged with; `None` with mTLS
+    /// or `--insecure`.
+    key: Option<ClusterKey>,
 }
 
 impl PeerGuard {
@@ -123,6 +130,17 @@ impl PeerGuard {
     /// records a learnt cluster id; `alive_for` is how long after its last
     /// request a process counts as alive (a few election timeouts).
     pub fn new(id: NodeId, boot: u64, log: Option<LogStore>, alive_for: Duration) -> Self {
+        Self::with_key(id, boot, log, alive_for, None)
+    }
+
+    /// [`PeerGuard::new`], tagging and checking every message with `key`.
+    pub fn with_key(
+        id: NodeId,
+        boot: u64,
+        log: Option<LogStore>,
+        alive_for: Duration,
+        key: Option<ClusterKey>,
+    ) -> Self {
         let cluster = log.as_ref().and_then(|l| l.cluster_id());
         Self {
             id,
@@ -134,7 +152,13 @@ impl PeerGuard {
             speakers: Mutex::default(),
             alive_for,
             logged: Mutex::default(),
+            key,
         }
+    }
+
+    /// The cluster secret, if messages are tagged with one.
+    pub fn key(&self) -> Option<&ClusterKey> {
+        self.key.as_ref()
     }
 
     /// The cluster id, if known.
@@ -155,17 +179,33 @@ impl PeerGuard {
         self.adopt(Uuid::new_v4()).await
     }
 
-    /// The answer to an identify call: who this node is, without the
-    /// incarnation (which stays between members).
-    pub fn identify(&self) -> Blob {
-        Blob {
+    /// The answer to an identify request (already authenticated): who this
+    /// node is, without the incarnation (which stays between members).
+    pub fn identify(&self, data: Vec<u8>, request: &Blob) -> Blob {
+        let mut reply = Blob {
             incarnation: Uuid::nil().as_bytes().to_vec(),
-            ..self.seal(0, Vec::new())
-        }
+            ..self.envelope(0, data)
+        };
+        self.tag(&mut reply, "identify", Direction::Reply, &request.mac);
+        reply
     }
 
-    /// Wraps `data` for node `to`.
-    pub fn seal(&self, to: NodeId, data: Vec<u8>) -> Blob {
+    /// Wraps `data` as a request on `rpc` for node `to`, tagged.
+    pub fn seal(&self, rpc: &str, to: NodeId, data: Vec<u8>) -> Blob {
+        let mut blob = self.envelope(to, data);
+        self.tag(&mut blob, rpc, Direction::Request, &[]);
+        blob
+    }
+
+    /// Wraps `data` as the reply on `rpc` to `request` from node `to`,
+    /// tagged and bound to the request's tag.
+    pub fn seal_reply(&self, rpc: &str, to: NodeId, data: Vec<u8>, request: &Blob) -> Blob {
+        let mut blob = self.envelope(to, data);
+        self.tag(&mut blob, rpc, Direction::Reply, &request.mac);
+        blob
+    }
+
+    fn envelope(&self, to: NodeId, data: Vec<u8>) -> Blob {
         Blob {
             data,
             cluster_id: self.cluster_id().map(|c| c.to_string()).unwrap_or_default(),
@@ -173,7 +213,46 @@ impl PeerGuard {
             to,
             boot: self.boot,
             incarnation: self.incarnation.as_bytes().to_vec(),
+            mac: Vec::new(),
+            sent_at_ms: wall_clock_ms(),
         }
+    }
+
+    fn tag(&self, blob: &mut Blob, rpc: &str, direction: Direction, bound: &[u8]) {
+        if let Some(key) = &self.key {
+            blob.mac = key.tag(rpc, direction, blob, bound);
+        }
+    }
+
+    /// Checks a request's tag and sending time, before anything else is
+    /// read from it. Without a secret (mTLS or `--insecure`) there is
+    /// nothing to check.
+    pub fn authenticate(&self, rpc: &str, blob: &Blob) -> Result<(), Refusal> {
+        let Some(key) = &self.key else {
+            return Ok(());
+        };
+        let from = blob.from;
+        if blob.mac.is_empty() {
+            let why = "the message carries no tag: is the sender started with --insecure, or \
+                       without the cluster's join token?";
+            return self.refused(from, "auth", Refusal::Unauthenticated(why.into()));
+        }
+        if !key.verify(rpc, Direction::Request, blob, &[]) {
+            let why = "the tag does not match this cluster's secret (another join token, or \
+                       a forged or altered message)";
+            return self.refused(from, "auth", Refusal::Unauthenticated(why.into()));
+        }
+        let skew = wall_clock_ms().abs_diff(blob.sent_at_ms);
+        if skew > REPLAY_WINDOW.as_millis() as u64 {
+            let why = format!(
+                "sent {} s away from this node's clock (more than {} s): a replayed message, \
+                 or clocks that disagree",
+                skew / 1000,
+                REPLAY_WINDOW.as_secs()
+            );
+            return self.refused(from, "replay", Refusal::Unauthenticated(why));
+        }
+        Ok(())
     }
 
     /// Checks an inbound request: for this cluster and this node, from a
@@ -206,8 +285,30 @@ impl PeerGuard {
         self.boot
     }
 
-    /// Checks a reply: from `target`, for this node, of this cluster.
-    pub fn check_reply(&self, blob: &Blob, target: NodeId) -> Result<(), Refusal> {
+    /// Whether an identify reply is tagged for `request` (always, without
+    /// a secret).
+    pub fn is_identify_reply(&self, blob: &Blob, request: &Blob) -> bool {
+        self.key
+            .as_ref()
+            .is_none_or(|key| key.verify("identify", Direction::Reply, blob, &request.mac))
+    }
+
+    /// Checks a reply to `request` on `rpc`: tagged for it, from `target`,
+    /// for this node, of this cluster.
+    pub fn check_reply(
+        &self,
+        rpc: &str,
+        blob: &Blob,
+        request: &Blob,
+        target: NodeId,
+    ) -> Result<(), Refusal> {
+        if let Some(key) = &self.key {
+            if !key.verify(rpc, Direction::Reply, blob, &request.mac) {
+                return Err(Refusal::Unauthenticated(
+                    "the reply's tag does not match this cluster's secret".into(),
+                ));
+            }
+        }
         let sender = parse(blob)?;
         if blob.to != self.id {
             return Err(Refusal::WrongNode {
@@ -377,6 +478,13 @@ impl PeerGuard {
         }
         Err(refusal)
     }
+}
+
+/// Milliseconds since the Unix epoch on this machine's clock.
+fn wall_clock_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn parse(blob: &Blob) -> Result<Sender, Refusal> {

@@ -58,6 +58,8 @@ pub struct Cluster {
     /// Entries between snapshots.
     snapshot_after: u64,
     initial_cluster: String,
+    /// The peers' shared secret (plain-text runs; `--secure` runs use TLS).
+    join_token: String,
     nodes: BTreeMap<u64, NodeProc>,
     pub net: Network,
     /// TLS and auth files, in `--secure` runs.
@@ -151,6 +153,7 @@ impl Cluster {
             timing: (HEARTBEAT_MS, ELECTION_TIMEOUT_MS),
             snapshot_after: 2000,
             initial_cluster,
+            join_token: raftlock::ClusterKey::generate().to_token(),
             nodes,
             net,
             secure: None,
@@ -246,6 +249,7 @@ impl Cluster {
             .args(["--advertise-client-addr", &s.client_proxy.to_string()])
             .args(["--advertise-peer-addr", &s.peer_proxy.to_string()])
             .args(["--initial-cluster", &self.initial_cluster])
+            .env("RAFTLOCK_JOIN_TOKEN", &self.join_token)
             .args(["--heartbeat-ms", &self.timing.0.to_string()])
             .args(["--election-timeout-ms", &self.timing.1.to_string()])
             .args(["--snapshot-after", &self.snapshot_after.to_string()])
