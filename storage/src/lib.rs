@@ -15,6 +15,8 @@
 //!   which refuses a data dir that lost or damaged acknowledged state.
 //! - [`codec`]: how records are framed on disk (format byte, CRC32C).
 //! - [`dir_lock`]: who has a data dir open (the holder of sled's lock).
+//! - `sled_snap_files`: sled's own `snap.*` files; removes the incomplete
+//!   ones an open interrupted by a full disk leaves.
 //! - [`disk_sync`]: sled's flush plus the `fsync`/`fdatasync` that make it
 //!   durable.
 //! - [`identity`]: the data dir's identity file and state floor.
@@ -39,6 +41,7 @@ pub mod limits;
 mod log_flusher;
 pub mod log_store;
 pub mod node_db;
+mod sled_snap_files;
 pub mod sm_store;
 pub mod snapshot;
 pub mod state;

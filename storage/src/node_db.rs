@@ -27,6 +27,7 @@ use crate::error::Error;
 use crate::event::Applied;
 use crate::identity::{Bootstrap, Floor, FloorKeeper, Identity, IDENTITY_FILE};
 use crate::log_store::LogStore;
+use crate::sled_snap_files;
 use crate::sm_store::StateMachineStore;
 use crate::types::NodeId;
 
@@ -68,6 +69,11 @@ impl OpenOptions {
     }
 }
 
+/// What to do when the data dir's disk is full.
+const FREE_SPACE: &str = "Free space on the disk that holds the data dir, then start the \
+    node again: an open stopped by a full disk changes nothing the node relies on, \
+    and no acknowledged write is lost";
+
 /// What to do about a data dir that cannot be trusted.
 const REJOIN: &str = "If the other members are healthy, move this directory aside, \
     remove the node from the cluster (`raftlock cluster remove ID`), start it again \
@@ -85,7 +91,9 @@ const REJOIN: &str = "If the other members are healthy, move this directory asid
 /// that holds state but no identity file, or that belongs to another node
 /// id or another cluster formation than `options` say. A new dir gets its
 /// identity file; a dir is never silently started as a new empty node once
-/// it held one.
+/// it held one. Before sled opens, the `snap.<LSN>.generating` files an
+/// earlier open left when it failed (a full disk) are removed, as sled
+/// would otherwise refuse them as corrupt: see `sled_snap_files`.
 ///
 /// Synchronous: sled opens its files and replays its log with blocking IO,
 /// and every log entry and the current snapshot are read and checked here.
@@ -122,6 +130,9 @@ pub fn open(
     if let Some(holder) = lock_holder(&db_path).filter(|h| h.pid != std::process::id()) {
         return Err(in_use(Some(holder)));
     }
+    // An open that failed on a full disk leaves a `.generating` file that
+    // sled would read as its newest snapshot: see [`sled_snap_files`].
+    sled_snap_files::remove_incomplete(dir)?;
     let db = sled::Config::new()
         .path(dir)
         .cache_capacity(CACHE_BYTES)
@@ -131,8 +142,10 @@ pub fn open(
                 // Opened by another process since the check above, or on a
                 // system without a lock table: not damage either way.
                 in_use(lock_holder(&db_path))
+            } else if matches!(&e, sled::Error::Io(io) if is_disk_full(io.kind())) {
+                disk_full(dir, &e)
             } else {
-                refuse(db_path.clone(), format!("sled cannot open its files: {e}"))
+                refuse(db_path.clone(), sled_refusal(dir, &e))
             }
         })?;
     let sync = Arc::new(DiskSync::new(db.clone(), dir, options.sync)?);
@@ -162,16 +175,56 @@ pub fn open(
         }
         None => Identity::new(options.node_id, options.bootstrap.clone()),
     };
-    sync.sync_all_files(dir)?;
+    sync.sync_all_files(dir).map_err(|e| disk_full_or(dir, e))?;
     // Running from here: a floor from a clean shutdown no longer describes
     // the dir once the node writes again.
     identity.floor.clean_shutdown = false;
     identity.floor.last_log_at_shutdown = 0;
     identity.floor.vote_term = identity.floor.vote_term.max(held.vote_term.unwrap_or(0));
     identity.boots += 1;
-    identity.write(dir)?;
+    identity.write(dir).map_err(|e| disk_full_or(dir, e))?;
     let log = log.with_floor(Arc::new(FloorKeeper::new(dir, identity)));
     Ok((log, sm))
+}
+
+/// What is wrong when sled refuses its files: sled's error, and for
+/// corruption the snapshot file sled read first (it cannot say which file
+/// failed its checks). A damaged `snap.*` is not repaired here: see
+/// [`sled_snap_files`].
+fn sled_refusal(dir: &Path, e: &sled::Error) -> String {
+    let snapshot = match (e, sled_snap_files::newest_snapshot(dir)) {
+        (sled::Error::Corruption { .. }, Some((path, bytes))) => format!(
+            " (sled read its snapshot file {} of {bytes} bytes and its log `db`; \
+             sled finishes and syncs a snapshot before giving it that name, \
+             so a damaged one is damage on the disk, not an interrupted write)",
+            path.display()
+        ),
+        _ => String::new(),
+    };
+    format!("sled cannot open its files: {e}{snapshot}")
+}
+
+/// ENOSPC: the data dir's disk (or its file system) has no room left.
+fn is_disk_full(kind: std::io::ErrorKind) -> bool {
+    kind == std::io::ErrorKind::StorageFull
+}
+
+/// The refusal for an open that failed because the disk is full: the dir
+/// is not damaged, so the action is to free space, not to rebuild the node.
+fn disk_full(dir: &Path, e: &dyn std::fmt::Display) -> Error {
+    Error::DataDir {
+        path: dir.to_path_buf(),
+        problem: format!("its disk is full ({e})"),
+        action: FREE_SPACE.to_string(),
+    }
+}
+
+/// `e`, or the disk-full refusal when it is a write that found no room.
+fn disk_full_or(dir: &Path, e: Error) -> Error {
+    match &e {
+        Error::Io { kind, .. } if is_disk_full(*kind) => disk_full(dir, &e),
+        _ => e,
+    }
 }
 
 /// Whether sled failed to open because another process holds the dir's
