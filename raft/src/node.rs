@@ -114,6 +114,7 @@ impl RaftNode {
             )),
         })?;
         let closing_log = log_store.clone();
+        sm_store.check_cluster_with(log_store.clone());
         let state = sm_store.state();
 
         let guard = Arc::new(PeerGuard::new(
