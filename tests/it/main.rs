@@ -23,4 +23,5 @@ mod membership;
 mod observe;
 mod partitions;
 mod peer_attacks;
+mod peer_robustness;
 mod tls;

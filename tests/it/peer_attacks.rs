@@ -21,11 +21,11 @@ use tonic::Code;
 
 use crate::cluster::{test_config, TestCluster};
 
-const TTL: Duration = Duration::from_secs(30);
+pub(crate) const TTL: Duration = Duration::from_secs(30);
 
 /// A blob as a forger who knows the cluster id would seal it: claiming to
 /// be `from`, with an incarnation of its own.
-fn forged(cluster: &TestCluster, from: u64, to: u64, data: Vec<u8>) -> Blob {
+pub(crate) fn forged(cluster: &TestCluster, from: u64, to: u64, data: Vec<u8>) -> Blob {
     let cluster_id = cluster
         .node(to)
         .cluster_id()
@@ -41,7 +41,10 @@ fn forged(cluster: &TestCluster, from: u64, to: u64, data: Vec<u8>) -> Blob {
     }
 }
 
-async fn peer_client(cluster: &TestCluster, id: u64) -> PeerClient<tonic::transport::Channel> {
+pub(crate) async fn peer_client(
+    cluster: &TestCluster,
+    id: u64,
+) -> PeerClient<tonic::transport::Channel> {
     let addr = cluster.addrs[&id].1;
     PeerClient::connect(format!("http://{addr}"))
         .await
@@ -50,12 +53,12 @@ async fn peer_client(cluster: &TestCluster, id: u64) -> PeerClient<tonic::transp
         .max_encoding_message_size(64 << 20)
 }
 
-fn term_of(cluster: &TestCluster, id: u64) -> u64 {
+pub(crate) fn term_of(cluster: &TestCluster, id: u64) -> u64 {
     cluster.node(id).status().term
 }
 
 /// Every running node still has a leader, and a new client is served.
-async fn still_serves(cluster: &TestCluster, name: &str) {
+pub(crate) async fn still_serves(cluster: &TestCluster, name: &str) {
     let client = cluster.client().await;
     let lease = client
         .grant_lease(TTL)

@@ -3,6 +3,11 @@
 //! sealed on the way out and checked on the way in before openraft sees
 //! anything.
 //!
+//! Checking and recording are two steps: [`PeerGuard::admit`] only checks,
+//! and [`PeerGuard::record`] (called once the message's contents passed
+//! their own checks too) learns the cluster id and notes the sender's boot
+//! and incarnation. A message refused for any reason changes nothing here.
+//!
 //! The checks catch a message for another cluster or another node, a node
 //! id claimed by two live processes at once (a copied data dir started as
 //! a second member), and a node that comes back with an older copy of its
@@ -28,6 +33,18 @@ const MAX_SENDERS: usize = 1024;
 
 /// How often one refusal of one sender is logged.
 const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Highest boot count a sender may claim. A data dir's count rises by one
+/// per start: 2^32 starts, one a second, take 136 years. A higher count is
+/// forged, and recording it would make every real message of that node look
+/// like one from an older data dir, for good.
+pub const MAX_BOOT: u64 = 1 << 32;
+
+/// How far above the boot count last seen from a node its next one may be.
+/// A node restarts once per start; this many starts while this node kept
+/// running (one a second for 18 hours, or months of a crash loop under a
+/// service manager's back-off) is not a restart but a forgery.
+pub const MAX_BOOT_STEP: u64 = 1 << 16;
 
 /// Why a peer message is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -60,6 +77,15 @@ pub enum Refusal {
         boot: u64,
         seen: u64,
         seen_at: String,
+    },
+    #[error(
+        "node {from} claims boot {boot}, implausibly far above {}",
+        seen.map_or_else(|| "any real data dir's".to_string(), |s| format!("boot {s} seen from it"))
+    )]
+    ImplausibleBoot {
+        from: NodeId,
+        boot: u64,
+        seen: Option<u64>,
     },
     #[error("too many distinct senders")]
     TooManySenders,
@@ -94,6 +120,16 @@ impl Speaker {
             self.boot, self.incarnation
         )
     }
+}
+
+/// What recording an admitted message does to the sender's entry.
+enum Verdict {
+    /// The process already on record: only its last contact changes.
+    Known,
+    /// The first message from this node id: a new entry.
+    First,
+    /// A later start of the node, its old process quiet: it replaces it.
+    Restarted,
 }
 
 /// This node's side of the envelope.
@@ -178,9 +214,10 @@ impl PeerGuard {
 
     /// Checks an inbound request: for this cluster and this node, from a
     /// member (`is_member`; `None` while this node knows no membership),
-    /// and not from a second process claiming the sender's id or from one
-    /// that went back to an older data dir. Learns the cluster id from the
-    /// first message that carries one.
+    /// and not from a second process claiming the sender's id, from one
+    /// that went back to an older data dir, or with an implausible boot
+    /// count. Records nothing: once the message's contents passed their
+    /// checks too, [`PeerGuard::record`] does.
     pub async fn admit(
         &self,
         blob: &Blob,
@@ -188,12 +225,69 @@ impl PeerGuard {
         is_member: Option<bool>,
     ) -> Result<Sender, Refusal> {
         let sender = self.check_addressing(blob)?;
-        self.check_cluster(blob).await?;
+        self.check_cluster(blob)?;
         if is_member == Some(false) {
             return self.refused(sender.id, "member", Refusal::NotMember { from: sender.id });
         }
-        self.check_speaker(sender, remote)?;
-        Ok(sender)
+        let speakers = self.speakers.lock().unwrap_or_else(|e| e.into_inner());
+        let verdict = self.judge(&speakers, sender, remote, Instant::now());
+        drop(speakers);
+        match verdict {
+            Ok(_) => Ok(sender),
+            Err((kind, refusal)) => self.refused(sender.id, kind, refusal),
+        }
+    }
+
+    /// Records a request [`PeerGuard::admit`] admitted and whose contents
+    /// passed every check: learns the cluster id from it if this node has
+    /// none, and notes the sender's process. Judges the sender again under
+    /// the table's lock, so of two messages racing from two processes only
+    /// one is recorded.
+    pub async fn record(&self, blob: &Blob, remote: Option<SocketAddr>) -> Result<Sender, Refusal> {
+        let sender = self.check_addressing(blob)?;
+        self.check_cluster(blob)?;
+        if let (None, Some(theirs)) = (self.cluster_id(), parse_cluster(&blob.cluster_id)?) {
+            self.adopt(theirs).await?;
+        }
+        let now = Instant::now();
+        let mut speakers = self.speakers.lock().unwrap_or_else(|e| e.into_inner());
+        match self.judge(&speakers, sender, remote, now) {
+            Ok(verdict) => {
+                let speaker = Speaker {
+                    boot: sender.boot,
+                    incarnation: sender.incarnation,
+                    remote,
+                    last: now,
+                };
+                match verdict {
+                    Verdict::Known => {
+                        if let Some(known) = speakers.get_mut(&sender.id) {
+                            known.last = now;
+                            known.remote = remote.or(known.remote);
+                        }
+                    }
+                    Verdict::First => {
+                        speakers.insert(sender.id, speaker);
+                    }
+                    Verdict::Restarted => {
+                        if let Some(known) = speakers.insert(sender.id, speaker.clone()) {
+                            tracing::info!(
+                                node = self.id,
+                                peer = sender.id,
+                                "peer restarted: {} replaces {}",
+                                speaker.describe(),
+                                known.describe()
+                            );
+                        }
+                    }
+                }
+                Ok(sender)
+            }
+            Err((kind, refusal)) => {
+                drop(speakers);
+                self.refused(sender.id, kind, refusal)
+            }
+        }
     }
 
     /// Who sealed `blob`.
@@ -249,16 +343,25 @@ impl PeerGuard {
             };
             return self.refused(sender.id, "self", refusal);
         }
+        if sender.boot > MAX_BOOT {
+            let refusal = Refusal::ImplausibleBoot {
+                from: sender.id,
+                boot: sender.boot,
+                seen: None,
+            };
+            return self.refused(sender.id, "boot", refusal);
+        }
         Ok(sender)
     }
 
-    /// Compares the message's cluster id with ours, learning it if we have
-    /// none. Async: learning it writes the data dir.
-    async fn check_cluster(&self, blob: &Blob) -> Result<(), Refusal> {
+    /// Compares the message's cluster id with ours. One that names a
+    /// cluster while this node knows none passes; [`PeerGuard::record`]
+    /// learns it.
+    fn check_cluster(&self, blob: &Blob) -> Result<(), Refusal> {
         let theirs = parse_cluster(&blob.cluster_id)?;
         match (self.cluster_id(), theirs) {
             (Some(ours), Some(theirs)) if ours == theirs => Ok(()),
-            (None, None) => Ok(()),
+            (None, _) => Ok(()),
             (Some(ours), theirs) => {
                 let theirs = theirs.map_or_else(|| "none".to_string(), |t| t.to_string());
                 let refusal = Refusal::ForeignCluster {
@@ -267,7 +370,6 @@ impl PeerGuard {
                 };
                 self.refused(blob.from, "cluster", refusal)
             }
-            (None, Some(theirs)) => self.adopt(theirs).await.map(|_| ()),
         }
     }
 
@@ -292,71 +394,77 @@ impl PeerGuard {
         Ok(cluster)
     }
 
-    fn check_speaker(&self, sender: Sender, remote: Option<SocketAddr>) -> Result<(), Refusal> {
-        let now = Instant::now();
+    /// What recording a message from `sender` would do to `speakers`, or
+    /// why it is refused (with the kind of refusal, for the log).
+    fn judge(
+        &self,
+        speakers: &HashMap<NodeId, Speaker>,
+        sender: Sender,
+        remote: Option<SocketAddr>,
+        now: Instant,
+    ) -> Result<Verdict, (&'static str, Refusal)> {
+        let Some(known) = speakers.get(&sender.id) else {
+            if speakers.len() >= MAX_SENDERS {
+                return Err(("senders", Refusal::TooManySenders));
+            }
+            return Ok(Verdict::First);
+        };
+        if known.incarnation == sender.incarnation {
+            return Ok(Verdict::Known);
+        }
         let candidate = Speaker {
             boot: sender.boot,
             incarnation: sender.incarnation,
             remote,
             last: now,
         };
-        let mut speakers = self.speakers.lock().unwrap_or_else(|e| e.into_inner());
-        if !speakers.contains_key(&sender.id) && speakers.len() >= MAX_SENDERS {
-            drop(speakers);
-            return self.refused(sender.id, "senders", Refusal::TooManySenders);
-        }
-        let known = speakers
-            .entry(sender.id)
-            .or_insert_with(|| candidate.clone());
-        if known.incarnation == sender.incarnation {
-            known.last = now;
-            known.remote = remote.or(known.remote);
-            return Ok(());
-        }
         let ago = now.saturating_duration_since(known.last);
-        let refusal = if sender.boot == known.boot {
+        if sender.boot == known.boot {
             // A restart raises the boot count before anything is sent: two
             // processes with one count started from one copy of a dir.
-            Some(Refusal::Duplicate {
-                from: sender.id,
-                active: known.describe(),
-                other: candidate.describe(),
-                ago,
-            })
-        } else if sender.boot < known.boot {
-            Some(Refusal::Rollback {
-                from: sender.id,
-                boot: sender.boot,
-                seen: known.boot,
-                seen_at: known.describe(),
-            })
-        } else if ago < self.alive_for {
-            Some(Refusal::Duplicate {
-                from: sender.id,
-                active: known.describe(),
-                other: candidate.describe(),
-                ago,
-            })
-        } else {
-            None
-        };
-        match refusal {
-            Some(refusal) => {
-                drop(speakers);
-                self.refused(sender.id, "speaker", refusal)
-            }
-            None => {
-                tracing::info!(
-                    node = self.id,
-                    peer = sender.id,
-                    "peer restarted: {} replaces {}",
-                    candidate.describe(),
-                    known.describe()
-                );
-                *known = candidate;
-                Ok(())
-            }
+            return Err((
+                "speaker",
+                Refusal::Duplicate {
+                    from: sender.id,
+                    active: known.describe(),
+                    other: candidate.describe(),
+                    ago,
+                },
+            ));
         }
+        if sender.boot < known.boot {
+            return Err((
+                "speaker",
+                Refusal::Rollback {
+                    from: sender.id,
+                    boot: sender.boot,
+                    seen: known.boot,
+                    seen_at: known.describe(),
+                },
+            ));
+        }
+        if sender.boot - known.boot > MAX_BOOT_STEP {
+            return Err((
+                "boot",
+                Refusal::ImplausibleBoot {
+                    from: sender.id,
+                    boot: sender.boot,
+                    seen: Some(known.boot),
+                },
+            ));
+        }
+        if ago < self.alive_for {
+            return Err((
+                "speaker",
+                Refusal::Duplicate {
+                    from: sender.id,
+                    active: known.describe(),
+                    other: candidate.describe(),
+                    ago,
+                },
+            ));
+        }
+        Ok(Verdict::Restarted)
     }
 
     /// Logs `refusal` (at most once per [`LOG_EVERY`] per sender and kind)
