@@ -62,7 +62,7 @@ pub fn check_append(
     check_log_id(rpc.prev_log_id.as_ref(), &leader, local, "prev log id")?;
     check_log_id(rpc.leader_commit.as_ref(), &leader, local, "leader commit")?;
     let first = rpc.prev_log_id.map_or(0, |id| id.index + 1);
-    let mut last_term = rpc.prev_log_id.map_or(0, |id| id.leader_id.term);
+    let mut before = rpc.prev_log_id.map(|id| id.leader_id);
     for (due, entry) in (first..).zip(&rpc.entries) {
         let id = entry.log_id;
         check_log_id(Some(&id), &leader, local, "entry")?;
@@ -72,13 +72,14 @@ pub fn check_append(
                 id.index
             ));
         }
-        if id.leader_id.term < last_term {
+        // Log ids only grow along a log: openraft asserts each one it
+        // appends is above the one before.
+        if before.is_some_and(|before| id.leader_id < before) {
             return Err(format!(
-                "entry {} has term {}, below the term {last_term} before it",
-                id.index, id.leader_id.term
+                "entry {id} is from an earlier leader than the entry before it"
             ));
         }
-        last_term = id.leader_id.term;
+        before = Some(id.leader_id);
     }
     Ok(())
 }
@@ -263,6 +264,16 @@ mod tests {
         assert_eq!(check_append(&ok, 1, at(5)), Ok(()));
         let gap = append(5, Some(3), vec![entry(5, 4), entry(5, 6)]);
         assert!(check_append(&gap, 1, at(5)).unwrap_err().contains("follow"));
+        let backwards = append(5, Some(3), vec![entry(5, 4), entry(4, 5)]);
+        assert!(check_append(&backwards, 1, at(5))
+            .unwrap_err()
+            .contains("earlier leader"));
+        let mut other_leader = append(5, Some(3), vec![entry(5, 4), entry(5, 5)]);
+        other_leader.prev_log_id = Some(LogId::new(CommittedLeaderId::new(3, 1), 3));
+        other_leader.entries[0].log_id = LogId::new(CommittedLeaderId::new(4, 9), 4);
+        assert_eq!(check_append(&other_leader, 1, at(5)), Ok(()));
+        other_leader.entries[1].log_id = LogId::new(CommittedLeaderId::new(4, 2), 5);
+        assert!(check_append(&other_leader, 1, at(5)).is_err());
         let future = append(5, Some(3), vec![entry(7, 4)]);
         assert!(check_append(&future, 1, at(5)).is_err());
         let top = append(5, Some(u64::MAX - 1), vec![entry(5, u64::MAX)]);

@@ -23,5 +23,6 @@ mod membership;
 mod observe;
 mod partitions;
 mod peer_attacks;
+mod peer_fuzz;
 mod peer_robustness;
 mod tls;
