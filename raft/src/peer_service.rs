@@ -81,7 +81,7 @@ impl PeerService {
                 "the last snapshot piece completed nothing",
             ));
         };
-        self.check_snapshot_data(from, &snapshot).await?;
+        let snapshot = self.check_snapshot_data(from, snapshot).await?;
         self.record(req).await?;
         let installed = self.node.raft.install_full_snapshot(vote, snapshot).await;
         Ok(installed.map_err(RaftError::Fatal))
@@ -89,23 +89,35 @@ impl PeerService {
 
     /// Checks a whole snapshot from `from` as the state machine's install
     /// will (format, checksum, cluster, that it holds what its meta claims),
-    /// and its position against what this node committed meanwhile.
-    async fn check_snapshot_data(&self, from: NodeId, snapshot: &Snapshot) -> Result<(), Status> {
+    /// and its position against what this node committed meanwhile; hands
+    /// the snapshot back if it passes.
+    async fn check_snapshot_data(
+        &self,
+        from: NodeId,
+        snapshot: Snapshot,
+    ) -> Result<Snapshot, Status> {
         self.check(
             from,
             "snapshot",
             check_snapshot_position(&snapshot.meta, self.local()),
         )?;
-        let meta = snapshot.meta.clone();
-        // A clone of the bytes: decoding a large state blocks, so it runs
-        // off the runtime, and the bytes go on to openraft afterwards.
-        let data = snapshot.snapshot.get_ref().clone();
         let cluster = self.node.guard.cluster_id();
-        let verified =
-            tokio::task::spawn_blocking(move || verify_snapshot(&meta, &data, cluster)).await;
-        let verified = verified
-            .map_err(|e| Status::internal(format!("snapshot check did not finish: {e}")))?;
-        self.check(from, "snapshot", verified.map_err(|e| e.to_string()))
+        let Snapshot { meta, snapshot } = snapshot;
+        // Decoding a large state blocks: off the runtime, with the bytes
+        // moved there and back rather than copied.
+        let checked = tokio::task::spawn_blocking(move || {
+            let data = snapshot.into_inner();
+            let verified = verify_snapshot(&meta, &data, cluster);
+            (meta, data, verified)
+        })
+        .await;
+        let (meta, data, verified) =
+            checked.map_err(|e| Status::internal(format!("snapshot check did not finish: {e}")))?;
+        self.check(from, "snapshot", verified.map_err(|e| e.to_string()))?;
+        Ok(Snapshot {
+            meta,
+            snapshot: std::io::Cursor::new(data),
+        })
     }
 
     /// Records the sender of `req` once its contents passed every check.
