@@ -27,6 +27,8 @@ use raftlock_storage::{LogStore, NodeId};
 
 use crate::pb::Blob;
 
+use speakers::Speakers;
+
 /// Most senders remembered: far above any cluster's size, so the table
 /// cannot be grown by made-up ids while the membership is still unknown.
 const MAX_SENDERS: usize = 1024;
@@ -101,37 +103,6 @@ pub struct Sender {
     pub incarnation: Uuid,
 }
 
-/// The last process seen speaking for one node id.
-#[derive(Debug, Clone)]
-struct Speaker {
-    boot: u64,
-    incarnation: Uuid,
-    remote: Option<SocketAddr>,
-    last: Instant,
-}
-
-impl Speaker {
-    fn describe(&self) -> String {
-        let addr = self
-            .remote
-            .map_or_else(|| "an unknown address".to_string(), |a| a.to_string());
-        format!(
-            "{addr} (boot {}, incarnation {})",
-            self.boot, self.incarnation
-        )
-    }
-}
-
-/// What recording an admitted message does to the sender's entry.
-enum Verdict {
-    /// The process already on record: only its last contact changes.
-    Known,
-    /// The first message from this node id: a new entry.
-    First,
-    /// A later start of the node, its old process quiet: it replaces it.
-    Restarted,
-}
-
 /// This node's side of the envelope.
 pub struct PeerGuard {
     id: NodeId,
@@ -146,10 +117,7 @@ pub struct PeerGuard {
     /// Serializes learning the cluster id.
     adopting: tokio::sync::Mutex<()>,
     /// Per node id, the process that last sent this node a request.
-    speakers: Mutex<HashMap<NodeId, Speaker>>,
-    /// A process that spoke more recently than this is alive: another
-    /// process with the same id is refused meanwhile.
-    alive_for: Duration,
+    speakers: Speakers,
     /// When each (sender, kind of refusal) was last logged.
     logged: Mutex<HashMap<(NodeId, &'static str), Instant>>,
 }
@@ -167,8 +135,7 @@ impl PeerGuard {
             cluster: RwLock::new(cluster),
             log,
             adopting: tokio::sync::Mutex::new(()),
-            speakers: Mutex::default(),
-            alive_for,
+            speakers: Speakers::new(alive_for),
             logged: Mutex::default(),
         }
     }
@@ -229,10 +196,7 @@ impl PeerGuard {
         if is_member == Some(false) {
             return self.refused(sender.id, "member", Refusal::NotMember { from: sender.id });
         }
-        let speakers = self.speakers.lock().unwrap_or_else(|e| e.into_inner());
-        let verdict = self.judge(&speakers, sender, remote, Instant::now());
-        drop(speakers);
-        match verdict {
+        match self.speakers.judge(sender, remote, Instant::now()) {
             Ok(_) => Ok(sender),
             Err((kind, refusal)) => self.refused(sender.id, kind, refusal),
         }
@@ -240,53 +204,24 @@ impl PeerGuard {
 
     /// Records a request [`PeerGuard::admit`] admitted and whose contents
     /// passed every check: learns the cluster id from it if this node has
-    /// none, and notes the sender's process. Judges the sender again under
-    /// the table's lock, so of two messages racing from two processes only
-    /// one is recorded.
+    /// none, and notes the sender's process. Judges the sender again first,
+    /// and once more under the table's lock as it records, so of two
+    /// messages racing from two processes only one is recorded.
     pub async fn record(&self, blob: &Blob, remote: Option<SocketAddr>) -> Result<Sender, Refusal> {
         let sender = self.check_addressing(blob)?;
         self.check_cluster(blob)?;
+        if let Err((kind, refusal)) = self.speakers.judge(sender, remote, Instant::now()) {
+            return self.refused(sender.id, kind, refusal);
+        }
         if let (None, Some(theirs)) = (self.cluster_id(), parse_cluster(&blob.cluster_id)?) {
             self.adopt(theirs).await?;
         }
-        let now = Instant::now();
-        let mut speakers = self.speakers.lock().unwrap_or_else(|e| e.into_inner());
-        match self.judge(&speakers, sender, remote, now) {
-            Ok(verdict) => {
-                let speaker = Speaker {
-                    boot: sender.boot,
-                    incarnation: sender.incarnation,
-                    remote,
-                    last: now,
-                };
-                match verdict {
-                    Verdict::Known => {
-                        if let Some(known) = speakers.get_mut(&sender.id) {
-                            known.last = now;
-                            known.remote = remote.or(known.remote);
-                        }
-                    }
-                    Verdict::First => {
-                        speakers.insert(sender.id, speaker);
-                    }
-                    Verdict::Restarted => {
-                        if let Some(known) = speakers.insert(sender.id, speaker.clone()) {
-                            tracing::info!(
-                                node = self.id,
-                                peer = sender.id,
-                                "peer restarted: {} replaces {}",
-                                speaker.describe(),
-                                known.describe()
-                            );
-                        }
-                    }
-                }
-                Ok(sender)
-            }
-            Err((kind, refusal)) => {
-                drop(speakers);
-                self.refused(sender.id, kind, refusal)
-            }
+        match self
+            .speakers
+            .record(self.id, sender, remote, Instant::now())
+        {
+            Ok(()) => Ok(sender),
+            Err((kind, refusal)) => self.refused(sender.id, kind, refusal),
         }
     }
 
@@ -394,79 +329,6 @@ impl PeerGuard {
         Ok(cluster)
     }
 
-    /// What recording a message from `sender` would do to `speakers`, or
-    /// why it is refused (with the kind of refusal, for the log).
-    fn judge(
-        &self,
-        speakers: &HashMap<NodeId, Speaker>,
-        sender: Sender,
-        remote: Option<SocketAddr>,
-        now: Instant,
-    ) -> Result<Verdict, (&'static str, Refusal)> {
-        let Some(known) = speakers.get(&sender.id) else {
-            if speakers.len() >= MAX_SENDERS {
-                return Err(("senders", Refusal::TooManySenders));
-            }
-            return Ok(Verdict::First);
-        };
-        if known.incarnation == sender.incarnation {
-            return Ok(Verdict::Known);
-        }
-        let candidate = Speaker {
-            boot: sender.boot,
-            incarnation: sender.incarnation,
-            remote,
-            last: now,
-        };
-        let ago = now.saturating_duration_since(known.last);
-        if sender.boot == known.boot {
-            // A restart raises the boot count before anything is sent: two
-            // processes with one count started from one copy of a dir.
-            return Err((
-                "speaker",
-                Refusal::Duplicate {
-                    from: sender.id,
-                    active: known.describe(),
-                    other: candidate.describe(),
-                    ago,
-                },
-            ));
-        }
-        if sender.boot < known.boot {
-            return Err((
-                "speaker",
-                Refusal::Rollback {
-                    from: sender.id,
-                    boot: sender.boot,
-                    seen: known.boot,
-                    seen_at: known.describe(),
-                },
-            ));
-        }
-        if sender.boot - known.boot > MAX_BOOT_STEP {
-            return Err((
-                "boot",
-                Refusal::ImplausibleBoot {
-                    from: sender.id,
-                    boot: sender.boot,
-                    seen: Some(known.boot),
-                },
-            ));
-        }
-        if ago < self.alive_for {
-            return Err((
-                "speaker",
-                Refusal::Duplicate {
-                    from: sender.id,
-                    active: known.describe(),
-                    other: candidate.describe(),
-                    ago,
-                },
-            ));
-        }
-        Ok(Verdict::Restarted)
-    }
-
     /// Logs `refusal` (at most once per [`LOG_EVERY`] per sender and kind)
     /// and returns it.
     fn refused<T>(&self, from: NodeId, kind: &'static str, refusal: Refusal) -> Result<T, Refusal> {
@@ -509,5 +371,6 @@ fn parse_cluster(text: &str) -> Result<Option<Uuid>, Refusal> {
         .map_err(|_| Refusal::Malformed(format!("cluster id {text:?} is not a UUID")))
 }
 
+mod speakers;
 #[cfg(test)]
 mod tests;
