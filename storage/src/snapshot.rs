@@ -228,9 +228,9 @@ pub fn encode_snapshot(
 
 /// Checks snapshot bytes received from a peer before they are handed to
 /// Raft: their format and checksum, that they were built in `cluster`
-/// (this node's), and that they hold the state `meta` claims
-/// ([`SnapshotPayload::decode`]). The state machine's install runs the same
-/// checks, but a failure there stops the Raft core; this one lets the
+/// (this node's), and that they hold the state `meta` claims: at its last
+/// log id, with its membership, and no record made after that position.
+/// The state machine's install runs the same checks, but a failure there stops the Raft core; this one lets the
 /// receiver refuse the snapshot and keep serving. Blocking: it decodes the
 /// whole state.
 pub fn verify_snapshot(
