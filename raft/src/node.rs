@@ -125,6 +125,7 @@ impl RaftNode {
             )),
         })?;
         let closing_log = log_store.clone();
+        sm_store.check_cluster_with(log_store.clone());
         let state = sm_store.state();
 
         if let KeyPlan::New(key) = &key_plan {

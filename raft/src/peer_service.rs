@@ -1,7 +1,8 @@
 //! Server side of the peer API: checks each message's envelope
-//! ([`crate::peer_guard`]) and contents ([`crate::peer_checks`]), then hands
-//! Raft messages to openraft and forwarded calls to the node, which serves
-//! them only if it is the leader.
+//! ([`crate::peer_guard`]) and contents ([`crate::peer_checks`]; a whole
+//! snapshot's data too), records its sender only once every check passed,
+//! then hands Raft messages to openraft and forwarded calls to the node,
+//! which serves them only if it is the leader.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -11,12 +12,14 @@ use tonic::{Request, Response, Status};
 
 use openraft::error::RaftError;
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse};
-use raftlock_storage::{NodeId, TypeConfig};
+use raftlock_storage::{verify_snapshot, NodeId, Snapshot, TypeConfig};
 
 use crate::network::{decode, encode};
 use crate::pb::peer_server::Peer;
 use crate::pb::Blob;
-use crate::peer_checks::{check_append, check_snapshot, check_vote};
+use crate::peer_checks::{
+    check_append, check_snapshot, check_snapshot_position, check_vote, Local,
+};
 use crate::peer_guard::{Refusal, Sender};
 use crate::removal::MEMBERSHIP_INDEX_KEY;
 use crate::replica::Replica;
@@ -54,20 +57,78 @@ impl PeerService {
         }
     }
 
-    /// Adds a snapshot piece to the one being received; installs the
-    /// snapshot with its last piece.
+    /// Adds a snapshot piece to the one being received; with its last
+    /// piece, checks the whole snapshot and installs it. A snapshot that
+    /// fails a check is refused here, before openraft sees it: an error from
+    /// the state machine's install would stop the Raft core.
     async fn receive_snapshot(
         &self,
+        req: &Request<Blob>,
         from: NodeId,
         chunk: SnapshotChunk,
     ) -> Result<SnapshotReply, Status> {
-        let whole = self.incoming.lock().await.add(from, chunk)?;
-        let Some((vote, snapshot)) = whole else {
+        let mut incoming = self.incoming.lock().await;
+        incoming.check(from, &chunk)?;
+        if !chunk.done {
+            self.record(req).await?;
+            incoming.add(from, chunk)?;
             let vote = self.node.raft.metrics().borrow_watched().vote;
             return Ok(Ok(SnapshotResponse::new(vote)));
+        }
+        let whole = incoming.add(from, chunk)?;
+        drop(incoming);
+        let Some((vote, snapshot)) = whole else {
+            return Err(Status::internal(
+                "the last snapshot piece completed nothing",
+            ));
         };
+        let snapshot = self.check_snapshot_data(from, snapshot).await?;
+        self.record(req).await?;
         let installed = self.node.raft.install_full_snapshot(vote, snapshot).await;
         Ok(installed.map_err(RaftError::Fatal))
+    }
+
+    /// Checks a whole snapshot from `from` as the state machine's install
+    /// will (format, checksum, cluster, that it holds what its meta claims),
+    /// and its position against what this node committed meanwhile; hands
+    /// the snapshot back if it passes.
+    async fn check_snapshot_data(
+        &self,
+        from: NodeId,
+        snapshot: Snapshot,
+    ) -> Result<Snapshot, Status> {
+        self.check(
+            from,
+            "snapshot",
+            check_snapshot_position(&snapshot.meta, self.local()),
+        )?;
+        let cluster = self.node.guard.cluster_id();
+        let Snapshot { meta, snapshot } = snapshot;
+        // Decoding a large state blocks: off the runtime, with the bytes
+        // moved there and back rather than copied.
+        let checked = tokio::task::spawn_blocking(move || {
+            let data = snapshot.into_inner();
+            let verified = verify_snapshot(&meta, &data, cluster);
+            (meta, data, verified)
+        })
+        .await;
+        let (meta, data, verified) =
+            checked.map_err(|e| Status::internal(format!("snapshot check did not finish: {e}")))?;
+        self.check(from, "snapshot", verified.map_err(|e| e.to_string()))?;
+        Ok(Snapshot {
+            meta,
+            snapshot: std::io::Cursor::new(data),
+        })
+    }
+
+    /// Records the sender of `req` once its contents passed every check.
+    async fn record(&self, req: &Request<Blob>) -> Result<(), Status> {
+        self.node
+            .guard
+            .record(req.get_ref(), req.remote_addr())
+            .await
+            .map(|_| ())
+            .map_err(refused)
     }
 
     /// Checks the envelope of `req`; returns the sender. With TLS, the
@@ -120,9 +181,15 @@ impl PeerService {
         })
     }
 
-    /// This node's current term.
-    fn term(&self) -> u64 {
-        self.node.raft.metrics().borrow_watched().current_term
+    /// What a message's contents are checked against: this node's term
+    /// and committed log id.
+    fn local(&self) -> Local {
+        let metrics = self.node.raft.metrics();
+        let metrics = metrics.borrow_watched();
+        Local {
+            term: metrics.current_term,
+            committed: metrics.local_committed,
+        }
     }
 
     /// Refuses a message whose contents fail a check, with a log line.
@@ -156,8 +223,9 @@ impl Peer for PeerService {
         self.check(
             from.id,
             "append-entries",
-            check_append(&rpc, from.id, self.term()),
+            check_append(&rpc, from.id, self.local()),
         )?;
+        self.record(&req).await?;
         let carries_entries = !rpc.entries.is_empty();
         let reply = self.node.raft.append_entries(rpc).await;
         if matches!(&reply, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_))) {
@@ -176,8 +244,9 @@ impl Peer for PeerService {
         self.check(
             from.id,
             "vote request",
-            check_vote(&rpc, from.id, self.term()),
+            check_vote(&rpc, from.id, self.local()),
         )?;
+        self.record(&req).await?;
         self.reply(
             "vote",
             req.get_ref(),
@@ -192,8 +261,9 @@ impl Peer for PeerService {
         self.check(
             from.id,
             "pre-vote request",
-            check_vote(&rpc, from.id, self.term()),
+            check_vote(&rpc, from.id, self.local()),
         )?;
+        self.record(&req).await?;
         self.reply(
             "pre_vote",
             req.get_ref(),
@@ -208,9 +278,9 @@ impl Peer for PeerService {
         self.check(
             from.id,
             "snapshot",
-            check_snapshot(&chunk, from.id, self.term()),
+            check_snapshot(&chunk, from.id, self.local()),
         )?;
-        let reply = self.receive_snapshot(from.id, chunk).await?;
+        let reply = self.receive_snapshot(&req, from.id, chunk).await?;
         self.reply("install_snapshot", req.get_ref(), from.id, &reply)
     }
 
@@ -230,6 +300,7 @@ impl Peer for PeerService {
     async fn forward(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
         let from = self.admit("forward", &req).await?;
         let call = decode(&req.get_ref().data).map_err(bad_request)?;
+        self.record(&req).await?;
         self.reply(
             "forward",
             req.get_ref(),

@@ -65,15 +65,38 @@ struct Incoming {
 }
 
 impl Assembly {
-    /// Adds a piece from node `from`. A piece at offset 0 starts a new
-    /// snapshot (dropping any under way); any other piece must continue the
-    /// one under way: same sender, vote and meta, and the next offset.
-    /// Returns the leader's vote and the whole snapshot with the last piece.
+    /// Checks, without changing anything, that [`Assembly::add`] would
+    /// take this piece from node `from`: a piece at offset 0 starts a new
+    /// snapshot; any other piece must continue the one under way (same
+    /// sender, vote and meta, and the next offset).
+    pub fn check(&self, from: NodeId, chunk: &SnapshotChunk) -> Result<(), Status> {
+        if chunk.offset == 0 {
+            return Ok(());
+        }
+        let continues = self.under_way.as_ref().is_some_and(|c| {
+            c.from == from
+                && c.vote == chunk.vote
+                && c.meta == chunk.meta
+                && c.data.len() as u64 == chunk.offset
+        });
+        if !continues {
+            return Err(Status::failed_precondition(format!(
+                "snapshot piece at offset {} does not continue a snapshot under way",
+                chunk.offset
+            )));
+        }
+        Ok(())
+    }
+
+    /// Adds a piece from node `from`, if [`Assembly::check`] passes. A
+    /// piece at offset 0 drops any snapshot under way. Returns the leader's
+    /// vote and the whole snapshot with the last piece.
     pub fn add(
         &mut self,
         from: NodeId,
         chunk: SnapshotChunk,
     ) -> Result<Option<(Vote, Snapshot)>, Status> {
+        self.check(from, &chunk)?;
         if chunk.offset == 0 {
             self.under_way = Some(Incoming {
                 from,
@@ -82,16 +105,8 @@ impl Assembly {
                 data: Vec::new(),
             });
         }
-        let Some(current) = self.under_way.as_mut().filter(|c| {
-            c.from == from
-                && c.vote == chunk.vote
-                && c.meta == chunk.meta
-                && c.data.len() as u64 == chunk.offset
-        }) else {
-            return Err(Status::failed_precondition(format!(
-                "snapshot piece at offset {} does not continue a snapshot under way",
-                chunk.offset
-            )));
+        let Some(current) = self.under_way.as_mut() else {
+            return Err(Status::internal("no snapshot under way after its check"));
         };
         current.data.extend_from_slice(&chunk.data);
         if !chunk.done {

@@ -59,7 +59,7 @@ pub use log_flusher::AppendTimer;
 pub use log_store::LogStore;
 pub use node_db::{open, OpenOptions};
 pub use sm_store::{AppliedMembers, AppliedState, SharedState, StateMachineStore};
-pub use snapshot::SnapshotBuilder;
+pub use snapshot::{encode_snapshot, verify_snapshot, SnapshotBuilder};
 pub use types::{
     CommittedLeaderId, Entry, EntryPayload, LogId, Membership, NodeAddr, NodeId, Snapshot,
     SnapshotData, SnapshotMeta, StoredMembership, TypeConfig, Vote,

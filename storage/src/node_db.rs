@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::dir_lock::lock_holder;
+use crate::dir_lock::{lock_holder, LockHolder};
 use crate::disk_sync::{DiskSync, SyncMode};
 use crate::error::Error;
 use crate::event::Applied;
@@ -81,6 +81,10 @@ const REJOIN: &str = "If the other members are healthy, move this directory asid
     (`raftlock cluster add-learner`, then `raftlock cluster promote`). \
     If no member has intact data, restore the cluster from a backup";
 
+/// How long an open waits for this process's own earlier handle on the
+/// dir to finish closing.
+const OWN_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Opens (or creates) the node's sled database in `dir`, checks that it
 /// holds at least the state the node acknowledged, and loads both stores.
 ///
@@ -125,10 +129,19 @@ pub fn open(
     };
     // A dir another process has open is refused before sled touches it
     // (sled may create files before it tries its lock).
-    // This process's own lock is a handle of an earlier open still being
-    // dropped (sled's threads close it): sled's own try-lock decides.
-    if let Some(holder) = lock_holder(&db_path).filter(|h| h.pid != std::process::id()) {
-        return Err(in_use(Some(holder)));
+    // This process's own lock is a handle of an earlier open that is
+    // still being dropped (sled's threads close it a moment after the last
+    // store is gone): wait for it, briefly.
+    let own = |h: &LockHolder| h.pid == std::process::id();
+    let waited = std::time::Instant::now();
+    loop {
+        match lock_holder(&db_path) {
+            Some(holder) if !own(&holder) => return Err(in_use(Some(holder))),
+            Some(_) if waited.elapsed() < OWN_LOCK_WAIT => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            _ => break,
+        }
     }
     // An open that failed on a full disk leaves a `.generating` file that
     // sled would read as its newest snapshot: see [`sled_snap_files`].

@@ -22,8 +22,9 @@ use crate::command::{slot, Command, CommandError, Response, MAX_REQUESTS_PER_ENT
 use crate::disk_sync::DiskSync;
 use crate::error::Error;
 use crate::event::Applied;
+use crate::log_store::LogStore;
 use crate::node_db::LEGACY_SM_TREE;
-use crate::snapshot::{SnapshotBuilder, SnapshotPayload, SnapshotStore};
+use crate::snapshot::{ClusterSource, SnapshotBuilder, SnapshotPayload, SnapshotStore};
 use crate::state::{Changes, LockState};
 use crate::types::{
     Entry, EntryPayload, LogId, NodeId, Snapshot, SnapshotData, SnapshotMeta, StoredMembership,
@@ -109,6 +110,8 @@ impl AppliedMembers {
 pub struct StateMachineStore {
     /// Syncs the whole database.
     sync: Arc<DiskSync>,
+    /// The cluster snapshots are stamped with and must come from.
+    cluster: ClusterSource,
     /// The current snapshot.
     snapshots: SnapshotStore,
     /// What the serving layer reads.
@@ -131,15 +134,26 @@ impl StateMachineStore {
         refuse_legacy_records(db)?;
         let store = Self {
             sync,
+            cluster: ClusterSource::default(),
             snapshots: SnapshotStore::open(db)?,
             state: Arc::default(),
             meta: Arc::default(),
             events,
         };
         if let Some((snapshot, data)) = store.snapshots.current()? {
-            store.replace_state(&snapshot, SnapshotPayload::decode(&snapshot, &data)?)?;
+            // This dir's own snapshot: its cluster is the dir's.
+            let payload = SnapshotPayload::decode(&snapshot, &data, None)?;
+            store.replace_state(&snapshot, payload)?;
         }
         Ok(store)
+    }
+
+    /// Stamps every snapshot built from now on with the cluster id `log`'s
+    /// data dir records, and refuses to install one built in another
+    /// cluster. The node calls it once, before Raft starts; a store it was
+    /// never called on (unit tests) stamps none and checks none.
+    pub fn check_cluster_with(&self, log: LogStore) {
+        self.cluster.set(log);
     }
 
     /// The in-memory lock state, for reads by the serving layer.
@@ -267,9 +281,13 @@ impl StateMachineStore {
         // the blocking pool, as for large applies.
         let store = self.clone();
         let meta = snapshot.clone();
+        let cluster = self.cluster.get();
         tokio::task::spawn_blocking(move || {
-            // Decode before touching the disk: a bad snapshot changes nothing.
-            let payload = SnapshotPayload::decode(&meta, &data)?;
+            // Decode and check before touching the disk: a bad snapshot
+            // changes nothing. (The peer service runs the same checks
+            // before handing a snapshot to Raft, whose core stops on an
+            // error from here.)
+            let payload = SnapshotPayload::decode(&meta, &data, cluster)?;
             store.snapshots.store(&meta, &data)?;
             store.replace_state(&meta, payload)
         })
@@ -311,6 +329,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
         SnapshotBuilder {
             sync: self.sync.clone(),
+            cluster: self.cluster.clone(),
             state: self.state.clone(),
             meta: self.meta.clone(),
             snapshots: self.snapshots.clone(),

@@ -2,14 +2,18 @@
 //! `snapshot` tree), and the [`SnapshotBuilder`] openraft runs to make one.
 
 use std::io::{self, Cursor};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use openraft::RaftSnapshotBuilder;
 use serde::{Deserialize, Serialize};
 
+use uuid::Uuid;
+
 use crate::codec::{decode, encode, seal, unseal};
+use crate::command::slot_index;
 use crate::disk_sync::DiskSync;
 use crate::error::{from_json, Error};
+use crate::log_store::LogStore;
 use crate::node_db::SNAPSHOT_TREE;
 use crate::sm_store::{read_state, AppliedMeta, SharedMeta, SharedState};
 use crate::state::{StateParts, StatePartsView};
@@ -22,7 +26,8 @@ const DATA_KEY: &[u8] = b"data";
 pub(crate) type StoredSnapshot = (SnapshotMeta, Vec<u8>);
 
 /// The bytes of a snapshot: the whole lock state and the log position it is
-/// at, in postcard after a marker byte (earlier builds: JSON).
+/// at, framed as [`CHECKED_SNAPSHOT`] says (earlier builds: postcard after
+/// [`POSTCARD_SNAPSHOT`], and before that JSON; both still read).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct SnapshotPayload {
     /// Last entry whose effects are in `state`.
@@ -42,41 +47,198 @@ struct SnapshotPayloadView<'a> {
     state: StatePartsView<'a>,
 }
 
-/// The first byte of snapshot bytes in postcard. Earlier builds wrote
-/// snapshots as JSON, whose first byte is `{`; both are read.
+/// The first byte of snapshot bytes this build writes: then the cluster id
+/// the snapshot was built in (16 bytes, nil when the builder knew none), a
+/// CRC32C (little-endian) of everything after it, and the postcard payload.
+/// The checksum catches bytes damaged between the builder and the
+/// installer, and the cluster id a snapshot of another cluster.
+const CHECKED_SNAPSHOT: u8 = 0xB2;
+
+/// The first byte of snapshot bytes in postcard without a checksum, as
+/// builds before [`CHECKED_SNAPSHOT`] wrote them. Earlier builds still
+/// wrote JSON, whose first byte is `{`.
 const POSTCARD_SNAPSHOT: u8 = 0xB1;
 
-/// Encodes snapshot bytes: [`POSTCARD_SNAPSHOT`], then postcard.
-fn encode_payload<T: Serialize>(payload: &T) -> Result<Vec<u8>, Error> {
-    let mut out = vec![POSTCARD_SNAPSHOT];
+/// Marker, cluster id, CRC32C.
+const CHECKED_HEADER: usize = 1 + 16 + 4;
+
+/// Encodes snapshot bytes as [`CHECKED_SNAPSHOT`] says.
+fn encode_payload<T: Serialize>(payload: &T, cluster: Option<Uuid>) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::with_capacity(CHECKED_HEADER);
+    out.push(CHECKED_SNAPSHOT);
+    out.extend_from_slice(cluster.unwrap_or_else(Uuid::nil).as_bytes());
+    out.extend_from_slice(&[0; 4]);
     postcard::to_io(payload, &mut out).map_err(|e| Error::encode("snapshot", e))?;
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&out[1..17]), &out[CHECKED_HEADER..]);
+    out[17..CHECKED_HEADER].copy_from_slice(&crc.to_le_bytes());
     Ok(out)
 }
 
+/// Snapshot bytes in the [`CHECKED_SNAPSHOT`] frame, their checksum
+/// verified.
+struct Framed<'a> {
+    /// The cluster they were built in; `None` when the builder knew none.
+    built_in: Option<Uuid>,
+    /// The postcard payload.
+    payload: &'a [u8],
+}
+
+/// Checks the [`CHECKED_SNAPSHOT`] frame of `data`; `None` for bytes in
+/// another format.
+fn unframe(data: &[u8]) -> Result<Option<Framed<'_>>, Error> {
+    if data.first() != Some(&CHECKED_SNAPSHOT) {
+        return Ok(None);
+    }
+    if data.len() < CHECKED_HEADER {
+        return Err(Error::corrupt(
+            "snapshot",
+            format!("{} bytes, shorter than its header", data.len()),
+        ));
+    }
+    let stored = u32::from_le_bytes([data[17], data[18], data[19], data[20]]);
+    let computed = crc32c::crc32c_append(crc32c::crc32c(&data[1..17]), &data[CHECKED_HEADER..]);
+    if stored != computed {
+        return Err(Error::Checksum {
+            what: "snapshot".into(),
+            stored,
+            computed,
+        });
+    }
+    let cluster = Uuid::from_slice(&data[1..17]).map_err(|e| Error::decode("snapshot", e))?;
+    Ok(Some(Framed {
+        built_in: (!cluster.is_nil()).then_some(cluster),
+        payload: &data[CHECKED_HEADER..],
+    }))
+}
+
 impl SnapshotPayload {
-    /// The bytes of this snapshot.
-    pub(crate) fn encode(&self) -> Result<Vec<u8>, Error> {
-        encode_payload(self)
+    /// The bytes of this snapshot, built in `cluster`.
+    pub(crate) fn encode(&self, cluster: Option<Uuid>) -> Result<Vec<u8>, Error> {
+        encode_payload(self, cluster)
     }
 
-    /// Decodes received or stored snapshot bytes (postcard, or the JSON of
-    /// earlier builds), checking they are at the log position `meta` says.
-    pub(crate) fn decode(meta: &SnapshotMeta, data: &[u8]) -> Result<Self, Error> {
-        let payload: Self = match data.split_first() {
-            Some((&POSTCARD_SNAPSHOT, rest)) => {
-                postcard::from_bytes(rest).map_err(|e| Error::decode("snapshot", e))?
+    /// Decodes received or stored snapshot bytes and checks them against
+    /// `meta` ([`check_covers`]) and, when `cluster` is given, that they
+    /// were built in that cluster. Nothing is changed by a refusal: callers
+    /// decode before they store or replace anything.
+    pub(crate) fn decode(
+        meta: &SnapshotMeta,
+        data: &[u8],
+        cluster: Option<Uuid>,
+    ) -> Result<Self, Error> {
+        let payload: Self = match (unframe(data)?, data.first()) {
+            (Some(framed), _) => {
+                check_cluster(cluster, framed.built_in)?;
+                postcard::from_bytes(framed.payload).map_err(|e| Error::decode("snapshot", e))?
             }
-            Some((b'{', _)) => from_json("snapshot", data)?,
-            _ => return Err(Error::corrupt("snapshot", "neither postcard nor JSON")),
+            (None, Some(&POSTCARD_SNAPSHOT)) => {
+                postcard::from_bytes(&data[1..]).map_err(|e| Error::decode("snapshot", e))?
+            }
+            (None, Some(b'{')) => from_json("snapshot", data)?,
+            (None, _) => {
+                return Err(Error::corrupt(
+                    "snapshot",
+                    "not in a snapshot format this build reads",
+                ))
+            }
         };
-        if payload.last_applied != meta.last_log_id {
-            return Err(Error::Corrupt(format!(
-                "snapshot holds the state at {:?} but its meta says {:?}",
-                payload.last_applied, meta.last_log_id
-            )));
-        }
+        payload.check_covers(meta)?;
         Ok(payload)
     }
+
+    /// Checks the payload holds what `meta` says: the state at its last log
+    /// id, with its membership, and nothing taken after that position (every
+    /// lease id, fence and client's last sighting is the slot of an entry).
+    fn check_covers(&self, meta: &SnapshotMeta) -> Result<(), Error> {
+        if self.last_applied != meta.last_log_id {
+            return Err(Error::Corrupt(format!(
+                "snapshot holds the state at {:?} but its meta says {:?}",
+                self.last_applied, meta.last_log_id
+            )));
+        }
+        if self.membership != meta.last_membership {
+            return Err(Error::Corrupt(format!(
+                "snapshot holds membership {:?} but its meta says {:?}",
+                self.membership, meta.last_membership
+            )));
+        }
+        let at = self.last_applied.map_or(0, |l| l.index);
+        if self.membership.log_id().is_some_and(|m| m.index > at) {
+            return Err(Error::Corrupt(format!(
+                "snapshot at index {at} holds a membership from a later index"
+            )));
+        }
+        if let Some(index) = newest_index(&self.state).filter(|&i| i > at) {
+            return Err(Error::Corrupt(format!(
+                "snapshot at index {at} holds a record made at index {index}, after it"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The highest log index any record of `state` names as the one it was
+/// made at.
+fn newest_index(state: &StateParts) -> Option<u64> {
+    let leases = state.leases.iter().map(|l| slot_index(l.id));
+    let holders = state.locks.iter().flat_map(|l| &l.holders);
+    let fences = holders.flat_map(|h| [slot_index(h.fence), slot_index(h.lease)]);
+    let waiters = state.locks.iter().flat_map(|l| &l.waiters);
+    let waiting = waiters.map(|w| slot_index(w.lease));
+    let clients = state.clients.iter().map(|(_, c)| slot_index(c.last_index));
+    leases.chain(fences).chain(waiting).chain(clients).max()
+}
+
+/// Snapshot bytes built in cluster `built_in` may replace a state of
+/// cluster `ours`: the same cluster, or one side that knows none (a node
+/// that has not learnt its cluster's id yet, a builder that had none).
+fn check_cluster(ours: Option<Uuid>, built_in: Option<Uuid>) -> Result<(), Error> {
+    match (ours, built_in) {
+        (Some(ours), Some(theirs)) if ours != theirs => Err(Error::Corrupt(format!(
+            "snapshot was built in cluster {theirs}, this node belongs to cluster {ours}"
+        ))),
+        (Some(ours), None) => Err(Error::Corrupt(format!(
+            "snapshot names no cluster, this node belongs to cluster {ours}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The bytes of a snapshot of `state` at the position `meta` names, built in
+/// `cluster`: what a leader ships and [`verify_snapshot`] checks. For tools
+/// and tests that make a snapshot without a state machine.
+pub fn encode_snapshot(
+    meta: &SnapshotMeta,
+    state: &StateParts,
+    cluster: Option<Uuid>,
+) -> Result<Vec<u8>, Error> {
+    #[derive(Serialize)]
+    struct Borrowed<'a> {
+        last_applied: Option<LogId>,
+        membership: &'a StoredMembership,
+        state: &'a StateParts,
+    }
+    let payload = Borrowed {
+        last_applied: meta.last_log_id,
+        membership: &meta.last_membership,
+        state,
+    };
+    encode_payload(&payload, cluster)
+}
+
+/// Checks snapshot bytes received from a peer before they are handed to
+/// Raft: their format and checksum, that they were built in `cluster`
+/// (this node's), and that they hold the state `meta` claims: at its last
+/// log id, with its membership, and no record made after that position.
+/// The state machine's install runs the same checks, but a failure there stops the Raft core; this one lets the
+/// receiver refuse the snapshot and keep serving. Blocking: it decodes the
+/// whole state.
+pub fn verify_snapshot(
+    meta: &SnapshotMeta,
+    data: &[u8],
+    cluster: Option<Uuid>,
+) -> Result<(), Error> {
+    SnapshotPayload::decode(meta, data, cluster).map(|_| ())
 }
 
 /// The current snapshot in sled. (openraft 0.10 names a snapshot by the
@@ -123,10 +285,31 @@ fn index_of(meta: &SnapshotMeta) -> u64 {
     meta.last_log_id.map_or(0, |l| l.index)
 }
 
+/// Where the state machine finds the cluster id it stamps snapshots with
+/// and checks installed ones against: the data dir's identity, read through
+/// the log store once the node hands it over
+/// ([`crate::StateMachineStore::check_cluster_with`]). Clones share it.
+#[derive(Clone, Default)]
+pub(crate) struct ClusterSource(Arc<OnceLock<LogStore>>);
+
+impl ClusterSource {
+    /// The cluster id, if the data dir records one.
+    pub(crate) fn get(&self) -> Option<Uuid> {
+        self.0.get().and_then(LogStore::cluster_id)
+    }
+
+    /// Reads the cluster id through `log` from now on (the first call wins).
+    pub(crate) fn set(&self, log: LogStore) {
+        // A second call names the same data dir: keeping the first is right.
+        let _ = self.0.set(log);
+    }
+}
+
 /// Builds snapshots of the state machine, possibly while it keeps applying.
 #[derive(Clone)]
 pub struct SnapshotBuilder {
     pub(crate) sync: Arc<DiskSync>,
+    pub(crate) cluster: ClusterSource,
     pub(crate) state: SharedState,
     pub(crate) meta: SharedMeta,
     pub(crate) snapshots: SnapshotStore,
@@ -144,11 +327,14 @@ impl SnapshotBuilder {
     fn encode(&self) -> Result<(SnapshotMeta, Vec<u8>), Error> {
         let state = read_state(&self.state)?;
         let meta: AppliedMeta = self.meta.lock().map_err(|_| Error::Poisoned)?.clone();
-        let data = encode_payload(&SnapshotPayloadView {
-            last_applied: meta.last_applied,
-            membership: &meta.membership,
-            state: state.parts_view(),
-        })?;
+        let data = encode_payload(
+            &SnapshotPayloadView {
+                last_applied: meta.last_applied,
+                membership: &meta.membership,
+                state: state.parts_view(),
+            },
+            self.cluster.get(),
+        )?;
         drop(state);
         let meta = SnapshotMeta {
             last_log_id: meta.last_applied,
@@ -189,3 +375,6 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         Ok(self.build().await?)
     }
 }
+
+#[cfg(test)]
+mod tests;

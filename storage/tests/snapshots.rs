@@ -27,9 +27,9 @@ async fn snapshot_round_trip_into_a_fresh_store() -> TestResult {
         .await?;
     let snapshot = source.get_snapshot_builder().await.build_snapshot().await?;
     assert_eq!(snapshot.meta.last_log_id, Some(log_id(1, 1, 4)));
-    // Postcard after its marker byte (earlier builds wrote JSON, still
-    // read: see installing_a_snapshot_replaces_old_records).
-    assert_eq!(snapshot.snapshot.get_ref().first(), Some(&0xB1));
+    // Checked postcard after its marker byte (earlier builds wrote JSON,
+    // still read: see installing_a_snapshot_replaces_old_records).
+    assert_eq!(snapshot.snapshot.get_ref().first(), Some(&0xB2));
     let current = source
         .get_current_snapshot()
         .await?

@@ -24,5 +24,7 @@ mod membership;
 mod observe;
 mod partitions;
 mod peer_attacks;
+mod peer_fuzz;
+mod peer_robustness;
 mod small_disk;
 mod tls;

@@ -22,12 +22,12 @@ use tonic::Code;
 
 use crate::cluster::{test_config, TestCluster};
 
-const TTL: Duration = Duration::from_secs(30);
+pub(crate) const TTL: Duration = Duration::from_secs(30);
 
 /// A blob as a forger who knows the cluster id (and, in a cluster with a
 /// secret, the secret: a member gone rogue) would seal it for `rpc`:
 /// claiming to be `from`, with an incarnation of its own.
-fn forged(cluster: &TestCluster, rpc: &str, from: u64, to: u64, data: Vec<u8>) -> Blob {
+pub(crate) fn forged(cluster: &TestCluster, rpc: &str, from: u64, to: u64, data: Vec<u8>) -> Blob {
     let cluster_id = cluster
         .node(to)
         .cluster_id()
@@ -65,7 +65,10 @@ pub fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-async fn peer_client(cluster: &TestCluster, id: u64) -> PeerClient<tonic::transport::Channel> {
+pub(crate) async fn peer_client(
+    cluster: &TestCluster,
+    id: u64,
+) -> PeerClient<tonic::transport::Channel> {
     let addr = cluster.addrs[&id].1;
     PeerClient::connect(format!("http://{addr}"))
         .await
@@ -74,12 +77,12 @@ async fn peer_client(cluster: &TestCluster, id: u64) -> PeerClient<tonic::transp
         .max_encoding_message_size(64 << 20)
 }
 
-fn term_of(cluster: &TestCluster, id: u64) -> u64 {
+pub(crate) fn term_of(cluster: &TestCluster, id: u64) -> u64 {
     cluster.node(id).status().term
 }
 
 /// Every running node still has a leader, and a new client is served.
-async fn still_serves(cluster: &TestCluster, name: &str) {
+pub(crate) async fn still_serves(cluster: &TestCluster, name: &str) {
     let client = cluster.client().await;
     let lease = client
         .grant_lease(TTL)

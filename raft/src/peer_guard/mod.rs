@@ -3,6 +3,11 @@
 //! sealed on the way out and checked on the way in before openraft sees
 //! anything.
 //!
+//! Checking and recording are two steps: [`PeerGuard::admit`] only checks,
+//! and [`PeerGuard::record`] (called once the message's contents passed
+//! their own checks too) learns the cluster id and notes the sender's boot
+//! and incarnation. A message refused for any reason changes nothing here.
+//!
 //! The checks catch a message for another cluster or another node, a node
 //! id claimed by two live processes at once (a copied data dir started as
 //! a second member), and a node that comes back with an older copy of its
@@ -24,12 +29,26 @@ use raftlock_storage::{LogStore, NodeId};
 use crate::pb::Blob;
 use crate::peer_auth::{ClusterKey, Direction, REPLAY_WINDOW};
 
+use speakers::Speakers;
+
 /// Most senders remembered: far above any cluster's size, so the table
 /// cannot be grown by made-up ids while the membership is still unknown.
 const MAX_SENDERS: usize = 1024;
 
 /// How often one refusal of one sender is logged.
 const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Highest boot count a sender may claim. A data dir's count rises by one
+/// per start: 2^32 starts, one a second, take 136 years. A higher count is
+/// forged, and recording it would make every real message of that node look
+/// like one from an older data dir, for good.
+pub const MAX_BOOT: u64 = 1 << 32;
+
+/// How far above the boot count last seen from a node its next one may be.
+/// A node restarts once per start; this many starts while this node kept
+/// running (one a second for 18 hours, or months of a crash loop under a
+/// service manager's back-off) is not a restart but a forgery.
+pub const MAX_BOOT_STEP: u64 = 1 << 16;
 
 /// Why a peer message is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -65,6 +84,15 @@ pub enum Refusal {
     },
     #[error("not authenticated: {0}")]
     Unauthenticated(String),
+    #[error(
+        "node {from} claims boot {boot}, implausibly far above {}",
+        seen.map_or_else(|| "any real data dir's".to_string(), |s| format!("boot {s} seen from it"))
+    )]
+    ImplausibleBoot {
+        from: NodeId,
+        boot: u64,
+        seen: Option<u64>,
+    },
     #[error("too many distinct senders")]
     TooManySenders,
     #[error("cannot record the cluster id: {0}")]
@@ -77,27 +105,6 @@ pub struct Sender {
     pub id: NodeId,
     pub boot: u64,
     pub incarnation: Uuid,
-}
-
-/// The last process seen speaking for one node id.
-#[derive(Debug, Clone)]
-struct Speaker {
-    boot: u64,
-    incarnation: Uuid,
-    remote: Option<SocketAddr>,
-    last: Instant,
-}
-
-impl Speaker {
-    fn describe(&self) -> String {
-        let addr = self
-            .remote
-            .map_or_else(|| "an unknown address".to_string(), |a| a.to_string());
-        format!(
-            "{addr} (boot {}, incarnation {})",
-            self.boot, self.incarnation
-        )
-    }
 }
 
 /// This node's side of the envelope.
@@ -114,10 +121,7 @@ pub struct PeerGuard {
     /// Serializes learning the cluster id.
     adopting: tokio::sync::Mutex<()>,
     /// Per node id, the process that last sent this node a request.
-    speakers: Mutex<HashMap<NodeId, Speaker>>,
-    /// A process that spoke more recently than this is alive: another
-    /// process with the same id is refused meanwhile.
-    alive_for: Duration,
+    speakers: Speakers,
     /// When each (sender, kind of refusal) was last logged.
     logged: Mutex<HashMap<(NodeId, &'static str), Instant>>,
     /// The cluster secret every message is tagged with; `None` with mTLS
@@ -149,8 +153,7 @@ impl PeerGuard {
             cluster: RwLock::new(cluster),
             log,
             adopting: tokio::sync::Mutex::new(()),
-            speakers: Mutex::default(),
-            alive_for,
+            speakers: Speakers::new(alive_for),
             logged: Mutex::default(),
             key,
         }
@@ -257,9 +260,10 @@ impl PeerGuard {
 
     /// Checks an inbound request: for this cluster and this node, from a
     /// member (`is_member`; `None` while this node knows no membership),
-    /// and not from a second process claiming the sender's id or from one
-    /// that went back to an older data dir. Learns the cluster id from the
-    /// first message that carries one.
+    /// and not from a second process claiming the sender's id, from one
+    /// that went back to an older data dir, or with an implausible boot
+    /// count. Records nothing: once the message's contents passed their
+    /// checks too, [`PeerGuard::record`] does.
     pub async fn admit(
         &self,
         blob: &Blob,
@@ -267,12 +271,37 @@ impl PeerGuard {
         is_member: Option<bool>,
     ) -> Result<Sender, Refusal> {
         let sender = self.check_addressing(blob)?;
-        self.check_cluster(blob).await?;
+        self.check_cluster(blob)?;
         if is_member == Some(false) {
             return self.refused(sender.id, "member", Refusal::NotMember { from: sender.id });
         }
-        self.check_speaker(sender, remote)?;
-        Ok(sender)
+        match self.speakers.judge(sender, remote, Instant::now()) {
+            Ok(_) => Ok(sender),
+            Err((kind, refusal)) => self.refused(sender.id, kind, refusal),
+        }
+    }
+
+    /// Records a request [`PeerGuard::admit`] admitted and whose contents
+    /// passed every check: learns the cluster id from it if this node has
+    /// none, and notes the sender's process. Judges the sender again first,
+    /// and once more under the table's lock as it records, so of two
+    /// messages racing from two processes only one is recorded.
+    pub async fn record(&self, blob: &Blob, remote: Option<SocketAddr>) -> Result<Sender, Refusal> {
+        let sender = self.check_addressing(blob)?;
+        self.check_cluster(blob)?;
+        if let Err((kind, refusal)) = self.speakers.judge(sender, remote, Instant::now()) {
+            return self.refused(sender.id, kind, refusal);
+        }
+        if let (None, Some(theirs)) = (self.cluster_id(), parse_cluster(&blob.cluster_id)?) {
+            self.adopt(theirs).await?;
+        }
+        match self
+            .speakers
+            .record(self.id, sender, remote, Instant::now())
+        {
+            Ok(()) => Ok(sender),
+            Err((kind, refusal)) => self.refused(sender.id, kind, refusal),
+        }
     }
 
     /// Who sealed `blob`.
@@ -350,16 +379,25 @@ impl PeerGuard {
             };
             return self.refused(sender.id, "self", refusal);
         }
+        if sender.boot > MAX_BOOT {
+            let refusal = Refusal::ImplausibleBoot {
+                from: sender.id,
+                boot: sender.boot,
+                seen: None,
+            };
+            return self.refused(sender.id, "boot", refusal);
+        }
         Ok(sender)
     }
 
-    /// Compares the message's cluster id with ours, learning it if we have
-    /// none. Async: learning it writes the data dir.
-    async fn check_cluster(&self, blob: &Blob) -> Result<(), Refusal> {
+    /// Compares the message's cluster id with ours. One that names a
+    /// cluster while this node knows none passes; [`PeerGuard::record`]
+    /// learns it.
+    fn check_cluster(&self, blob: &Blob) -> Result<(), Refusal> {
         let theirs = parse_cluster(&blob.cluster_id)?;
         match (self.cluster_id(), theirs) {
             (Some(ours), Some(theirs)) if ours == theirs => Ok(()),
-            (None, None) => Ok(()),
+            (None, _) => Ok(()),
             (Some(ours), theirs) => {
                 let theirs = theirs.map_or_else(|| "none".to_string(), |t| t.to_string());
                 let refusal = Refusal::ForeignCluster {
@@ -368,7 +406,6 @@ impl PeerGuard {
                 };
                 self.refused(blob.from, "cluster", refusal)
             }
-            (None, Some(theirs)) => self.adopt(theirs).await.map(|_| ()),
         }
     }
 
@@ -391,73 +428,6 @@ impl PeerGuard {
         *self.cluster.write().unwrap_or_else(|e| e.into_inner()) = Some(cluster);
         tracing::info!(node = self.id, cluster = %cluster, "cluster id recorded");
         Ok(cluster)
-    }
-
-    fn check_speaker(&self, sender: Sender, remote: Option<SocketAddr>) -> Result<(), Refusal> {
-        let now = Instant::now();
-        let candidate = Speaker {
-            boot: sender.boot,
-            incarnation: sender.incarnation,
-            remote,
-            last: now,
-        };
-        let mut speakers = self.speakers.lock().unwrap_or_else(|e| e.into_inner());
-        if !speakers.contains_key(&sender.id) && speakers.len() >= MAX_SENDERS {
-            drop(speakers);
-            return self.refused(sender.id, "senders", Refusal::TooManySenders);
-        }
-        let known = speakers
-            .entry(sender.id)
-            .or_insert_with(|| candidate.clone());
-        if known.incarnation == sender.incarnation {
-            known.last = now;
-            known.remote = remote.or(known.remote);
-            return Ok(());
-        }
-        let ago = now.saturating_duration_since(known.last);
-        let refusal = if sender.boot == known.boot {
-            // A restart raises the boot count before anything is sent: two
-            // processes with one count started from one copy of a dir.
-            Some(Refusal::Duplicate {
-                from: sender.id,
-                active: known.describe(),
-                other: candidate.describe(),
-                ago,
-            })
-        } else if sender.boot < known.boot {
-            Some(Refusal::Rollback {
-                from: sender.id,
-                boot: sender.boot,
-                seen: known.boot,
-                seen_at: known.describe(),
-            })
-        } else if ago < self.alive_for {
-            Some(Refusal::Duplicate {
-                from: sender.id,
-                active: known.describe(),
-                other: candidate.describe(),
-                ago,
-            })
-        } else {
-            None
-        };
-        match refusal {
-            Some(refusal) => {
-                drop(speakers);
-                self.refused(sender.id, "speaker", refusal)
-            }
-            None => {
-                tracing::info!(
-                    node = self.id,
-                    peer = sender.id,
-                    "peer restarted: {} replaces {}",
-                    candidate.describe(),
-                    known.describe()
-                );
-                *known = candidate;
-                Ok(())
-            }
-        }
     }
 
     /// Logs `refusal` (at most once per [`LOG_EVERY`] per sender and kind)
@@ -509,5 +479,6 @@ fn parse_cluster(text: &str) -> Result<Option<Uuid>, Refusal> {
         .map_err(|_| Refusal::Malformed(format!("cluster id {text:?} is not a UUID")))
 }
 
+mod speakers;
 #[cfg(test)]
 mod tests;

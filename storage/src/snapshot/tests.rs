@@ -1,0 +1,172 @@
+//! Snapshot bytes: framed, checked, and refused when damaged, foreign or
+//! not what their meta claims.
+
+use std::collections::BTreeMap;
+
+use openraft::vote::RaftLeaderId;
+
+use crate::state::{Holder, Lease, Lock};
+use crate::types::{CommittedLeaderId, Membership};
+use crate::{slot, Mode};
+
+use super::*;
+
+fn log_id(index: u64) -> LogId {
+    LogId::new(CommittedLeaderId::new(2, 1), index)
+}
+
+/// A snapshot at index 10 holding one lease and one held lock.
+fn payload() -> (SnapshotMeta, SnapshotPayload) {
+    let lease = slot(4, 0);
+    let members = BTreeMap::from([(1, Default::default())]);
+    let membership = StoredMembership::new(
+        Some(log_id(1)),
+        Membership::new(vec![[1].into()], members).expect("a membership"),
+    );
+    let state = StateParts {
+        leases: vec![Lease {
+            id: lease,
+            ttl_ms: 5_000,
+            granted_at_ms: 0,
+            granted_by: None,
+            identity: None,
+        }],
+        locks: vec![Lock {
+            name: "a".into(),
+            semaphore_limit: None,
+            holders: vec![Holder {
+                owner: "o".into(),
+                lease,
+                mode: Mode::Exclusive,
+                fence: slot(7, 0),
+                count: 1,
+                granted_at_ms: 0,
+                value: None,
+                claim: None,
+                lock_delay_ms: 0,
+            }],
+            waiters: Default::default(),
+            delay: None,
+        }],
+        clients: Vec::new(),
+    };
+    let meta = SnapshotMeta {
+        last_log_id: Some(log_id(10)),
+        last_membership: membership.clone(),
+    };
+    let payload = SnapshotPayload {
+        last_applied: Some(log_id(10)),
+        membership,
+        state,
+    };
+    (meta, payload)
+}
+
+const OURS: Uuid = Uuid::from_u128(7);
+
+#[test]
+fn a_snapshot_round_trips_with_its_cluster_and_checksum() {
+    let (meta, payload) = payload();
+    let data = payload.encode(Some(OURS)).unwrap();
+    assert_eq!(data[0], CHECKED_SNAPSHOT);
+    let back = SnapshotPayload::decode(&meta, &data, Some(OURS)).unwrap();
+    assert_eq!(back, payload);
+    // A node that knows no cluster yet accepts it.
+    verify_snapshot(&meta, &data, None).unwrap();
+}
+
+#[test]
+fn garbage_and_damaged_bytes_are_refused() {
+    let (meta, payload) = payload();
+    for garbage in [
+        &b""[..],
+        b"\0",
+        b"garbage",
+        &[CHECKED_SNAPSHOT; 8],
+        &[0xB1, 0xFF],
+    ] {
+        assert!(verify_snapshot(&meta, garbage, Some(OURS)).is_err());
+    }
+    let data = payload.encode(Some(OURS)).unwrap();
+    for i in 1..data.len() {
+        let mut bad = data.clone();
+        bad[i] ^= 0x10;
+        assert!(
+            verify_snapshot(&meta, &bad, Some(OURS)).is_err(),
+            "a flipped bit in byte {i} went unnoticed"
+        );
+    }
+    for len in 0..data.len() {
+        assert!(verify_snapshot(&meta, &data[..len], Some(OURS)).is_err());
+    }
+}
+
+#[test]
+fn a_snapshot_of_another_cluster_or_of_none_is_refused() {
+    let (meta, payload) = payload();
+    let theirs = payload.encode(Some(Uuid::from_u128(8))).unwrap();
+    let err = verify_snapshot(&meta, &theirs, Some(OURS)).unwrap_err();
+    assert!(err.to_string().contains("built in cluster"), "{err}");
+    let none = payload.encode(None).unwrap();
+    let err = verify_snapshot(&meta, &none, Some(OURS)).unwrap_err();
+    assert!(err.to_string().contains("names no cluster"), "{err}");
+}
+
+#[test]
+fn a_meta_that_claims_more_or_other_than_the_data_is_refused() {
+    let (meta, payload) = payload();
+    let data = payload.encode(Some(OURS)).unwrap();
+    let further = SnapshotMeta {
+        last_log_id: Some(log_id(1_000)),
+        ..meta.clone()
+    };
+    let err = verify_snapshot(&further, &data, Some(OURS)).unwrap_err();
+    assert!(err.to_string().contains("meta says"), "{err}");
+    let other_members = SnapshotMeta {
+        last_membership: StoredMembership::default(),
+        ..meta.clone()
+    };
+    let err = verify_snapshot(&other_members, &data, Some(OURS)).unwrap_err();
+    assert!(err.to_string().contains("membership"), "{err}");
+}
+
+#[test]
+fn records_made_after_the_snapshot_position_are_refused() {
+    let (meta, mut payload) = payload();
+    payload.state.locks[0].holders[0].fence = slot(11, 0);
+    let data = payload.encode(Some(OURS)).unwrap();
+    let err = verify_snapshot(&meta, &data, Some(OURS)).unwrap_err();
+    assert!(err.to_string().contains("index 11"), "{err}");
+    let (meta, mut payload) = payload_with_client(slot(99, 0));
+    payload.state.leases.clear();
+    let data = payload.encode(Some(OURS)).unwrap();
+    assert!(verify_snapshot(&meta, &data, Some(OURS)).is_err());
+}
+
+fn payload_with_client(last_index: u64) -> (SnapshotMeta, SnapshotPayload) {
+    let (meta, mut payload) = payload();
+    let session = crate::state::ClientSession {
+        last_index,
+        ..Default::default()
+    };
+    payload.state.clients.push((Uuid::from_u128(1), session));
+    (meta, payload)
+}
+
+#[test]
+fn encode_snapshot_writes_what_the_payload_would() {
+    let (meta, payload) = payload();
+    let data = encode_snapshot(&meta, &payload.state, Some(OURS)).unwrap();
+    assert_eq!(data, payload.encode(Some(OURS)).unwrap());
+}
+
+#[test]
+fn snapshots_of_earlier_builds_are_still_read() {
+    let (meta, payload) = payload();
+    let mut legacy = vec![POSTCARD_SNAPSHOT];
+    legacy.extend(postcard::to_stdvec(&payload).unwrap());
+    assert_eq!(
+        SnapshotPayload::decode(&meta, &legacy, Some(OURS)).unwrap(),
+        payload
+    );
+}
