@@ -17,6 +17,7 @@
 //! - [`peer_auth`]: the cluster secret (join token) and the HMAC tag it
 //!   puts on every peer message and reply, without a CA.
 //! - [`peer_checks`]: bounds on terms and indexes in Raft messages.
+//! - [`peer_probe`]: who answers at a peer address (`Identify`).
 //! - [`bounded_listener`]: the connection budget of both listeners
 //!   (connections in all and per address, handshake and idle timeouts).
 //! - [`message_codec`]: the gRPC codec of both APIs (a malformed message is
@@ -69,6 +70,7 @@ pub mod node;
 pub mod peer_auth;
 pub mod peer_checks;
 pub mod peer_guard;
+pub mod peer_probe;
 pub mod peer_service;
 pub mod proposer;
 mod raft_errors;

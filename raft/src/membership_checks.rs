@@ -9,7 +9,8 @@ use std::time::Duration;
 use raftlock_storage::{NodeAddr, NodeId};
 
 use crate::error::Error;
-use crate::network::{PeerNetwork, PeerProbe};
+use crate::network::PeerNetwork;
+use crate::peer_probe::{probe, PeerProbe};
 
 /// How long the leader waits for a new node to answer at its peer address.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -31,9 +32,9 @@ pub async fn check_new_learner(
     id: NodeId,
     node: &NodeAddr,
 ) -> Result<(), Error> {
-    let probe = net.probe(id, &node.peer_addr, PROBE_TIMEOUT).await;
+    let answer = probe(net, id, &node.peer_addr, PROBE_TIMEOUT).await;
     let token = net.join_token();
-    judge_probe(probe, cluster_id, token.as_deref(), id, node).map_err(Error::InvalidArgument)
+    judge_probe(answer, cluster_id, token.as_deref(), id, node).map_err(Error::InvalidArgument)
 }
 
 /// The verdict on what answered at a new learner's peer address. `token`
@@ -154,6 +155,7 @@ mod tests {
     fn node(id: NodeId, cluster: &str, client: &str) -> PeerProbe {
         PeerProbe::Node {
             id,
+            boot: 1,
             cluster_id: cluster.into(),
             client_addr: Some(client.into()),
         }

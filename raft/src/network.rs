@@ -155,7 +155,7 @@ impl PeerNetwork {
 
     /// How to reach node `target` at `addr` (over TLS: only if it presents
     /// node `target`'s certificate).
-    fn endpoint(&self, target: NodeId, addr: &str) -> Result<Endpoint, String> {
+    pub(crate) fn endpoint(&self, target: NodeId, addr: &str) -> Result<Endpoint, String> {
         let scheme = if self.tls.is_some() { "https" } else { "http" };
         let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
             .map_err(|e| format!("bad peer address {addr}: {e}"))?
@@ -169,6 +169,16 @@ impl PeerNetwork {
                 .map_err(|e| format!("TLS settings for node {target} at {addr}: {e}"))?;
         }
         Ok(endpoint)
+    }
+
+    /// The envelope this node seals and checks peer messages with.
+    pub(crate) fn guard(&self) -> &PeerGuard {
+        &self.guard
+    }
+
+    /// The join token of this cluster's secret, if peers use one.
+    pub fn join_token(&self) -> Option<String> {
+        self.guard.key().map(|k| k.to_token())
     }
 
     /// Sends a forwarded call to `target` at `addr` and waits for its answer.
@@ -197,118 +207,6 @@ impl PeerNetwork {
             .check_reply("forward", &reply, &sealed, target)
             .map_err(|e| format!("node {target} at {addr}: {e}"))?;
         decode(&reply.data).map_err(|e| e.to_string())
-    }
-}
-
-impl PeerNetwork {
-    /// Asks who answers at peer address `addr`: `Ok(None)` when nobody
-    /// does within `timeout`, else the id, boot count and cluster id it
-    /// answers with. With TLS the handshake accepts only the certificate
-    /// of node `expect`, so anything else answers `Ok(None)`.
-    pub async fn identify(
-        &self,
-        expect: NodeId,
-        addr: &str,
-        timeout: Duration,
-    ) -> Result<Option<(NodeId, u64, String)>, String> {
-        let channel = self.channel(expect, addr)?;
-        let sealed = self.guard.seal("identify", 0, Vec::new());
-        let mut req = tonic::Request::new(sealed.clone());
-        req.set_timeout(timeout);
-        let mut client = PeerClient::new(channel);
-        match tokio::time::timeout(timeout, client.identify(req)).await {
-            Ok(Ok(reply)) => {
-                let reply = reply.into_inner();
-                if !self.guard.is_identify_reply(&reply, &sealed) {
-                    return Ok(None);
-                }
-                Ok(Some((reply.from, reply.boot, reply.cluster_id)))
-            }
-            Ok(Err(_)) | Err(_) => Ok(None),
-        }
-    }
-}
-
-/// What answers at an address given as node `expect`'s peer address.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PeerProbe {
-    /// A raftlock peer listener, as node `id` of cluster `cluster_id`
-    /// (empty: in none yet), serving clients at `client_addr` (`None`
-    /// from a node that does not say).
-    Node {
-        id: NodeId,
-        cluster_id: String,
-        client_addr: Option<String>,
-    },
-    /// A raftlock peer listener that does not hold this cluster's secret
-    /// (started without the join token, or with another).
-    NoSecret(String),
-    /// Something that speaks gRPC but not the peer API (a client port).
-    NotPeerPort(String),
-    /// Nothing answered: nothing listens, or (over TLS) the certificate
-    /// is not node `expect`'s.
-    Unreachable(String),
-}
-
-impl PeerNetwork {
-    /// The join token of this cluster's secret, if peers use one.
-    pub fn join_token(&self) -> Option<String> {
-        self.guard.key().map(|k| k.to_token())
-    }
-
-    /// Asks who answers at `addr`, on a connection of its own (a probe
-    /// of a wrong address leaves no channel behind).
-    pub async fn probe(&self, expect: NodeId, addr: &str, timeout: Duration) -> PeerProbe {
-        let endpoint = match self.endpoint(expect, addr) {
-            Ok(endpoint) => endpoint.timeout(timeout),
-            Err(e) => return PeerProbe::Unreachable(e),
-        };
-        let channel = match tokio::time::timeout(timeout, endpoint.connect()).await {
-            Ok(Ok(channel)) => channel,
-            Ok(Err(e)) => return PeerProbe::Unreachable(connect_error(&e)),
-            Err(_) => return PeerProbe::Unreachable(format!("no answer within {timeout:?}")),
-        };
-        let sealed = self.guard.seal("identify", 0, Vec::new());
-        let req = tonic::Request::new(sealed.clone());
-        match tokio::time::timeout(timeout, PeerClient::new(channel).identify(req)).await {
-            Ok(Ok(reply)) => {
-                let reply = reply.into_inner();
-                if !self.guard.is_identify_reply(&reply, &sealed) {
-                    return PeerProbe::NoSecret(
-                        "its answer is not tagged with this cluster's secret".into(),
-                    );
-                }
-                PeerProbe::Node {
-                    id: reply.from,
-                    cluster_id: reply.cluster_id,
-                    client_addr: decode::<NodeAddr>(&reply.data).ok().map(|a| a.client_addr),
-                }
-            }
-            Ok(Err(status)) if status.code() == tonic::Code::Unauthenticated => {
-                PeerProbe::NoSecret(status.message().to_string())
-            }
-            Ok(Err(status)) => {
-                PeerProbe::NotPeerPort(format!("{:?}: {}", status.code(), status.message()))
-            }
-            Err(_) => PeerProbe::Unreachable(format!("no answer within {timeout:?}")),
-        }
-    }
-}
-
-/// A connect error's innermost causes (tonic's own text is "transport
-/// error", and its sources repeat each other).
-fn connect_error(e: &tonic::transport::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        parts.retain(|p| !text.contains(p.as_str()));
-        parts.push(text);
-        source = cause.source();
-    }
-    match parts.is_empty() {
-        true => e.to_string(),
-        false => parts.join(": "),
     }
 }
 

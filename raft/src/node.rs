@@ -25,6 +25,7 @@ use crate::network::{LinkFilter, PeerNetwork};
 use crate::pb::peer_server::PeerServer;
 use crate::peer_auth::{key_path, plan_key, KeyPlan};
 use crate::peer_guard::PeerGuard;
+use crate::peer_probe::{probe, PeerProbe};
 use crate::peer_service::PeerService;
 use crate::proposer::Proposer;
 use crate::raft_watch::watch_raft;
@@ -365,13 +366,14 @@ async fn refuse_if_running_elsewhere(
         // Then this process binds that address, or fails to.
         return Ok(());
     }
-    let answer = net
-        .identify(config.id, &recorded.peer_addr, Duration::from_secs(1))
-        .await
-        .map_err(Error::InvalidArgument)?;
-    match answer {
-        Some((id, boot, cluster)) if id == config.id => Err(Error::Storage(format!(
-            "node {id} is already running at {} (cluster {cluster}, boot {boot}), the \
+    match probe(net, config.id, &recorded.peer_addr, Duration::from_secs(1)).await {
+        PeerProbe::Node {
+            id,
+            boot,
+            cluster_id,
+            ..
+        } if id == config.id => Err(Error::Storage(format!(
+            "node {id} is already running at {} (cluster {cluster_id}, boot {boot}), the \
              address the cluster records for it; this process ({own}) would be a second \
              node {id}. Is {} a copy of that node's data dir? Stop one of them; to move \
              the node, stop the old process first",

@@ -24,6 +24,7 @@ mod membership;
 mod observe;
 mod partitions;
 mod peer_attacks;
+mod peer_auth;
 mod peer_fuzz;
 mod peer_robustness;
 mod small_disk;
