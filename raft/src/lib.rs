@@ -78,6 +78,7 @@ mod raft_watch;
 pub mod read_index;
 pub mod removal;
 pub mod replica;
+pub mod rollback;
 pub mod scrape;
 pub mod snapshot_transfer;
 pub mod tls;

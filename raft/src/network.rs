@@ -34,6 +34,7 @@ use crate::metrics::NodeMetrics;
 use crate::pb::peer_client::PeerClient;
 use crate::peer_guard::PeerGuard;
 use crate::removal::{Removal, MEMBERSHIP_INDEX_KEY};
+use crate::rollback::Witness;
 use crate::snapshot_transfer;
 use crate::tls::NodeTls;
 
@@ -115,6 +116,8 @@ pub struct PeerNetwork {
     metrics: Arc<NodeMetrics>,
     /// Told when a peer refuses this node as a removed member.
     removal: Removal,
+    /// What this node saw of each peer, for a peer's rollback check.
+    witness: Arc<Witness>,
 }
 
 impl PeerNetwork {
@@ -136,7 +139,13 @@ impl PeerNetwork {
             tls,
             metrics,
             removal,
+            witness: Arc::default(),
         }
+    }
+
+    /// What this node saw of each peer (crate::rollback).
+    pub(crate) fn witness(&self) -> &Witness {
+        &self.witness
     }
 
     /// The channel to node `target` at `addr`. With TLS it presents this
@@ -206,6 +215,7 @@ impl PeerNetwork {
         self.guard
             .check_reply("forward", &reply, &sealed, target)
             .map_err(|e| format!("node {target} at {addr}: {e}"))?;
+        self.witness.saw_boot(target, reply.boot);
         decode(&reply.data).map_err(|e| e.to_string())
     }
 }
@@ -340,6 +350,7 @@ impl PeerConnection {
             );
             return Err(RPCError::Unreachable(Unreachable::new(&e)));
         }
+        self.net.witness.saw_boot(self.target, reply.boot);
         let result: Result<Resp, RaftError<TypeConfig>> =
             decode(&reply.data).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         // The peer's Raft stopped or failed: it is going away.
@@ -412,7 +423,13 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
         rpc: VoteRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
-        self.call(Rpc::Vote, &rpc, &option).await
+        let reply: VoteResponse<TypeConfig> = self.call(Rpc::Vote, &rpc, &option).await?;
+        if reply.vote_granted {
+            // openraft grants only a vote it saved: the peer's dir holds it.
+            let term = reply.vote.leader_id().term;
+            self.net.witness.saw_vote(self.target, term);
+        }
+        Ok(reply)
     }
 
     /// PreVote: a node that would start an election first asks whether it

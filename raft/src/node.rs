@@ -32,6 +32,7 @@ use crate::raft_watch::watch_raft;
 use crate::read_index::ReadIndexRounds;
 use crate::removal::{stop_when_removed, Removal};
 use crate::replica::Replica;
+use crate::rollback;
 use crate::tls::{peer_node_id, NodeTls};
 use crate::tls_acceptor::{tls_incoming, TlsAcceptor};
 use crate::Raft;
@@ -153,6 +154,7 @@ impl RaftNode {
             removal.clone(),
         );
         refuse_if_running_elsewhere(&config, &log_store, &sm_store, &net).await?;
+        refuse_if_rolled_back(&config, &log_store, &sm_store, &net).await?;
         let raft = Raft::new(
             config.id,
             Arc::new(raft_config),
@@ -351,12 +353,8 @@ async fn refuse_if_running_elsewhere(
     sm_store: &raftlock_storage::StateMachineStore,
     net: &PeerNetwork,
 ) -> Result<(), Error> {
-    let membership = match log.last_membership() {
-        Ok(Some(membership)) => membership,
-        _ => match sm_store.applied() {
-            Ok((_, stored)) => stored.membership().clone(),
-            Err(_) => return Ok(()),
-        },
+    let Some(membership) = recorded_membership(log, sm_store) else {
+        return Ok(());
     };
     let Some(recorded) = membership.get_node(&config.id) else {
         return Ok(());
@@ -382,6 +380,52 @@ async fn refuse_if_running_elsewhere(
         ))),
         _ => Ok(()),
     }
+}
+
+/// The newest membership the data dir records: in its log, else in its
+/// applied state.
+fn recorded_membership(
+    log: &raftlock_storage::LogStore,
+    sm_store: &raftlock_storage::StateMachineStore,
+) -> Option<raftlock_storage::Membership> {
+    match log.last_membership() {
+        Ok(Some(membership)) => Some(membership),
+        _ => sm_store
+            .applied()
+            .ok()
+            .map(|(_, stored)| stored.membership().clone()),
+    }
+}
+
+/// Refuses to start on a data dir older than what the other members saw of
+/// this node (crate::rollback). A dir that records no membership listing
+/// this node (new, or joining) has nothing to compare.
+async fn refuse_if_rolled_back(
+    config: &Config,
+    log: &raftlock_storage::LogStore,
+    sm_store: &raftlock_storage::StateMachineStore,
+    net: &PeerNetwork,
+) -> Result<(), Error> {
+    let Some(membership) = recorded_membership(log, sm_store) else {
+        return Ok(());
+    };
+    if membership.get_node(&config.id).is_none() {
+        return Ok(());
+    }
+    let peers: Vec<(NodeId, String)> = membership
+        .nodes()
+        .filter(|(id, _)| **id != config.id)
+        .map(|(id, addr)| (*id, addr.peer_addr.clone()))
+        .collect();
+    if peers.is_empty() {
+        return Ok(());
+    }
+    let own = log
+        .position()
+        .map_err(|e| Error::Storage(format!("cannot read the data dir's raft state: {e}")))?;
+    rollback::check_peers(net, config.id, &own, peers, &config.data_dir)
+        .await
+        .map_err(Error::Storage)
 }
 
 /// Serves the peer API until `stop`. With `tls`, every connection must

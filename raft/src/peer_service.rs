@@ -23,6 +23,7 @@ use crate::peer_checks::{
 use crate::peer_guard::{Refusal, Sender};
 use crate::removal::MEMBERSHIP_INDEX_KEY;
 use crate::replica::Replica;
+use crate::rollback;
 use crate::snapshot_transfer::{Assembly, SnapshotChunk};
 use crate::tls::peer_node_id;
 
@@ -127,8 +128,10 @@ impl PeerService {
             .guard
             .record(req.get_ref(), req.remote_addr())
             .await
-            .map(|_| ())
-            .map_err(refused)
+            .map_err(refused)?;
+        let blob = req.get_ref();
+        self.node.net.witness().saw_boot(blob.from, blob.boot);
+        Ok(())
     }
 
     /// Checks the envelope of `req`; returns the sender. With TLS, the
@@ -139,20 +142,7 @@ impl PeerService {
             .guard
             .authenticate(rpc, req.get_ref())
             .map_err(refused)?;
-        if let Some(certified) = peer_node_id(req) {
-            let claimed = req.get_ref().from;
-            if claimed != certified {
-                tracing::error!(
-                    node = self.node.id,
-                    peer = certified,
-                    "refused a peer message: the certificate of node {certified} \
-                     claims to send as node {claimed}"
-                );
-                return Err(Status::permission_denied(format!(
-                    "the certificate names node {certified}, the message claims node {claimed}"
-                )));
-            }
-        }
+        self.check_certificate(req)?;
         // Committed membership, not the latest: a leader may legitimately
         // lead while the newest (uncommitted) config leaves it out.
         // Before its first apply (a leader just elected in a new cluster)
@@ -179,6 +169,27 @@ impl PeerService {
             }
             status
         })
+    }
+
+    /// With TLS, the sender a message claims must be the node its
+    /// certificate names.
+    fn check_certificate(&self, req: &Request<Blob>) -> Result<(), Status> {
+        let Some(certified) = peer_node_id(req) else {
+            return Ok(());
+        };
+        let claimed = req.get_ref().from;
+        if claimed == certified {
+            return Ok(());
+        }
+        tracing::error!(
+            node = self.node.id,
+            peer = certified,
+            "refused a peer message: the certificate of node {certified} \
+             claims to send as node {claimed}"
+        );
+        Err(Status::permission_denied(format!(
+            "the certificate names node {certified}, the message claims node {claimed}"
+        )))
     }
 
     /// What a message's contents are checked against: this node's term
@@ -295,6 +306,21 @@ impl Peer for PeerService {
         let data = encode(&self.node.config.node_addr())
             .map_err(|e| Status::internal(format!("cannot encode this node's address: {e}")))?;
         Ok(Response::new(self.node.guard.identify(data, req.get_ref())))
+    }
+
+    async fn recall(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
+        // Not admitted like the other calls: the asker is a node starting
+        // on a dir that may be older than what this node saw of it, which
+        // admission would refuse before it could be told so.
+        self.node
+            .guard
+            .authenticate("recall", req.get_ref())
+            .map_err(refused)?;
+        self.check_certificate(&req)?;
+        let from = req.get_ref().from;
+        let mut seen = self.node.net.witness().of(from);
+        seen.acked = rollback::acked_as_leader(&self.node.raft.metrics().borrow_watched(), from);
+        self.reply("recall", req.get_ref(), from, &seen)
     }
 
     async fn forward(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {

@@ -56,7 +56,7 @@ pub use error::Error;
 pub use event::{Applied, EndReason, Event};
 pub use identity::{Bootstrap, Identity, IDENTITY_FILE};
 pub use log_flusher::AppendTimer;
-pub use log_store::LogStore;
+pub use log_store::{LogStore, Position};
 pub use node_db::{open, OpenOptions};
 pub use sm_store::{AppliedMembers, AppliedState, SharedState, StateMachineStore};
 pub use snapshot::{encode_snapshot, verify_snapshot, SnapshotBuilder};

@@ -30,6 +30,17 @@ const VOTE_KEY: &[u8] = b"vote";
 const COMMITTED_KEY: &[u8] = b"committed";
 const LAST_PURGED_KEY: &[u8] = b"last_purged";
 
+/// A data dir's place in Raft, as [`LogStore::position`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    /// Starts on record, this one included.
+    pub boots: u64,
+    /// The term of the saved vote (0: none saved).
+    pub vote_term: u64,
+    /// The index of the last log entry, or of the last purged one.
+    pub last_log_index: Option<u64>,
+}
+
 /// The sled-backed Raft log. Cheap to clone: every clone shares the same sled
 /// trees, which is how openraft's log reader is made.
 #[derive(Debug, Clone)]
@@ -155,6 +166,19 @@ impl LogStore {
     /// included.
     pub fn boots(&self) -> u64 {
         self.floor.as_ref().map_or(0, |f| f.boots())
+    }
+
+    /// What this dir durably holds of its node's place in Raft: how often
+    /// it started, its saved vote's term and its last log index. A starting
+    /// node compares it with what its peers saw of it (raft's `rollback`).
+    pub fn position(&self) -> Result<Position, Error> {
+        let last_entry = self.last_entry_id()?.map(|id| id.index);
+        let purged = self.last_purged()?.map(|id| id.index);
+        Ok(Position {
+            boots: self.boots(),
+            vote_term: self.vote()?.map_or(0, |v| v.leader_id().term),
+            last_log_index: last_entry.max(purged),
+        })
     }
 
     /// Records the data dir's cluster id durably; refuses to replace a

@@ -304,6 +304,27 @@ impl TestCluster {
         self.nodes.insert(id, Some(node));
     }
 
+    /// Restarts node `id` from its data dir on its old addresses, or
+    /// returns why it did not start (a refusal comes before the listeners
+    /// bind, so only a port still held is retried).
+    pub async fn try_restart(&mut self, id: u64) -> Result<(), String> {
+        assert!(self.nodes[&id].is_none(), "node {id} is running");
+        let config = self.config(id);
+        for _ in 0..50 {
+            match self.builder(config.clone()).start().await {
+                Ok(node) => {
+                    self.nodes.insert(id, Some(node));
+                    return Ok(());
+                }
+                Err(e) if e.to_string().contains("cannot listen") => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Err(format!("node {id}'s ports stayed taken"))
+    }
+
     async fn start_on_old_ports(&self, config: Config) -> Node {
         // The old sockets may take a moment to be released.
         let mut tries = 0;

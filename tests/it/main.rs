@@ -27,5 +27,6 @@ mod peer_attacks;
 mod peer_auth;
 mod peer_fuzz;
 mod peer_robustness;
+mod rollback;
 mod small_disk;
 mod tls;

@@ -357,7 +357,7 @@ async fn a_copy_of_a_nodes_data_dir_cannot_start_as_a_second_member() {
     cluster.shutdown().await;
 }
 
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+pub(crate) fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();

@@ -1,0 +1,151 @@
+//! A node restarted on an older copy of its own data dir is refused before
+//! its Raft starts (raft/src/rollback.rs): the other members tell it what
+//! they saw of it, and its dir must not be older. Each test starts the node
+//! on the copy with the check removed from `refuse_if_rolled_back` to see
+//! it fail: the node then starts and catches up without a word.
+
+use std::path::Path;
+use std::time::Duration;
+
+use raftlock::client::Acquire;
+use raftlock_storage::Identity;
+
+use crate::cluster::TestCluster;
+use crate::peer_attacks::{copy_dir, still_serves, TTL};
+
+/// A 3-node cluster holding one lock, and a follower of it.
+async fn cluster_and_follower() -> (TestCluster, u64) {
+    let cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let follower = cluster.others(leader)[0];
+    let client = cluster.client().await;
+    let lease = client.grant_lease(TTL).await.expect("grant");
+    client
+        .acquire(&Acquire::exclusive("held", "first", lease))
+        .await
+        .expect("acquire")
+        .expect("granted");
+    (cluster, follower)
+}
+
+/// Writes `n` entries and waits until `id` applied them (it acknowledged
+/// them to the leader before it could apply them).
+async fn write_and_wait(cluster: &TestCluster, id: u64, n: usize) {
+    let client = cluster.client().await;
+    for _ in 0..n {
+        client.grant_lease(TTL).await.expect("grant");
+    }
+    let leader = cluster.wait_for_leader().await;
+    let index = cluster.node(leader).status().last_log_index;
+    cluster.wait_applied(id, index).await;
+    // The leader hears the acknowledgement before it commits what `id`
+    // applies; leave its metrics a moment to record it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
+fn swap_dirs(live: &Path, copy: &Path, newer: &Path) {
+    std::fs::rename(live, newer).expect("move the newer dir aside");
+    copy_dir(copy, live);
+}
+
+/// Put back a dir taken while the node was stopped, after the node ran on
+/// from it (a restored backup): its boot count is one the members saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_restarted_on_an_older_copy_of_its_dir_is_refused() {
+    let (mut cluster, follower) = cluster_and_follower().await;
+    let live = cluster.config(follower).data_dir;
+    let copy = live.with_extension("backup");
+    let newer = live.with_extension("newer");
+
+    cluster.kill(follower).await;
+    copy_dir(&live, &copy);
+    cluster.restart(follower).await;
+    write_and_wait(&cluster, follower, 20).await;
+    cluster.kill(follower).await;
+
+    swap_dirs(&live, &copy, &newer);
+    let refused = cluster.try_restart(follower).await;
+    let Err(message) = refused else {
+        panic!("node {follower} started on an older copy of its data dir");
+    };
+    assert!(
+        message.contains("is older than what the cluster saw"),
+        "{message}"
+    );
+    assert!(message.contains("start number"), "{message}");
+    assert!(
+        message.contains(&format!("raftlock cluster remove {follower}")),
+        "{message}"
+    );
+
+    // The refused start changed nothing: the newer dir put back starts.
+    std::fs::remove_dir_all(&live).unwrap();
+    std::fs::rename(&newer, &live).unwrap();
+    cluster
+        .try_restart(follower)
+        .await
+        .expect("the newest dir starts");
+    write_and_wait(&cluster, follower, 1).await;
+    still_serves(&cluster, "after-rollback").await;
+    cluster.shutdown().await;
+}
+
+/// A dir rolled back to a snapshot of its running node (a VM or disk
+/// snapshot): its boot count is not behind, but its log lacks entries the
+/// node acknowledged to the leader since.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dir_rolled_back_to_a_snapshot_of_its_running_node_is_refused() {
+    let (mut cluster, follower) = cluster_and_follower().await;
+    let live = cluster.config(follower).data_dir;
+    let copy = live.with_extension("snapshot");
+    let newer = live.with_extension("newer");
+
+    cluster.kill(follower).await;
+    copy_dir(&live, &copy);
+    cluster.restart(follower).await;
+    write_and_wait(&cluster, follower, 20).await;
+    cluster.kill(follower).await;
+
+    // A snapshot of the running process: its start is on record.
+    let mut identity = Identity::read(&copy).unwrap().expect("identity file");
+    identity.boots += 1;
+    identity.write(&copy).unwrap();
+
+    swap_dirs(&live, &copy, &newer);
+    let refused = cluster.try_restart(follower).await;
+    let Err(message) = refused else {
+        panic!("node {follower} started on a rolled-back data dir");
+    };
+    assert!(
+        message.contains("is older than what the cluster saw"),
+        "{message}"
+    );
+    assert!(message.contains("acknowledged"), "{message}");
+
+    std::fs::remove_dir_all(&live).unwrap();
+    std::fs::rename(&newer, &live).unwrap();
+    cluster
+        .try_restart(follower)
+        .await
+        .expect("the newest dir starts");
+    still_serves(&cluster, "after-rollback").await;
+    cluster.shutdown().await;
+}
+
+/// The members' record of a node is their memory: after the whole cluster
+/// restarts there is nobody to ask, and a node's own restart on its own
+/// dir (the everyday case) is never refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_restarted_on_its_own_dir_starts() {
+    let (mut cluster, follower) = cluster_and_follower().await;
+    for round in 0..3 {
+        cluster.kill(follower).await;
+        cluster
+            .try_restart(follower)
+            .await
+            .unwrap_or_else(|e| panic!("restart {round} refused: {e}"));
+        write_and_wait(&cluster, follower, 3).await;
+    }
+    still_serves(&cluster, "after-restarts").await;
+    cluster.shutdown().await;
+}
