@@ -6,6 +6,8 @@
 #    learner that is down.
 #  - Backup and restore: `snapshot save`, `snapshot restore` per member,
 #    and each node started with exactly the command restore printed.
+#  - A node started on an older copy of its data dir is refused and says
+#    how to recover; put back, its newest dir starts.
 # Uses selftest.sh's check/eventually/fails_with, BIN and ROOT.
 
 # A `raftlock` on PATH, as a user who installed it has.
@@ -174,7 +176,9 @@ for id in 1 2 3; do
     cmd=$(sed -n 's/.*start it with `\(raftlock serve [^`]*\)`.*/\1/p' <<<"$printed")
     check "snapshot restore of node $id prints a serve command with its own addresses" \
         grep -q -- "--client-addr 127.0.0.1:$((r_base + 10 * id + 1)) --peer-addr 127.0.0.1:$((r_base + 10 * id + 2))" <<<"$cmd"
+    restored_cmd[$id]=$cmd
     (cd "$hand_dir" && eval "exec $cmd" </dev/null >>"$hand_dir/restored-$id.log" 2>&1) &
+    restored_pid[$id]=$!
     hand_pids+=("$!")
 done
 export RAFTLOCK_ENDPOINTS=$r_endpoints
@@ -187,6 +191,48 @@ check "the lock held at the backup is held again, with its fence $held_fence" \
 check "the backup's highest fence is that lock's" test "$highest" = "$held_fence"
 new_fence=$(raftlock lock restored/check --ttl 5s -- sh -c 'echo "$RAFTLOCK_FENCE"') || fail "lock on the restored cluster failed"
 check "a fence of the restored cluster ($new_fence) is above the backup's highest ($highest)" test "$new_fence" -gt "$highest"
+
+# ---- an older copy of a node's data dir is refused at start
+# Node 3 stopped, its dir copied, run on, stopped again, and the copy put
+# back: the other members saw a later start of node 3 than the copy has.
+start_restored() { # start_restored ID: the command restore printed, logged to restored-ID.log
+    (cd "$hand_dir" && eval "exec ${restored_cmd[$1]}" </dev/null >>"$hand_dir/restored-$1.log" 2>&1) &
+    restored_pid[$1]=$!
+    hand_pids+=("$!")
+}
+stop_restored() {
+    kill -KILL "${restored_pid[$1]}" 2>/dev/null || true
+    wait "${restored_pid[$1]}" 2>/dev/null || true
+}
+n3=$hand_dir/restored/n3
+stop_restored 3
+cp -a "$n3" "$n3.old"
+start_restored 3
+for i in 1 2 3 4 5; do
+    raftlock lock "rollback/$i" --ttl 5s -- true || fail "lock rollback/$i failed"
+done
+node3_applied() { # node 3 answers and applied what any member applied
+    local s a
+    s=$(raftlock cluster status --output json 2>/dev/null) || return 1
+    a=$(status_query applied 3 <<<"$s")
+    [[ -n $a && $a -ge $(status_query max_applied <<<"$s") ]]
+}
+eventually "node 3 caught up after its restart" node3_applied
+stop_restored 3
+mv "$n3" "$n3.newer"
+mv "$n3.old" "$n3"
+: >"$hand_dir/restored-3.log"
+start_restored 3
+rc=0
+wait "${restored_pid[3]}" || rc=$?
+check "node 3 started on the older copy of its dir exits non-zero (rc $rc)" test "$rc" -ne 0
+check "and says its dir is older than what the cluster saw, naming the recovery" \
+    grep -q "is older than what the cluster saw from node 3.*raftlock cluster remove 3" "$hand_dir/restored-3.log"
+rm -rf "$n3"
+mv "$n3.newer" "$n3"
+start_restored 3
+eventually "node 3 started on its newest dir serves again" node3_applied
+
 DIR=$ROOT
 unset RAFTLOCK_ENDPOINTS
 for pid in "${hand_pids[@]}"; do kill "$pid" 2>/dev/null || true; done

@@ -1,11 +1,11 @@
 //! Fuzzing the peer port: random bytes and mutations of real peer messages
-//! (AppendEntries, Vote, PreVote, snapshot pieces, forwarded calls, built
-//! with the real types from a live cluster's own state) sent to every
-//! handler of live nodes, as a member would send them and with broken
-//! envelopes. After each message no node may have stopped or failed to
-//! answer; after all of them a leader is elected and a write succeeds, and
-//! the member's own envelope is still the one on record (no refused
-//! message changed the bookkeeping).
+//! (AppendEntries, Vote, PreVote, snapshot pieces, forwarded calls,
+//! Identify and Recall, built with the real types from a live cluster's own
+//! state) sent to every handler of live nodes, as a member would send them
+//! and with broken envelopes. After each message no node may have stopped
+//! or failed to answer; after all of them a leader is elected and a write
+//! succeeds, and the member's own envelope is still the one on record (no
+//! refused message changed the bookkeeping).
 //!
 //! The member is a real node that was stopped: the fuzzer speaks as its
 //! next start (boot + 1, one incarnation), so its messages pass the
@@ -46,6 +46,7 @@ enum Call {
     Snapshot,
     Forward,
     Identify,
+    Recall,
 }
 
 impl Call {
@@ -58,17 +59,19 @@ impl Call {
             Call::Snapshot => "install_snapshot",
             Call::Forward => "forward",
             Call::Identify => "identify",
+            Call::Recall => "recall",
         }
     }
 }
 
-const CALLS: [Call; 6] = [
+const CALLS: [Call; 7] = [
     Call::Append,
     Call::Vote,
     Call::PreVote,
     Call::Snapshot,
     Call::Forward,
     Call::Identify,
+    Call::Recall,
 ];
 
 /// What is done to a corpus message's bytes.
@@ -272,6 +275,7 @@ impl Target {
                 Call::Snapshot => client.install_snapshot(blob).await,
                 Call::Forward => client.forward(blob).await,
                 Call::Identify => client.identify(blob).await,
+                Call::Recall => client.recall(blob).await,
             }
         };
         let answer = tokio::time::timeout(Duration::from_secs(10), sent)
@@ -287,7 +291,8 @@ impl Target {
                 case,
                 status
             );
-        } else if !matches!(case.envelope, Envelope::Member) && call != Call::Identify {
+        } else if !matches!(case.envelope, Envelope::Member) && !matches!(call, Call::Identify | Call::Recall)
+        {
             prop_assert!(answer.is_err(), "{:?} passed a broken envelope", case);
         }
         Ok(())
@@ -377,6 +382,7 @@ fn corpus(cluster: &TestCluster, leader: u64, member: u64, target: u64) -> Vec<(
             encode(&piece(2 * third, snapshot.len(), true)).unwrap(),
         ),
         (Call::Identify, Vec::new()),
+        (Call::Recall, encode(&()).unwrap()),
     ];
     corpus.extend(forwards.iter().map(|f| (Call::Forward, encode(f).unwrap())));
     corpus

@@ -8,10 +8,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use raftlock::client::Acquire;
+use raftlock_raft::network::{decode, encode};
+use raftlock_raft::pb::Blob;
+use raftlock_raft::rollback::Seen;
 use raftlock_storage::Identity;
+use tonic::Code;
 
 use crate::cluster::TestCluster;
-use crate::peer_attacks::{copy_dir, still_serves, TTL};
+use crate::peer_attacks::{copy_dir, now_ms, peer_client, signed, still_serves, TTL};
 
 /// A 3-node cluster holding one lock, and a follower of it.
 async fn cluster_and_follower() -> (TestCluster, u64) {
@@ -147,5 +151,37 @@ async fn a_node_restarted_on_its_own_dir_starts() {
         write_and_wait(&cluster, follower, 3).await;
     }
     still_serves(&cluster, "after-restarts").await;
+    cluster.shutdown().await;
+}
+
+/// `Recall` is a peer call like the others: without the cluster secret's
+/// tag the caller learns nothing, not even the boot counts a node saw.
+#[tokio::test]
+async fn recall_tells_a_caller_without_the_secret_nothing() {
+    let cluster = TestCluster::new(1).await;
+    let ask = Blob {
+        data: encode(&()).unwrap(),
+        cluster_id: String::new(),
+        from: 7,
+        to: 1,
+        boot: 1,
+        incarnation: uuid::Uuid::new_v4().as_bytes().to_vec(),
+        mac: Vec::new(),
+        sent_at_ms: now_ms(),
+    };
+    let refused = peer_client(&cluster, 1)
+        .await
+        .recall(ask.clone())
+        .await
+        .expect_err("an untagged recall");
+    assert_eq!(refused.code(), Code::Unauthenticated, "{refused:?}");
+    let answer = peer_client(&cluster, 1)
+        .await
+        .recall(signed(&cluster, "recall", ask))
+        .await
+        .expect("a tagged recall")
+        .into_inner();
+    let seen: Seen = decode(&answer.data).expect("a record");
+    assert_eq!(seen, Seen::default(), "node 1 never saw node 7");
     cluster.shutdown().await;
 }
