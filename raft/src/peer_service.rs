@@ -319,7 +319,8 @@ impl Peer for PeerService {
         self.check_certificate(&req)?;
         let from = req.get_ref().from;
         let mut seen = self.node.net.witness().of(from);
-        seen.acked = rollback::acked_as_leader(&self.node.raft.metrics().borrow_watched(), from);
+        let leading = rollback::acked_as_leader(&self.node.raft.metrics().borrow_watched(), from);
+        seen.acked = rollback::later(seen.acked, leading);
         self.reply("recall", req.get_ref(), from, &seen)
     }
 

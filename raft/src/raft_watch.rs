@@ -1,6 +1,7 @@
 //! Watches openraft's metrics for the changes an operator cares about:
 //! counts elections, leader changes and snapshots, and logs each change
-//! of leader, membership and snapshot as one line with fields.
+//! of leader, membership and snapshot as one line with fields. As leader,
+//! it also keeps what each follower acknowledged (crate::rollback).
 //! (Becoming leader and stepping down are logged by the leadership tracker
 //! in [`crate::node`], which also starts and stops the lease timer.)
 
@@ -33,6 +34,7 @@ pub(crate) async fn watch_raft(node: Arc<Replica>, mut stop: watch::Receiver<boo
     loop {
         let now = {
             let m = metrics.borrow_and_update();
+            node.net.witness().saw_leading(&m);
             let membership = m.membership_config.membership();
             let voters: Vec<NodeId> = membership.voter_ids().collect();
             Seen {

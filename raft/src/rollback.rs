@@ -11,7 +11,7 @@
 //!   only a vote it saved);
 //! - as leader, its own term and the last log id each peer acknowledged
 //!   (openraft's replication metrics; a follower acknowledges only what it
-//!   synced).
+//!   synced), kept after it steps down.
 //!
 //! A starting node asks every other member for that record ([`Seen`], the
 //! peer RPC `Recall`) before its Raft starts, and refuses to start when its
@@ -47,7 +47,7 @@ pub struct Seen {
     pub boot: Option<u64>,
     /// The highest term in which the peer granted this node a vote.
     pub vote_term: Option<u64>,
-    /// As leader of `term`: the last log id the peer acknowledged.
+    /// The latest acknowledgement the peer gave this node as leader.
     pub acked: Option<Acked>,
 }
 
@@ -76,7 +76,26 @@ impl Witness {
         self.update(peer, |seen| seen.vote_term = seen.vote_term.max(Some(term)));
     }
 
-    /// What this node saw of `peer` (without the leader's part).
+    /// As leader, this node saw `peer` acknowledge `acked`; kept after it
+    /// steps down (the peer's dir still promised it).
+    pub fn saw_ack(&self, peer: NodeId, acked: Acked) {
+        self.update(peer, |seen| seen.acked = later(seen.acked, Some(acked)));
+    }
+
+    /// Records what the leader's replication metrics show each follower
+    /// acknowledged (called on every change of the metrics).
+    pub fn saw_leading(&self, metrics: &RaftMetrics<TypeConfig>) {
+        let Some(replication) = metrics.replication.as_ref() else {
+            return;
+        };
+        for peer in replication.keys() {
+            if let Some(acked) = acked_as_leader(metrics, *peer) {
+                self.saw_ack(*peer, acked);
+            }
+        }
+    }
+
+    /// What this node saw of `peer`.
     pub fn of(&self, peer: NodeId) -> Seen {
         let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         seen.get(&peer).copied().unwrap_or_default()
@@ -89,6 +108,15 @@ impl Witness {
         } else if seen.len() < MAX_RECORDS {
             change(seen.entry(peer).or_default());
         }
+    }
+}
+
+/// The later of two acknowledgements (by term, then index).
+pub fn later(a: Option<Acked>, b: Option<Acked>) -> Option<Acked> {
+    match (a, b) {
+        (Some(x), Some(y)) if (y.term, y.log_id.index) > (x.term, x.log_id.index) => Some(y),
+        (Some(x), _) => Some(x),
+        (None, y) => y,
     }
 }
 
@@ -302,5 +330,14 @@ mod tests {
             }
         );
         assert_eq!(witness.of(3), Seen::default());
+    }
+
+    #[test]
+    fn the_latest_acknowledgement_is_kept_by_term_then_index() {
+        let witness = Witness::default();
+        for (term, index) in [(3, 50), (4, 10), (3, 90), (4, 8)] {
+            witness.saw_ack(2, acked(term, index).unwrap());
+        }
+        assert_eq!(witness.of(2).acked, acked(4, 10));
     }
 }

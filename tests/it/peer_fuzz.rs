@@ -291,7 +291,8 @@ impl Target {
                 case,
                 status
             );
-        } else if !matches!(case.envelope, Envelope::Member) && !matches!(call, Call::Identify | Call::Recall)
+        } else if !matches!(case.envelope, Envelope::Member)
+            && !matches!(call, Call::Identify | Call::Recall)
         {
             prop_assert!(answer.is_err(), "{:?} passed a broken envelope", case);
         }
