@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::command::{Command, Mode, Request};
+use crate::limits::Quotas;
 use crate::node_db::{open, OpenOptions};
 use crate::state::{Changes, LockState};
 
@@ -21,6 +22,7 @@ fn sample() -> Backup {
     state.apply(
         slot(1, 0),
         &request(Command::GrantLease { ttl_ms: 5_000 }),
+        &Quotas::default(),
         &mut changes,
     );
     state.apply(
@@ -34,6 +36,7 @@ fn sample() -> Backup {
             value: None,
             lock_delay_ms: 0,
         }),
+        &Quotas::default(),
         &mut changes,
     );
     Backup {

@@ -2,29 +2,34 @@
 //! election), FIFO waiters, fencing tokens and the exactly-once reply table.
 //!
 //! Pure logic. [`LockState::apply`] is a function of the state, the
-//! request's slot and the request; it reads no clock and does no IO. What
+//! request's slot, the request and the quotas its entry carries; it reads
+//! no clock and does no IO. What
 //! happened is reported as [`Changes`] so the node can push events to
 //! waiting callers.
 //!
 //! # Layout
 //!
 //! - this file: the public records, [`LockState`], dispatch and queries;
-//! - `lease_table`: live leases and the derived lease → attachments index;
+//! - `lease_table`: live leases, the derived lease → attachments index,
+//!   and what each account holds (its lease and waiter quotas);
 //! - `acquisition`: acquire on a new or existing lock (grant, re-entry,
 //!   queue, busy) and its kind and mode checks;
 //! - `lock_table`: the lock commands (acquire, release, cancel, force
 //!   release, proclaim) and ending every attachment of dying leases;
 //! - `queue`: compatibility rules and granting waiters from the queue head;
-//! - `session_table`: the exactly-once reply table: replies with their
-//!   command's fingerprint, clients with live leases pinned, the others
-//!   forgotten least recently seen first;
+//! - `session_table`: the exactly-once reply table, keyed by account and
+//!   client id: replies with their command's fingerprint, clients with
+//!   live leases pinned, the others forgotten least recently seen first;
 //! - `authority`: who may act through a lease, and who may force-release;
-//! - `bounds`: the input checks on names, owners, values, modes and TTLs.
+//! - `bounds`: the input checks on names, owners, values, modes and TTLs;
+//! - `parts`, `legacy_parts`: the records snapshots carry, today's and
+//!   those of format-5 builds.
 
 mod acquisition;
 mod authority;
 mod bounds;
 mod lease_table;
+mod legacy_parts;
 mod lock_table;
 mod own_ttl;
 mod parts;
@@ -39,11 +44,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::account::Account;
 use crate::command::{Claim, Command, CommandError, Fence, LeaseId, Mode, Request, Response};
 use crate::event::{EndReason, Event};
+use crate::limits::{Quotas, MAX_REVOKED_PER_ENTRY};
 
 use acquisition::AcquireRequest;
-use lease_table::LeaseTable;
+use lease_table::{Grantor, LeaseTable};
+pub(crate) use legacy_parts::StatePartsV5;
 use lock_table::LockTable;
 use own_ttl::OwnTtlHold;
 pub use parts::{StateParts, StatePartsView};
@@ -66,6 +74,13 @@ pub struct Lease {
     /// authentication). Only that identity, or an admin, may keep it
     /// alive, revoke it, or acquire, release, cancel or proclaim through it.
     pub identity: Option<String>,
+    /// The account it is charged to: the granting identity, or the source
+    /// address of an unauthenticated grant (`None`: granted by the cluster
+    /// itself, or before accounts were recorded). Its leases count against
+    /// that account's quota, and `lease revoke --identity` / `--source`
+    /// ends them together.
+    #[serde(default)]
+    pub account: Option<Account>,
 }
 
 /// One holder of a lock.
@@ -161,6 +176,16 @@ impl Lock {
     }
 }
 
+/// Whose session: the account a request is charged to and the client id it
+/// sent. One client id used by two accounts is two sessions.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SessionKey {
+    /// The requests' account (`None` for requests that carry none).
+    pub account: Option<Account>,
+    /// The client id the requests carry.
+    pub client: Uuid,
+}
+
 /// Replies remembered for one client (exactly-once retries).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ClientSession {
@@ -182,6 +207,17 @@ pub struct StoredReply {
     pub response: Response,
 }
 
+/// What one account has in the state, as its quotas count it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AccountUse {
+    /// Live leases charged to it.
+    pub leases: usize,
+    /// Requests waiting on its leases.
+    pub waiters: u64,
+    /// Client ids remembered for it.
+    pub clients: usize,
+}
+
 /// What apply steps tell the serving layer: the events they caused, for
 /// waking waiting callers and observers. A refused command adds nothing;
 /// the state itself is made durable by snapshots and the log, not from here.
@@ -191,14 +227,26 @@ pub struct Changes {
     pub events: Vec<Event>,
 }
 
-/// The client a lease granted by `request` is remembered for: the one that
-/// asked, unless anonymous.
-fn granted_by(request: &Request) -> Option<Uuid> {
-    request
-        .origin
-        .as_ref()
-        .filter(|o| !o.anonymous)
-        .map(|o| o.client)
+/// Who a lease granted by `request` is for: the client that asked (unless
+/// anonymous), the caller's identity and its account.
+fn grantor(request: &Request) -> Grantor {
+    Grantor {
+        client: request
+            .origin
+            .as_ref()
+            .filter(|o| !o.anonymous)
+            .map(|o| o.client),
+        identity: request.caller.identity.clone(),
+        account: request.caller.account(),
+    }
+}
+
+/// The session of the client that granted `lease`, which the lease pins.
+fn granter_key(lease: &Lease) -> Option<SessionKey> {
+    lease.granted_by.map(|client| SessionKey {
+        account: lease.account.clone(),
+        client,
+    })
 }
 
 /// The whole replicated lock state.
@@ -220,6 +268,8 @@ struct Step<'a> {
     slot: u64,
     /// Proposer wall clock, for display fields only.
     time_ms: u64,
+    /// The per-account quotas the entry carries.
+    quotas: Quotas,
     /// The call the request comes from; `None` for the cluster's own.
     claim: Option<Claim>,
     /// Where this step reports its events.
@@ -236,13 +286,24 @@ impl LockState {
         self
     }
 
-    /// Applies the request at `slot` (see [`slot`](crate::command::slot)).
-    pub fn apply(&mut self, slot: u64, request: &Request, changes: &mut Changes) -> Response {
+    /// Applies the request at `slot` (see [`slot`](crate::command::slot))
+    /// under `quotas`, the ones its entry carries.
+    pub fn apply(
+        &mut self,
+        slot: u64,
+        request: &Request,
+        quotas: &Quotas,
+        changes: &mut Changes,
+    ) -> Response {
         let Some(origin) = &request.origin else {
-            return self.execute(slot, request, changes);
+            return self.execute(slot, request, quotas, changes);
+        };
+        let key = SessionKey {
+            account: request.caller.account(),
+            client: origin.client,
         };
         let fingerprint = request.fingerprint();
-        match self.sessions.admit(origin, fingerprint, slot) {
+        match self.sessions.admit(&key, origin, fingerprint, slot, quotas) {
             Admission::Replay(reply) => {
                 // A retried wait: the retry is now the call that owns it.
                 if let (Command::Acquire { name, owner, .. }, Response::Queued { .. }) =
@@ -254,27 +315,37 @@ impl LockState {
             }
             Admission::Refuse(e) => Response::Rejected(e),
             Admission::Apply => {
-                let reply = self.execute(slot, request, changes);
-                self.sessions.record(origin, fingerprint, &reply);
+                let reply = self.execute(slot, request, quotas, changes);
+                self.sessions.record(&key, origin, fingerprint, &reply);
                 reply
             }
         }
     }
 
     /// Runs the command itself; a refusal leaves `changes` untouched.
-    fn execute(&mut self, slot: u64, request: &Request, changes: &mut Changes) -> Response {
+    fn execute(
+        &mut self,
+        slot: u64,
+        request: &Request,
+        quotas: &Quotas,
+        changes: &mut Changes,
+    ) -> Response {
         if let Err(e) = self.authorize(request) {
             return Response::Rejected(e);
         }
         let mut step = Step {
             slot,
             time_ms: request.time_ms,
+            quotas: *quotas,
             claim: request.origin.as_ref().map(Claim::of),
             changes,
         };
         let result = match &request.command {
             Command::GrantLease { ttl_ms } => self.grant_lease(*ttl_ms, request, &mut step),
             Command::RevokeLease { id } => self.revoke_lease(*id, &mut step),
+            Command::RevokeAccountLeases { account } => {
+                Ok(self.revoke_account_leases(account, &mut step))
+            }
             Command::SetLeaseTtl { id, ttl_ms } => self.leases.set_ttl(*id, *ttl_ms, &mut step),
             Command::AcquireWithTtl {
                 name,
@@ -344,11 +415,11 @@ impl LockState {
         request: &Request,
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
-        let granted_by = granted_by(request);
-        let identity = request.caller.identity.clone();
-        let response = self.leases.grant(ttl_ms, granted_by, identity, step)?;
-        if let Some(client) = granted_by {
-            self.sessions.pin(client);
+        let response = self.leases.grant(ttl_ms, grantor(request), step)?;
+        if let Response::LeaseGranted { id, .. } = &response {
+            if let Some(key) = self.leases.get(*id).and_then(granter_key) {
+                self.sessions.pin(&key);
+            }
         }
         Ok(response)
     }
@@ -360,6 +431,23 @@ impl LockState {
         let ids = BTreeSet::from([id]);
         let released = self.end_leases(&ids, EndReason::LeaseRevoked, step);
         Ok(Response::LeaseRevoked { id, released })
+    }
+
+    /// Revokes the leases of `account`, lowest ids first, at most
+    /// [`MAX_REVOKED_PER_ENTRY`] of them.
+    fn revoke_account_leases(&mut self, account: &Account, step: &mut Step<'_>) -> Response {
+        let ids: BTreeSet<LeaseId> = self
+            .leases
+            .of_account(account)
+            .take(MAX_REVOKED_PER_ENTRY)
+            .collect();
+        let released = self.end_leases(&ids, EndReason::LeaseRevoked, step);
+        let (remaining, _) = self.leases.account_use(account);
+        Response::AccountLeasesRevoked {
+            revoked: queue::count_u32(ids.len()),
+            released,
+            remaining: queue::count_u32(remaining),
+        }
     }
 
     fn expire_leases(&mut self, ids: &[LeaseId], step: &mut Step<'_>) -> Response {
@@ -386,8 +474,8 @@ impl LockState {
     ) -> u32 {
         let released = self.locks.end_leases(ids, reason, &mut self.leases, step);
         for &id in ids {
-            if let Some(client) = self.leases.remove(id).and_then(|l| l.granted_by) {
-                self.sessions.unpin(client);
+            if let Some(key) = self.leases.remove(id).as_ref().and_then(granter_key) {
+                self.sessions.unpin(&key);
             }
             step.changes.events.push(Event::LeaseEnded { id, reason });
         }
@@ -441,13 +529,27 @@ impl LockState {
             .is_some_and(|lock| lock.holders.iter().any(|h| h.fence == fence))
     }
 
-    /// A client's remembered replies.
-    pub fn client(&self, id: &Uuid) -> Option<&ClientSession> {
-        self.sessions.get(id)
+    /// The remembered replies to client `id` of `account`.
+    pub fn client(&self, account: Option<&Account>, id: &Uuid) -> Option<&ClientSession> {
+        self.sessions.get(&SessionKey {
+            account: account.cloned(),
+            client: *id,
+        })
     }
 
-    /// Every remembered client session, by client id.
-    pub fn clients(&self) -> impl Iterator<Item = (&Uuid, &ClientSession)> + '_ {
+    /// Every remembered client session, by account then client id.
+    pub fn clients(&self) -> impl Iterator<Item = (&SessionKey, &ClientSession)> + '_ {
         self.sessions.iter()
+    }
+
+    /// What `account` has: its live leases, its waiting requests and its
+    /// remembered client ids.
+    pub fn account_use(&self, account: &Account) -> AccountUse {
+        let (leases, waiters) = self.leases.account_use(account);
+        AccountUse {
+            leases,
+            waiters,
+            clients: self.sessions.count_of(account),
+        }
     }
 }

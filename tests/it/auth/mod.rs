@@ -27,6 +27,7 @@ use tonic::{Code, Status};
 use crate::cluster::{test_config, TestCluster};
 
 mod raw;
+mod sessions;
 use raw::{victim, Raw};
 
 const JOBS_TOKEN: &str = "jobs-token-0123456789";
