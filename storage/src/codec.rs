@@ -143,6 +143,14 @@ mod tests {
             err.to_string().contains("another raftlock version"),
             "{err}"
         );
+        // The way forward: a backup of it restores into this build.
+        assert!(
+            err.to_string().contains("`raftlock snapshot restore`"),
+            "{err}"
+        );
+        bytes[0] = FORMAT - 2;
+        let older = decode::<u64>("x", &bytes).expect_err("an older format is refused");
+        assert!(!older.to_string().contains("snapshot restore"), "{older}");
     }
 
     #[test]
