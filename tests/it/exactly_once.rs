@@ -1,8 +1,9 @@
 //! Exactly-once against a real cluster, driven by raw gRPC requests with
 //! hand-made request ids: an id reused for another command is refused and
-//! changes nothing on any node, the real retry replays, and a client id the
+//! changes nothing on any node, the real retry replays, a client id the
 //! cluster does not know but that claims earlier replies is refused as
-//! "outcome unknown".
+//! "outcome unknown", and a caller at another address sending the same
+//! client id cannot disturb the first client's retries.
 
 use raftlock::error::from_status;
 use raftlock::pb;
