@@ -154,8 +154,9 @@ pub struct ClientSession {
 /// One remembered reply and what it answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredReply {
-    /// [`Request::fingerprint`](crate::Request::fingerprint) of the command that got this reply; a
-    /// request reusing the id with another command is refused.
+    /// [`Request::fingerprint`](crate::Request::fingerprint) of the
+    /// command that got this reply; a request reusing the id with another
+    /// command is refused.
     pub fingerprint: u64,
     /// The reply, answered again to a retry.
     pub response: Response,
