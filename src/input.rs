@@ -9,7 +9,7 @@ use raftlock_storage::limits::{
     MAX_LOCK_DELAY_MS, MAX_NAME_LEN, MAX_OWNER_LEN, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_VALUE_LEN,
     MIN_TTL_MS,
 };
-use raftlock_storage::{ClientSeq, Mode};
+use raftlock_storage::{Account, ClientSeq, Mode};
 use uuid::Uuid;
 
 use crate::pb;
@@ -126,6 +126,29 @@ pub fn mode(mode: i32, permits: u32, limit: u32) -> Result<Mode, Error> {
     }
 }
 
+/// Whose leases a RevokeAll names: an identity (non-empty, at most
+/// [`MAX_OWNER_LEN`] bytes, as auth-file names are) or an IP address.
+pub fn account(account: Option<&pb::lease_revoke_all_request::Account>) -> Result<Account, Error> {
+    use pb::lease_revoke_all_request::Account as Named;
+    match account {
+        None => Err(invalid(
+            "name the leases' identity or source address".into(),
+        )),
+        Some(Named::Identity(name)) if name.is_empty() || name.len() > MAX_OWNER_LEN => {
+            Err(invalid(format!(
+                "identity must be 1..={MAX_OWNER_LEN} bytes, not {}",
+                name.len()
+            )))
+        }
+        Some(Named::Identity(name)) => Ok(Account::Identity(name.clone())),
+        Some(Named::Source(addr)) => addr
+            .trim()
+            .parse::<std::net::IpAddr>()
+            .map(Account::source)
+            .map_err(|_| invalid(format!("source {addr:?} is not an IP address"))),
+    }
+}
+
 /// The request id of a mutating call. Without one, the call gets a fresh
 /// anonymous id of its own: retried inside the cluster exactly once, but a
 /// client that re-sends it makes a new request (and the leases it grants do
@@ -184,5 +207,13 @@ mod tests {
             attempt: 0,
         };
         assert!(request_id(Some(&bad)).is_err());
+        use pb::lease_revoke_all_request::Account as Named;
+        assert!(account(None).is_err());
+        assert!(account(Some(&Named::Identity(String::new()))).is_err());
+        assert!(account(Some(&Named::Source("10.0.0.300".into()))).is_err());
+        assert_eq!(
+            account(Some(&Named::Source("::ffff:10.0.0.3".into()))).unwrap(),
+            Account::Source([10, 0, 0, 3].into())
+        );
     }
 }

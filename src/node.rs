@@ -23,7 +23,7 @@ use crate::client::{Client, ClientOptions, ClientTls};
 use crate::error::Error;
 use crate::observe::{bind_admin, health_service, serve_admin, RequestMetricsLayer};
 use crate::pb;
-use crate::service::{ClusterService, ElectionService, LeaseService, LockService};
+use crate::service::{ClusterService, ElectionService, LeaseService, LockService, StreamQuota};
 
 /// Most concurrent calls on one client connection.
 const MAX_STREAMS_PER_CONNECTION: u32 = 65_536;
@@ -416,6 +416,8 @@ async fn serve_clients(
     // writes, say) until its process exits.
     let core = node.clone();
     let limits = node.config().client_listener_limits();
+    // One count of open calls per account, shared by the services.
+    let streams = StreamQuota::new(node.config().quota_streams);
     let incoming = bounded_incoming(
         listener,
         limits.clone(),
@@ -434,14 +436,17 @@ async fn serve_clients(
         .add_service(pb::lease_server::LeaseServer::new(LeaseService {
             node: node.clone(),
             auth: auth.clone(),
+            streams: streams.clone(),
         }))
         .add_service(pb::lock_server::LockServer::new(LockService {
             node: node.clone(),
             auth: auth.clone(),
+            streams: streams.clone(),
         }))
         .add_service(pb::election_server::ElectionServer::new(ElectionService {
             node: node.clone(),
             auth: auth.clone(),
+            streams,
         }))
         .add_service(health_service(node.clone()))
         .add_service(pb::cluster_server::ClusterServer::new(ClusterService {

@@ -61,7 +61,8 @@ fn command_code(e: &CommandError) -> Code {
         | CommandError::SessionExpired { .. } => Code::FailedPrecondition,
         CommandError::TooManyWaiters { .. }
         | CommandError::TooManyLeases(_)
-        | CommandError::TooManyClients(_) => Code::ResourceExhausted,
+        | CommandError::TooManyClients(_)
+        | CommandError::QuotaExceeded { .. } => Code::ResourceExhausted,
         CommandError::PermissionDenied(_) => Code::PermissionDenied,
         // `CommandError` is non-exhaustive across crates; every variant
         // there is today is named above.
@@ -140,6 +141,15 @@ mod tests {
                 Code::InvalidArgument,
             ),
             (CommandError::TooManyClients(1), Code::ResourceExhausted),
+            (
+                CommandError::QuotaExceeded {
+                    quota: raftlock_storage::Quota::Leases,
+                    account: raftlock_storage::Account::Identity("billing".into()),
+                    count: 2,
+                    limit: 2,
+                },
+                Code::ResourceExhausted,
+            ),
             (
                 CommandError::PermissionDenied("x".into()),
                 Code::PermissionDenied,

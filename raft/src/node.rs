@@ -178,7 +178,12 @@ impl RaftNode {
         let peer_tls = tls.as_ref().map(NodeTls::peer_server_config);
         let (changed, _) = broadcast::channel(1024);
         let (stop, stop_rx) = watch::channel(false);
-        let (proposer, proposing) = Proposer::start(raft.clone(), stop_rx.clone(), metrics.clone());
+        let (proposer, proposing) = Proposer::start(
+            raft.clone(),
+            config.quotas(),
+            stop_rx.clone(),
+            metrics.clone(),
+        );
         let inner = Arc::new(Replica {
             id: config.id,
             config,

@@ -10,6 +10,8 @@
 //!
 //! Requests in one entry are applied in order; each gets its own response,
 //! and its own [`slot`](raftlock_storage::slot) for lease ids and fences.
+//! Every entry carries this node's per-account [`Quotas`]: the leader's
+//! settings decide, on every replica alike.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -18,7 +20,7 @@ use openraft::impls::ProgressResponder;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
-use raftlock_storage::{Command, Proposal, Request, Response};
+use raftlock_storage::{Command, Proposal, Quotas, Request, Response};
 
 use crate::error::Error;
 use crate::metrics::NodeMetrics;
@@ -52,15 +54,17 @@ pub struct Proposer {
 }
 
 impl Proposer {
-    /// Starts the proposer task for `raft`; it stops when `stop` turns true
-    /// (callers still waiting get [`Error::ShuttingDown`]).
+    /// Starts the proposer task for `raft`, whose entries carry `quotas`;
+    /// it stops when `stop` turns true (callers still waiting get
+    /// [`Error::ShuttingDown`]).
     pub fn start(
         raft: Raft,
+        quotas: Quotas,
         stop: watch::Receiver<bool>,
         metrics: Arc<NodeMetrics>,
     ) -> (Proposer, impl std::future::Future<Output = ()>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Proposer { tx }, run(raft, rx, stop, metrics))
+        (Proposer { tx }, run(raft, quotas, rx, stop, metrics))
     }
 
     /// Replicates `request` (in an entry shared with other requests) and
@@ -77,6 +81,7 @@ impl Proposer {
 
 async fn run(
     raft: Raft,
+    quotas: Quotas,
     mut rx: mpsc::UnboundedReceiver<Pending>,
     mut stop: watch::Receiver<bool>,
     metrics: Arc<NodeMetrics>,
@@ -91,7 +96,7 @@ async fn run(
             first = rx.recv(), if in_flight.len() < MAX_IN_FLIGHT => {
                 let Some(first) = first else { break };
                 let batch = gather(first, &mut rx);
-                propose(&raft, batch, &mut in_flight, &metrics).await;
+                propose(&raft, quotas, batch, &mut in_flight, &metrics).await;
             }
         }
     }
@@ -126,6 +131,7 @@ fn weight(request: &Request) -> usize {
         | Command::Cancel { name, owner, .. }
         | Command::AcquireWithTtl { name, owner, .. } => name.len() + owner.len(),
         Command::ForceRelease { name } | Command::EndLockDelay { name, .. } => name.len(),
+        Command::RevokeAccountLeases { account } => account.to_string().len(),
         Command::ExpireLeases { ids } => ids.len() * 8,
         Command::GrantLease { .. } | Command::RevokeLease { .. } | Command::SetLeaseTtl { .. } => 0,
     };
@@ -134,6 +140,7 @@ fn weight(request: &Request) -> usize {
 
 async fn propose(
     raft: &Raft,
+    quotas: Quotas,
     batch: Vec<Pending>,
     in_flight: &mut JoinSet<()>,
     metrics: &Arc<NodeMetrics>,
@@ -144,7 +151,7 @@ async fn propose(
     let (responder, applied) = ProgressResponder::complete_only();
     let proposed = Instant::now();
     match raft
-        .client_write_ff(Proposal { requests }, Some(responder))
+        .client_write_ff(Proposal { requests, quotas }, Some(responder))
         .await
     {
         Ok(()) => {

@@ -10,14 +10,16 @@
 //! apply, from the [`Caller`] every write carries.
 //!
 //! Without an auth file every call is an unchecked principal with no
-//! identity: the one-command loopback default.
+//! identity: the one-command loopback default. Its writes carry the source
+//! address the call came from, which its quotas and exactly-once sessions
+//! are kept by ([`Account`]).
 
 pub mod policy;
 
 use std::sync::Arc;
 
 use raftlock_raft::tls::{cert_identity, node_dns_name, CertIdentity};
-use raftlock_storage::Caller;
+use raftlock_storage::{Account, Caller};
 use tonic::{Request, Status};
 
 use policy::{NamePattern, Policy, User};
@@ -49,7 +51,7 @@ impl Auth {
     /// call proves no known identity.
     pub fn authenticate<T>(&self, req: &Request<T>) -> Result<Principal, Status> {
         let Some(policy) = &self.policy else {
-            return Ok(Principal::unchecked());
+            return Ok(Principal::unchecked(req.remote_addr().map(|a| a.ip())));
         };
         if let Some(value) = req.metadata().get(AUTHORIZATION_KEY) {
             let token = value
@@ -103,11 +105,14 @@ pub struct Principal {
 }
 
 impl Principal {
-    /// Anyone, when authentication is off.
-    fn unchecked() -> Self {
+    /// Anyone, when authentication is off, calling from `source`.
+    fn unchecked(source: Option<std::net::IpAddr>) -> Self {
         Principal {
             checked: false,
-            caller: Caller::default(),
+            caller: Caller {
+                source: source.map(|ip| ip.to_canonical()),
+                ..Caller::default()
+            },
             names: Vec::new(),
         }
     }
@@ -118,6 +123,7 @@ impl Principal {
             caller: Caller {
                 identity: Some(user.name.clone()),
                 admin: user.admin,
+                source: None,
             },
             names: user.names.clone(),
         }
@@ -129,6 +135,7 @@ impl Principal {
             caller: Caller {
                 identity: Some(node_dns_name(id)),
                 admin: true,
+                source: None,
             },
             names: Vec::new(),
         }
@@ -137,6 +144,13 @@ impl Principal {
     /// What a write records as its caller.
     pub fn caller(&self) -> &Caller {
         &self.caller
+    }
+
+    /// Whom its calls are charged to: its identity, or without
+    /// authentication its source address (`None` only for a connection
+    /// without an address, which the client listener never has).
+    pub fn account(&self) -> Option<Account> {
+        self.caller.account()
     }
 
     /// Whether it may see and use lock or election `name`.

@@ -1,5 +1,5 @@
-//! `raftlock lease grant TTL | keepalive ID [--once] | revoke ID | ttl ID |
-//! list`.
+//! `raftlock lease grant TTL | keepalive ID [--once] | revoke ID | revoke
+//! --identity NAME | revoke --source IP | ttl ID | list`.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::signals::Interrupts;
 use super::{print_json, print_json_line, Endpoints, Output};
-use crate::client::{Client, LeaseId};
+use crate::client::{Client, LeaseAccount, LeaseId};
 use crate::duration::{format_duration, parse_duration_or_seconds};
 
 /// `raftlock lease ...`
@@ -38,8 +38,20 @@ enum LeaseCommand {
         #[arg(long)]
         once: bool,
     },
-    /// Revoke a lease, releasing every lock it holds.
-    Revoke { id: LeaseId },
+    /// Revoke a lease, releasing every lock it holds; or, with --identity
+    /// or --source (admin role), every lease of one identity or source
+    /// address, printing how many.
+    #[command(group(clap::ArgGroup::new("whose").required(true).args(["id", "identity", "source"])))]
+    Revoke {
+        id: Option<LeaseId>,
+        /// Every lease granted by this identity (a user of the auth file).
+        #[arg(long)]
+        identity: Option<String>,
+        /// Every lease granted from this IP address, on a cluster without
+        /// authentication (where quotas count per source address).
+        #[arg(long)]
+        source: Option<std::net::IpAddr>,
+    },
     /// Give a lease a new TTL from now (shorter or longer; replicated, so
     /// a new leader keeps it): extends a lock held on its own lease.
     SetTtl {
@@ -77,7 +89,19 @@ pub async fn run(args: LeaseArgs) -> Result<ExitCode, String> {
             }
         }
         LeaseCommand::Keepalive { id, once } => keep_alive(&client, ep, id, once).await?,
-        LeaseCommand::Revoke { id } => {
+        LeaseCommand::Revoke {
+            id: None,
+            identity,
+            source,
+        } => {
+            let account = match (identity, source) {
+                (Some(name), _) => LeaseAccount::Identity(name),
+                (None, Some(addr)) => LeaseAccount::Source(addr),
+                (None, None) => unreachable!("clap requires an id, --identity or --source"),
+            };
+            revoke_all(&client, ep, &account).await?;
+        }
+        LeaseCommand::Revoke { id: Some(id), .. } => {
             let released = client.revoke(id).await.map_err(explain)?;
             #[derive(Serialize)]
             struct Revoked {
@@ -127,6 +151,37 @@ pub async fn run(args: LeaseArgs) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Revokes every lease of `account` and prints how many.
+async fn revoke_all(client: &Client, ep: &Endpoints, account: &LeaseAccount) -> Result<(), String> {
+    let done = client
+        .revoke_all(account)
+        .await
+        .map_err(|e| ep.explain(&e))?;
+    let whose = match account {
+        LeaseAccount::Identity(name) => format!("identity {name}"),
+        LeaseAccount::Source(addr) => format!("source {addr}"),
+    };
+    #[derive(Serialize)]
+    struct Revoked<'a> {
+        whose: &'a str,
+        revoked: u64,
+        released: u64,
+    }
+    match ep.output {
+        Output::Json => print_json(&Revoked {
+            whose: &whose,
+            revoked: done.revoked,
+            released: done.released,
+        })?,
+        Output::Table => out!(
+            "{} lease(s) of {whose} revoked; {} hold(s) released",
+            done.revoked,
+            done.released
+        ),
+    }
+    Ok(())
 }
 
 /// Renews until interrupted (or once), one line per renewal.

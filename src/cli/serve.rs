@@ -95,6 +95,27 @@ pub struct ServeArgs {
     /// pings every connection at a quarter of it. Default 60000.
     #[arg(long, env = "RAFTLOCK_IDLE_TIMEOUT_MS")]
     idle_timeout_ms: Option<u64>,
+    /// Live leases one identity may hold (per source IP address without
+    /// an auth file), counted cluster-wide; the leader's setting applies.
+    /// Default 10000.
+    #[arg(long, env = "RAFTLOCK_QUOTA_LEASES")]
+    quota_leases: Option<u32>,
+    /// Client ids one identity (or source address) may have remembered for
+    /// exactly-once retries; once each of them holds a live lease, new
+    /// client ids are refused. Cluster-wide, the leader's setting. Default
+    /// 10000.
+    #[arg(long, env = "RAFTLOCK_QUOTA_CLIENTS")]
+    quota_clients: Option<u32>,
+    /// Requests one identity (or source address) may have waiting for
+    /// locks and elections. Cluster-wide, the leader's setting. Default
+    /// 10000.
+    #[arg(long, env = "RAFTLOCK_QUOTA_WAITERS")]
+    quota_waiters: Option<u32>,
+    /// Calls one identity (or source address) may hold open on this node:
+    /// keep-alive and Observe streams, waiting Acquire and Campaign calls.
+    /// Default 10000.
+    #[arg(long, env = "RAFTLOCK_QUOTA_STREAMS")]
+    quota_streams: Option<u32>,
     /// Admin HTTP listener for /metrics, /healthz, /readyz and the status
     /// page, e.g. 127.0.0.1:7381 ("off": none). Default: 127.0.0.1 on the
     /// client port + 2 (7381), skipped with a warning when that port is taken.
@@ -233,6 +254,18 @@ impl ServeArgs {
         }
         if let Some(v) = self.idle_timeout_ms {
             c.idle_timeout = std::time::Duration::from_millis(v);
+        }
+        if let Some(v) = self.quota_leases {
+            c.quota_leases = v;
+        }
+        if let Some(v) = self.quota_clients {
+            c.quota_clients = v;
+        }
+        if let Some(v) = self.quota_waiters {
+            c.quota_waiters = v;
+        }
+        if let Some(v) = self.quota_streams {
+            c.quota_streams = v;
         }
         if let Some(v) = &self.admin_addr {
             c.admin_addr = (v != "off" && !v.is_empty()).then(|| v.clone());

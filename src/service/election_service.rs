@@ -14,7 +14,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response as Reply, Status};
 
-use super::{header, read, unexpected, write};
+use super::{header, read, unexpected, write, StreamPermit, StreamQuota};
 use crate::auth::Auth;
 use crate::input;
 use crate::pb;
@@ -25,6 +25,8 @@ use raftlock_raft::grant_wait::AcquireSpec;
 pub struct ElectionService {
     pub(crate) node: Arc<Replica>,
     pub(crate) auth: Auth,
+    /// Campaign calls and Observe streams held open, per account.
+    pub(crate) streams: StreamQuota,
 }
 
 /// The leader of `name` as the wire shows it (without header).
@@ -58,6 +60,8 @@ impl pb::election_server::Election for ElectionService {
         input::owner(&req.owner).map_err(to_status)?;
         input::lease(req.lease).map_err(to_status)?;
         input::value(&req.value).map_err(to_status)?;
+        // A campaign waits until it leads: it takes a place until it ends.
+        let _permit = self.streams.admit(who.account()).map_err(to_status)?;
         let spec = AcquireSpec {
             name: req.name,
             owner: req.owner,
@@ -132,6 +136,7 @@ impl pb::election_server::Election for ElectionService {
         let name = req.into_inner().name;
         input::name(&name).map_err(to_status)?;
         who.check_name(&name)?;
+        let permit = self.streams.admit(who.account()).map_err(to_status)?;
         // Subscribe before the first read so no change falls between them.
         let changes = self.node.changes();
         let (revision, first) = read(&self.node, false, |s| leader_of(s, &name))
@@ -145,6 +150,7 @@ impl pb::election_server::Election for ElectionService {
             first,
             revision,
             tx,
+            permit,
         ));
         Ok(Reply::new(Box::pin(ReceiverStream::new(rx))))
     }
@@ -185,7 +191,8 @@ impl pb::election_server::Election for ElectionService {
     }
 }
 
-/// Sends every change of `name`'s leader (or value) until the caller leaves.
+/// Sends every change of `name`'s leader (or value) until the caller
+/// leaves, holding the stream's place in its account's quota (`_permit`).
 async fn observe(
     node: Arc<Replica>,
     name: String,
@@ -193,6 +200,7 @@ async fn observe(
     first: pb::LeaderResponse,
     revision: u64,
     tx: mpsc::Sender<Result<pb::LeaderResponse, Status>>,
+    _permit: Option<StreamPermit>,
 ) {
     let mut last = first.clone();
     let mut out = first;

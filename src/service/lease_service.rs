@@ -1,4 +1,5 @@
-//! The Lease service: grant, keep-alive, revoke, time-to-live, list.
+//! The Lease service: grant, keep-alive, revoke, time-to-live, list, and
+//! the operator's revoke of every lease of one identity or source.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::Stream;
 use tonic::{Request, Response as Reply, Status, Streaming};
 
-use super::{header, read, unexpected, write};
+use super::{header, read, unexpected, write, StreamPermit, StreamQuota};
 use crate::auth::Auth;
 use crate::input;
 use crate::pb;
@@ -21,6 +22,8 @@ use crate::status::to_status;
 pub struct LeaseService {
     pub(crate) node: Arc<Replica>,
     pub(crate) auth: Auth,
+    /// Keep-alive streams held open, per account.
+    pub(crate) streams: StreamQuota,
 }
 
 #[tonic::async_trait]
@@ -113,6 +116,7 @@ impl pb::lease_server::Lease for LeaseService {
         req: Request<Streaming<pb::LeaseKeepAliveRequest>>,
     ) -> Result<Reply<Self::KeepAliveStreamStream>, Status> {
         let who = self.auth.authenticate(&req)?;
+        let permit = self.streams.admit(who.account()).map_err(to_status)?;
         let (tx, rx) = mpsc::channel(16);
         let caller = who.caller().clone();
         tokio::spawn(serve_keep_alives(
@@ -120,8 +124,38 @@ impl pb::lease_server::Lease for LeaseService {
             caller,
             req.into_inner(),
             tx,
+            permit,
         ));
         Ok(Reply::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn revoke_all(
+        &self,
+        req: Request<pb::LeaseRevokeAllRequest>,
+    ) -> Result<Reply<pb::LeaseRevokeAllResponse>, Status> {
+        let who = self.auth.authenticate(&req)?;
+        let req = req.into_inner();
+        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
+        let account = input::account(req.account.as_ref()).map_err(to_status)?;
+        who.check_admin(&format!("revoking every lease of {account}"))?;
+        let command = Command::RevokeAccountLeases { account };
+        let (index, response) = write(&self.node, origin, who.caller(), command)
+            .await
+            .map_err(to_status)?;
+        let Response::AccountLeasesRevoked {
+            revoked,
+            released,
+            remaining,
+        } = response
+        else {
+            return Err(to_status(unexpected(response)));
+        };
+        Ok(Reply::new(pb::LeaseRevokeAllResponse {
+            header: header(&self.node, index),
+            revoked,
+            released,
+            remaining,
+        }))
     }
 
     async fn time_to_live(
@@ -206,12 +240,14 @@ fn keep_alive_reply(node: &Replica, id: u64, ttl_ms: u64) -> pb::LeaseKeepAliveR
 }
 
 /// Answers one stream's keep-alives in order until the client closes it,
-/// a renewal fails for a reason other than "lease gone", or the node stops.
+/// a renewal fails for a reason other than "lease gone", or the node stops;
+/// holds the stream's place in its account's quota (`_permit`) until then.
 async fn serve_keep_alives(
     node: Arc<Replica>,
     caller: Caller,
     mut requests: Streaming<pb::LeaseKeepAliveRequest>,
     replies: mpsc::Sender<Result<pb::LeaseKeepAliveResponse, Status>>,
+    _permit: Option<StreamPermit>,
 ) {
     loop {
         let next = tokio::select! {

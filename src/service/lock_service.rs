@@ -11,7 +11,7 @@ use raftlock_storage::state::Lock;
 use raftlock_storage::{Command, Mode, Response};
 use tonic::{Request, Response as Reply, Status};
 
-use super::{header, read, unexpected, write};
+use super::{header, read, unexpected, write, StreamQuota};
 use crate::auth::Auth;
 use crate::input;
 use crate::pb;
@@ -25,6 +25,8 @@ const DEFAULT_LIST_LIMIT: usize = 1000;
 pub struct LockService {
     pub(crate) node: Arc<Replica>,
     pub(crate) auth: Auth,
+    /// Acquire calls that wait, held open per account.
+    pub(crate) streams: StreamQuota,
 }
 
 #[tonic::async_trait]
@@ -72,6 +74,11 @@ impl pb::lock_server::Lock for LockService {
             }));
         }
         input::lease(req.lease).map_err(to_status)?;
+        // A waiting call is held open: it takes a place until it ends.
+        let _permit = match req.wait {
+            true => self.streams.admit(who.account()).map_err(to_status)?,
+            false => None,
+        };
         let spec = AcquireSpec {
             name: req.name,
             owner: req.owner,

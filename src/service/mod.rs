@@ -1,10 +1,13 @@
 //! The client-facing gRPC services of `raftlock.v1`. Each is a thin layer:
-//! check input, build a command or read the state, map the answer.
+//! check input, build a command or read the state, map the answer. Calls
+//! held open (watches, waits) take a place in their account's
+//! [`StreamQuota`] first.
 
 mod cluster_service;
 mod election_service;
 mod lease_service;
 mod lock_service;
+mod stream_quota;
 
 use std::sync::Arc;
 
@@ -18,6 +21,7 @@ pub use cluster_service::ClusterService;
 pub use election_service::ElectionService;
 pub use lease_service::LeaseService;
 pub use lock_service::LockService;
+pub use stream_quota::{StreamPermit, StreamQuota};
 
 use crate::pb;
 

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
 use raftlock_storage::state::{Changes, LockState, StateParts};
-use raftlock_storage::{slot, ClientSeq, Command, Mode, Request};
+use raftlock_storage::{slot, ClientSeq, Command, Mode, Quotas, Request};
 use uuid::Uuid;
 
 /// The system allocator, keeping a count of the bytes currently allocated.
@@ -73,12 +73,13 @@ fn main() {
 
     let before = LIVE.load(Relaxed);
     let mut state = LockState::default();
+    let quotas = Quotas::default();
     let mut index = 1;
     for i in 0..n {
         index += 1;
         let lease = slot(index, 0);
         let grant = request(i, Command::GrantLease { ttl_ms: 140_000 });
-        state.apply(lease, &grant, &mut Changes::default());
+        state.apply(lease, &grant, &quotas, &mut Changes::default());
         let acquire = request(
             i,
             Command::Acquire {
@@ -92,7 +93,7 @@ fn main() {
             },
         );
         index += 1;
-        state.apply(slot(index, 0), &acquire, &mut Changes::default());
+        state.apply(slot(index, 0), &acquire, &quotas, &mut Changes::default());
     }
     let held = state.locks().count();
     let live = LIVE.load(Relaxed) - before;

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::codec::{decode, encode};
+use crate::codec::{decode, decode_previous, encode, format_of, PREVIOUS_FORMAT};
 use crate::command::slot;
 use crate::disk_sync::{io_error, DiskSync, SyncMode};
 use crate::error::Error;
@@ -34,7 +34,7 @@ use crate::identity::{Bootstrap, Identity};
 use crate::log_store::LogStore;
 use crate::sm_store::{read_state, AppliedMembers, SharedState};
 use crate::snapshot::{SnapshotPayload, SnapshotStore};
-use crate::state::StateParts;
+use crate::state::{StateParts, StatePartsV5};
 use crate::types::{
     CommittedLeaderId, LogId, Membership, NodeAddr, NodeId, SnapshotMeta, StoredMembership,
 };
@@ -53,6 +53,16 @@ pub struct Backup {
     pub taken_at_ms: u64,
     /// Every lease, lock and remembered reply.
     pub state: StateParts,
+}
+
+/// [`Backup`] as builds of record format 5 wrote it; read and converted
+/// (see [`StatePartsV5`]), so a backup taken before an upgrade restores.
+#[derive(Deserialize)]
+struct BackupV5 {
+    index: u64,
+    cluster_id: Option<Uuid>,
+    taken_at_ms: u64,
+    state: StatePartsV5,
 }
 
 impl Backup {
@@ -89,6 +99,15 @@ impl Backup {
                  (made by `raftlock snapshot save`?)",
             ));
         };
+        if format_of(record) == Some(PREVIOUS_FORMAT) {
+            let old: BackupV5 = decode_previous("backup", record)?;
+            return Ok(Backup {
+                index: old.index,
+                cluster_id: old.cluster_id,
+                taken_at_ms: old.taken_at_ms,
+                state: old.state.into(),
+            });
+        }
         decode("backup", record)
     }
 

@@ -19,7 +19,13 @@ use crate::error::Error;
 /// the client that granted them, request ids the `anonymous` flag. 4:
 /// requests carry their caller, leases the identity that granted them. 5:
 /// acquires, holds and waits carry a lock-delay, locks the delay in force.
-pub const FORMAT: u8 = 5;
+/// 6: callers carry their source address, entries the leader's quotas,
+/// leases their account, sessions are keyed by account and client id.
+pub const FORMAT: u8 = 6;
+
+/// The format before [`FORMAT`]: backups in it are still read
+/// ([`decode_previous`]), data dirs are not.
+pub(crate) const PREVIOUS_FORMAT: u8 = FORMAT - 1;
 
 /// Format byte plus CRC32C.
 const HEADER_LEN: usize = 5;
@@ -35,10 +41,15 @@ pub(crate) fn seal(payload: &[u8]) -> Vec<u8> {
 
 /// Checks the frame of a stored `what` and returns its payload.
 pub(crate) fn unseal<'a>(what: &str, bytes: &'a [u8]) -> Result<&'a [u8], Error> {
+    unseal_as(what, bytes, FORMAT)
+}
+
+/// [`unseal`] for a record in `expected` format.
+fn unseal_as<'a>(what: &str, bytes: &'a [u8], expected: u8) -> Result<&'a [u8], Error> {
     let Some((&format, rest)) = bytes.split_first() else {
         return Err(Error::corrupt(what, "empty record"));
     };
-    if format != FORMAT {
+    if format != expected {
         return Err(Error::Format {
             what: what.to_string(),
             found: format,
@@ -72,6 +83,18 @@ pub(crate) fn encode<T: Serialize + ?Sized>(what: &str, value: &T) -> Result<Vec
 /// Checks the frame of a stored `what` and decodes its payload.
 pub(crate) fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, Error> {
     let payload = unseal(what, bytes)?;
+    postcard::from_bytes(payload).map_err(|e| Error::decode(what, e))
+}
+
+/// The format byte of a framed record, if any.
+pub(crate) fn format_of(bytes: &[u8]) -> Option<u8> {
+    bytes.first().copied()
+}
+
+/// Decodes a record framed in [`PREVIOUS_FORMAT`] as `T`, the type that
+/// format encoded.
+pub(crate) fn decode_previous<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, Error> {
+    let payload = unseal_as(what, bytes, PREVIOUS_FORMAT)?;
     postcard::from_bytes(payload).map_err(|e| Error::decode(what, e))
 }
 
@@ -120,6 +143,14 @@ mod tests {
             err.to_string().contains("another raftlock version"),
             "{err}"
         );
+        // The way forward: a backup of it restores into this build.
+        assert!(
+            err.to_string().contains("`raftlock snapshot restore`"),
+            "{err}"
+        );
+        bytes[0] = FORMAT - 2;
+        let older = decode::<u64>("x", &bytes).expect_err("an older format is refused");
+        assert!(!older.to_string().contains("snapshot restore"), "{older}");
     }
 
     #[test]

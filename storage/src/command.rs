@@ -7,9 +7,14 @@
 //! [`Request::time_ms`], the proposer's wall clock, kept for display (hold
 //! durations) and never used to decide anything.
 
+use std::net::IpAddr;
+
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
+
+use crate::account::Account;
+use crate::limits::{Quota, Quotas};
 
 /// Lease ids are the [`slot`] of the request that granted the lease, so they
 /// are unique for the life of the cluster.
@@ -43,11 +48,14 @@ pub fn slot_index(slot: u64) -> u64 {
 }
 
 /// The payload of one Raft entry: requests applied in order, one response
-/// each.
+/// each, under the quotas of the leader that proposed them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Proposal {
     /// At most [`MAX_REQUESTS_PER_ENTRY`]; the proposer never builds more.
     pub requests: Vec<Request>,
+    /// The proposing leader's per-account quotas: carried in the entry so
+    /// that every replica, whatever its own settings, decides alike.
+    pub quotas: Quotas,
 }
 
 impl std::fmt::Display for Proposal {
@@ -60,6 +68,7 @@ impl From<Request> for Proposal {
     fn from(request: Request) -> Self {
         Proposal {
             requests: vec![request],
+            quotas: Quotas::default(),
         }
     }
 }
@@ -136,9 +145,24 @@ pub struct Caller {
     /// The identity has the admin role: it may act through any lease and
     /// force-release any lock.
     pub admin: bool,
+    /// Where an unauthenticated caller connected from, as the node that took
+    /// the call saw it (`None` for an authenticated caller, and for the
+    /// cluster's own requests).
+    pub source: Option<IpAddr>,
 }
 
 impl Caller {
+    /// Whom the request is charged to: the identity, else the source
+    /// address; `None` for the cluster's own requests, which no quota
+    /// bounds.
+    pub fn account(&self) -> Option<Account> {
+        match (&self.identity, self.source) {
+            (Some(identity), _) => Some(Account::Identity(identity.clone())),
+            (None, Some(addr)) => Some(Account::source(addr)),
+            (None, None) => None,
+        }
+    }
+
     /// Whether this caller may act through a lease granted by `owner`
     /// (`None`: granted without authentication, open to every caller).
     pub fn may_use_lease_of(&self, owner: Option<&str>) -> bool {
@@ -245,6 +269,10 @@ pub enum Command {
         mode: Mode,
         lock_delay_ms: u64,
     },
+    /// Operator command: revoke the leases of `account`, lowest ids first,
+    /// at most [`MAX_REVOKED_PER_ENTRY`](crate::limits::MAX_REVOKED_PER_ENTRY)
+    /// per entry (the answer says how many are left for the next one).
+    RevokeAccountLeases { account: Account },
 }
 
 impl Request {
@@ -306,6 +334,14 @@ pub enum Response {
         lease: LeaseId,
         fence: Fence,
         count: u32,
+    },
+    /// [`Command::RevokeAccountLeases`] revoked `revoked` leases, which held
+    /// `released` holds; `remaining` leases of the account are left for the
+    /// next entry.
+    AccountLeasesRevoked {
+        revoked: u32,
+        released: u32,
+        remaining: u32,
     },
 }
 
@@ -382,4 +418,19 @@ pub enum CommandError {
     /// operator command without the admin role.
     #[error("{0}")]
     PermissionDenied(String),
+    /// The caller's account already has as much of something as its quota
+    /// allows (`count`, usually `limit`).
+    #[error("{}", quota_message(*quota, account, *count, *limit))]
+    QuotaExceeded {
+        quota: Quota,
+        account: Account,
+        count: u64,
+        limit: u32,
+    },
+}
+
+/// "identity billing holds 10000 leases (limit 10000, ...)": the quota,
+/// whose, and what to wait for.
+fn quota_message(quota: Quota, account: &Account, count: u64, limit: u32) -> String {
+    format!("{account} {}", quota.refusal(count, limit))
 }

@@ -47,8 +47,9 @@ pub enum Error {
     /// A stored record is in a format this build does not read.
     #[error(
         "{what} is in record format {found}, this build reads format {}: \
-         the data dir was written by another raftlock version",
-        crate::codec::FORMAT
+         the data dir was written by another raftlock version{}",
+        crate::codec::FORMAT,
+        upgrade_hint(*found)
     )]
     Format {
         /// Which record.
@@ -145,6 +146,16 @@ impl Error {
 }
 
 /// Decodes JSON `bytes`, naming `what` on failure.
+/// The way forward from a data dir of the format before this build's.
+fn upgrade_hint(found: u8) -> &'static str {
+    if found == crate::codec::PREVIOUS_FORMAT {
+        " (to carry its state over: `raftlock snapshot save` with that version, then \
+         `raftlock snapshot restore` with this one, which reads its backups)"
+    } else {
+        ""
+    }
+}
+
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
     what: &str,
     bytes: &[u8],

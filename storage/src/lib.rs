@@ -4,12 +4,14 @@
 //! # Layout
 //!
 //! - [`types`]: the openraft type configuration and the node address record.
+//! - [`account`]: whom a client request is charged to (quotas, sessions).
 //! - [`command`]: what a Raft entry carries ([`Request`], [`Command`]) and what
 //!   applying it answers ([`Response`], [`CommandError`]).
 //! - [`event`]: what applying an entry tells the serving layer (grants,
 //!   releases, lease changes) so it can push them to waiting callers.
 //! - [`limits`]: the bounds on client input, shared by the server's edge
-//!   validation and the state machine's own checks.
+//!   validation and the state machine's own checks, and the per-account
+//!   [`Quotas`].
 //! - [`state`]: the lock state machine itself. Pure logic: no IO, no clock.
 //! - [`node_db`]: the node's one sled database, its trees, and [`open`],
 //!   which refuses a data dir that lost or damaged acknowledged state.
@@ -29,6 +31,7 @@
 //!
 //! Nothing here knows about gRPC; the `raft` crate wires these into openraft.
 
+pub mod account;
 pub mod backup;
 pub mod codec;
 pub mod command;
@@ -47,6 +50,7 @@ pub mod snapshot;
 pub mod state;
 pub mod types;
 
+pub use account::Account;
 pub use command::{
     slot, slot_index, Caller, Claim, ClientSeq, Command, CommandError, Fence, LeaseId, Mode,
     Proposal, Request, Response, MAX_REQUESTS_PER_ENTRY,
@@ -55,6 +59,7 @@ pub use disk_sync::SyncMode;
 pub use error::Error;
 pub use event::{Applied, EndReason, Event};
 pub use identity::{Bootstrap, Identity, IDENTITY_FILE};
+pub use limits::{Quota, Quotas};
 pub use log_flusher::AppendTimer;
 pub use log_store::{LogStore, Position};
 pub use node_db::{open, OpenOptions};

@@ -1,6 +1,12 @@
 //! Bounds on what a client may ask for. The server checks them at its edge to
 //! give a clear error early; the state machine checks them again so that no
 //! entry, however it got into the log, can grow the state without bound.
+//!
+//! The global bounds are fixed; the [`Quotas`] per account (identity, or
+//! source address without authentication) are settings, so that one
+//! caller cannot take what every caller shares.
+
+use serde::{Deserialize, Serialize};
 
 /// Longest lock, semaphore or election name, in bytes.
 pub const MAX_NAME_LEN: usize = 512;
@@ -32,3 +38,88 @@ pub const MAX_REPLIES_PER_CLIENT: usize = 1024;
 /// forgotten first to make room. When every remembered client has a live
 /// lease, new client ids are refused instead.
 pub const MAX_CLIENT_SESSIONS: usize = 100_000;
+
+/// Most leases one [`RevokeAccountLeases`] entry ends: a bound on one apply
+/// step's work, as a lease expiry batch has. The client sends the command
+/// again until none are left.
+///
+/// [`RevokeAccountLeases`]: crate::command::Command::RevokeAccountLeases
+pub const MAX_REVOKED_PER_ENTRY: usize = 5_000;
+
+/// Default of [`Quotas::leases`]: a hundredth of [`MAX_LEASES`].
+pub const DEFAULT_QUOTA_LEASES: u32 = 10_000;
+/// Default of [`Quotas::clients`]: a tenth of [`MAX_CLIENT_SESSIONS`].
+pub const DEFAULT_QUOTA_CLIENTS: u32 = 10_000;
+/// Default of [`Quotas::waiters`].
+pub const DEFAULT_QUOTA_WAITERS: u32 = 10_000;
+
+/// What one account (see [`Account`](crate::Account)) may hold in the
+/// replicated state. Every entry carries the quotas of the leader that
+/// proposed it, so every replica decides alike whatever its own settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Quotas {
+    /// Live leases (including those of locks whose TTL is their own).
+    pub leases: u32,
+    /// Client ids remembered for exactly-once retries. Past it, the
+    /// account's own least recently seen client id without a live lease is
+    /// forgotten; when each of them granted a live lease, a new client id is
+    /// refused. Another account's client ids are never touched.
+    pub clients: u32,
+    /// Requests waiting in lock and election queues, counted by the account
+    /// of the lease they wait on.
+    pub waiters: u32,
+}
+
+impl Default for Quotas {
+    fn default() -> Self {
+        Quotas {
+            leases: DEFAULT_QUOTA_LEASES,
+            clients: DEFAULT_QUOTA_CLIENTS,
+            waiters: DEFAULT_QUOTA_WAITERS,
+        }
+    }
+}
+
+/// Which quota a refusal is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Quota {
+    /// [`Quotas::leases`].
+    Leases,
+    /// [`Quotas::clients`].
+    Clients,
+    /// [`Quotas::waiters`].
+    Waiters,
+    /// Calls held open on one node (watch and wait streams): a quota of
+    /// each node's serving layer, not of the replicated state.
+    Streams,
+}
+
+impl Quota {
+    /// A refusal's words: "holds 12 leases (limit 10, the server's
+    /// quota_leases): ...".
+    pub fn refusal(self, count: u64, limit: u32) -> String {
+        let (what, setting, until) = match self {
+            Quota::Leases => (
+                format!("holds {count} leases"),
+                "quota_leases",
+                "no new lease until one of them ends",
+            ),
+            Quota::Clients => (
+                format!("has {count} client ids with a live lease"),
+                "quota_clients",
+                "no new client id until one of those leases ends",
+            ),
+            Quota::Waiters => (
+                format!("has {count} requests waiting for locks"),
+                "quota_waiters",
+                "no new wait until one of them ends",
+            ),
+            Quota::Streams => (
+                format!("has {count} watch or wait calls open on this node"),
+                "quota_streams",
+                "no new one until one of them ends",
+            ),
+        };
+        format!("{what} (limit {limit}, the server's {setting}): {until}")
+    }
+}

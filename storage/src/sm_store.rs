@@ -22,6 +22,7 @@ use crate::command::{slot, Command, CommandError, Response, MAX_REQUESTS_PER_ENT
 use crate::disk_sync::DiskSync;
 use crate::error::Error;
 use crate::event::Applied;
+use crate::limits::MAX_REVOKED_PER_ENTRY;
 use crate::log_store::LogStore;
 use crate::node_db::LEGACY_SM_TREE;
 use crate::snapshot::{ClusterSource, SnapshotBuilder, SnapshotPayload, SnapshotStore};
@@ -213,7 +214,8 @@ impl StateMachineStore {
                                     "entry carries too many requests".into(),
                                 ));
                             }
-                            state.apply(slot(index, position), request, &mut changes)
+                            let at = slot(index, position);
+                            state.apply(at, request, &proposal.quotas, &mut changes)
                         })
                         .collect();
                     if !changes.events.is_empty() {
@@ -362,6 +364,7 @@ fn apply_work(entry: &Entry) -> usize {
             .iter()
             .map(|r| match &r.command {
                 Command::ExpireLeases { ids } => ids.len().max(1),
+                Command::RevokeAccountLeases { .. } => MAX_REVOKED_PER_ENTRY,
                 _ => 1,
             })
             .sum(),

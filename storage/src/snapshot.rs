@@ -16,7 +16,7 @@ use crate::error::{from_json, Error};
 use crate::log_store::LogStore;
 use crate::node_db::SNAPSHOT_TREE;
 use crate::sm_store::{read_state, AppliedMeta, SharedMeta, SharedState};
-use crate::state::{StateParts, StatePartsView};
+use crate::state::{StateParts, StatePartsV5, StatePartsView};
 use crate::types::{LogId, Snapshot, SnapshotData, SnapshotMeta, StoredMembership, TypeConfig};
 
 const META_KEY: &[u8] = b"meta";
@@ -26,8 +26,8 @@ const DATA_KEY: &[u8] = b"data";
 pub(crate) type StoredSnapshot = (SnapshotMeta, Vec<u8>);
 
 /// The bytes of a snapshot: the whole lock state and the log position it is
-/// at, framed as [`CHECKED_SNAPSHOT`] says (earlier builds: postcard after
-/// [`POSTCARD_SNAPSHOT`], and before that JSON; both still read).
+/// at, framed as [`CHECKED_SNAPSHOT`] says. Snapshots of earlier builds are
+/// still read (see [`SnapshotPayloadV5`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct SnapshotPayload {
     /// Last entry whose effects are in `state`.
@@ -36,6 +36,27 @@ pub(crate) struct SnapshotPayload {
     pub(crate) membership: StoredMembership,
     /// Every record.
     pub(crate) state: StateParts,
+}
+
+/// [`SnapshotPayload`] as builds of record format 5 and before wrote it:
+/// the state in [`StatePartsV5`]'s layout (sessions keyed by client id
+/// alone), in the frame of [`CHECKED_SNAPSHOT_V5`], after
+/// [`POSTCARD_SNAPSHOT`], or as JSON. Read and converted, never written.
+#[derive(Debug, Deserialize)]
+struct SnapshotPayloadV5 {
+    last_applied: Option<LogId>,
+    membership: StoredMembership,
+    state: StatePartsV5,
+}
+
+impl From<SnapshotPayloadV5> for SnapshotPayload {
+    fn from(old: SnapshotPayloadV5) -> Self {
+        SnapshotPayload {
+            last_applied: old.last_applied,
+            membership: old.membership,
+            state: old.state.into(),
+        }
+    }
 }
 
 /// [`SnapshotPayload`] with the state borrowed: what a snapshot is encoded
@@ -52,10 +73,14 @@ struct SnapshotPayloadView<'a> {
 /// CRC32C (little-endian) of everything after it, and the postcard payload.
 /// The checksum catches bytes damaged between the builder and the
 /// installer, and the cluster id a snapshot of another cluster.
-const CHECKED_SNAPSHOT: u8 = 0xB2;
+const CHECKED_SNAPSHOT: u8 = 0xB3;
+
+/// The same frame around a [`SnapshotPayloadV5`], as builds of record
+/// format 5 wrote it.
+const CHECKED_SNAPSHOT_V5: u8 = 0xB2;
 
 /// The first byte of snapshot bytes in postcard without a checksum, as
-/// builds before [`CHECKED_SNAPSHOT`] wrote them. Earlier builds still
+/// builds before [`CHECKED_SNAPSHOT_V5`] wrote them. Earlier builds still
 /// wrote JSON, whose first byte is `{`.
 const POSTCARD_SNAPSHOT: u8 = 0xB1;
 
@@ -83,10 +108,10 @@ struct Framed<'a> {
     payload: &'a [u8],
 }
 
-/// Checks the [`CHECKED_SNAPSHOT`] frame of `data`; `None` for bytes in
-/// another format.
+/// Checks the frame of `data` (marked [`CHECKED_SNAPSHOT`] or
+/// [`CHECKED_SNAPSHOT_V5`]); `None` for bytes in another format.
 fn unframe(data: &[u8]) -> Result<Option<Framed<'_>>, Error> {
-    if data.first() != Some(&CHECKED_SNAPSHOT) {
+    if !matches!(data.first(), Some(&CHECKED_SNAPSHOT | &CHECKED_SNAPSHOT_V5)) {
         return Ok(None);
     }
     if data.len() < CHECKED_HEADER {
@@ -126,15 +151,23 @@ impl SnapshotPayload {
         data: &[u8],
         cluster: Option<Uuid>,
     ) -> Result<Self, Error> {
+        let postcard_v5 = |bytes: &[u8]| {
+            postcard::from_bytes::<SnapshotPayloadV5>(bytes)
+                .map(Self::from)
+                .map_err(|e| Error::decode("snapshot", e))
+        };
         let payload: Self = match (unframe(data)?, data.first()) {
-            (Some(framed), _) => {
+            (Some(framed), first) => {
                 check_cluster(cluster, framed.built_in)?;
-                postcard::from_bytes(framed.payload).map_err(|e| Error::decode("snapshot", e))?
+                if first == Some(&CHECKED_SNAPSHOT_V5) {
+                    postcard_v5(framed.payload)?
+                } else {
+                    postcard::from_bytes(framed.payload)
+                        .map_err(|e| Error::decode("snapshot", e))?
+                }
             }
-            (None, Some(&POSTCARD_SNAPSHOT)) => {
-                postcard::from_bytes(&data[1..]).map_err(|e| Error::decode("snapshot", e))?
-            }
-            (None, Some(b'{')) => from_json("snapshot", data)?,
+            (None, Some(&POSTCARD_SNAPSHOT)) => postcard_v5(&data[1..])?,
+            (None, Some(b'{')) => from_json::<SnapshotPayloadV5>("snapshot", data)?.into(),
             (None, _) => {
                 return Err(Error::corrupt(
                     "snapshot",

@@ -84,6 +84,7 @@ async fn requests_sharing_an_entry_get_their_own_increasing_slots() -> TestResul
                 request(release("owner-1")),
                 request(acquire("a", "owner-2", slot(7, 1))),
             ],
+            quotas: Default::default(),
         }),
     };
     let responses = sm.apply_entries(vec![entry]).await?;

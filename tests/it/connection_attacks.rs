@@ -1,7 +1,9 @@
 //! Attacks on the listeners of a real cluster: floods of half-open
-//! connections on the client and the peer port, and messages that do not
-//! decode. Each must leave the honest client served, close what the attacker
-//! opened, and answer a malformed message as the caller's mistake.
+//! connections on the client and the peer port, floods of leases, client
+//! ids and open watches from one source address, and messages that do not
+//! decode. Each must leave the honest client served, close or refuse what
+//! the attacker opened, and answer a malformed message as the caller's
+//! mistake.
 //!
 //! The flood comes from other loopback addresses (127.0.0.2 and up) than
 //! the honest client and the peers (127.0.0.1), as it would from other
@@ -10,6 +12,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use futures::StreamExt;
 use prost::Message;
 use raftlock::client::Acquire;
 use raftlock::{pb, Config};
@@ -20,6 +23,27 @@ use tonic::Code;
 use tonic_prost::ProstCodec;
 
 use crate::cluster::{test_config, TestCluster};
+
+/// A channel to `addr` whose connections come from 127.0.0.`host`.
+async fn channel_from(host: u8, addr: SocketAddr) -> tonic::transport::Channel {
+    tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .expect("endpoint")
+        .local_address(Some(std::net::IpAddr::from([127, 0, 0, host])))
+        .connect()
+        .await
+        .expect("connect")
+}
+
+/// Asserts `status` is a quota refusal naming `words`.
+fn assert_quota(status: &tonic::Status, words: &[&str]) {
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    for word in words {
+        assert!(
+            status.message().contains(word),
+            "{word:?} not in {status:?}"
+        );
+    }
+}
 
 const TTL: Duration = Duration::from_secs(30);
 
@@ -182,4 +206,182 @@ async fn a_malformed_message_is_invalid_argument() {
     assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
     lock_and_unlock(&cluster.client().await, "malformed/a").await;
     assert_eq!(cluster.wait_for_leader().await, leader);
+}
+
+/// The flood from one unauthenticated address, scaled down: 60
+/// lease grants from fresh client ids with a 24 h TTL, then 20 more from
+/// one of those ids, through a follower, against quotas of 30 client ids
+/// and 40 leases per source. The flood is refused past each quota with
+/// RESOURCE_EXHAUSTED naming the quota, the source and the limit, and a
+/// client at another address still gets a lease and a lock. Without the
+/// quotas every grant of the flood succeeds (and at full scale, 100 000 of
+/// them pin every session the cluster keeps, so every new client is
+/// refused "too many clients" for a day).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_leases_from_one_source_leaves_room_for_others() {
+    let base = Config {
+        quota_clients: 30,
+        quota_leases: 40,
+        ..test_config()
+    };
+    let cluster = TestCluster::with_config(3, base).await;
+    let leader = cluster.wait_for_leader().await;
+    let follower = cluster.others(leader)[0];
+    let mut flood =
+        pb::lease_client::LeaseClient::new(channel_from(2, cluster.addrs[&follower].0).await);
+    let day_ms = 24 * 3600 * 1000;
+    let (mut granted, mut refused) = (0, Vec::new());
+    for client in 1..=60u128 {
+        let grant = pb::LeaseGrantRequest {
+            request_id: Some(pb::RequestId {
+                client_id: client.to_be_bytes().to_vec(),
+                seq: 1,
+                acked_below: 1,
+                attempt: 0,
+            }),
+            ttl_ms: day_ms,
+        };
+        match flood.grant(grant).await {
+            Ok(_) => granted += 1,
+            Err(status) => refused.push(status),
+        }
+    }
+    assert_eq!((granted, refused.len()), (30, 30), "{refused:?}");
+    assert_quota(
+        &refused[0],
+        &[
+            "source 127.0.0.2",
+            "30 client ids with a live lease",
+            "limit 30",
+        ],
+    );
+    // More leases from a client id it already has: the lease quota.
+    let (mut more, mut refused) = (0, Vec::new());
+    for seq in 2..=21 {
+        let grant = pb::LeaseGrantRequest {
+            request_id: Some(pb::RequestId {
+                client_id: 1u128.to_be_bytes().to_vec(),
+                seq,
+                acked_below: seq,
+                attempt: 0,
+            }),
+            ttl_ms: day_ms,
+        };
+        match flood.grant(grant).await {
+            Ok(_) => more += 1,
+            Err(status) => refused.push(status),
+        }
+    }
+    assert_eq!(more, 10, "{refused:?}");
+    assert_quota(
+        &refused[0],
+        &["source 127.0.0.2 holds 40 leases", "limit 40"],
+    );
+
+    let honest = cluster.client_of(follower).await;
+    tokio::time::timeout(Duration::from_secs(20), lock_and_unlock(&honest, "quota/a"))
+        .await
+        .expect("the honest client is served after the flood");
+    cluster.shutdown().await;
+}
+
+/// 30 Observe streams from one address against a quota of 20 open calls
+/// per source: 20 are served, the rest refused RESOURCE_EXHAUSTED naming
+/// the quota and the source, a waiting Acquire from that address too; a
+/// client at another address still observes and waits. Once the flood
+/// closes its streams, the address is served again. Without the quota all
+/// 30 (and any number more) are held open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_watches_from_one_source_is_bounded() {
+    let base = Config {
+        quota_streams: 20,
+        ..test_config()
+    };
+    let cluster = TestCluster::with_config(3, base).await;
+    let leader = cluster.wait_for_leader().await;
+    let addr = cluster.addrs[&leader].0;
+    let channel = channel_from(2, addr).await;
+    let mut elections = pb::election_client::ElectionClient::new(channel.clone());
+    let observe = pb::ObserveRequest {
+        name: "quota/e".into(),
+    };
+    let (mut open, mut refused) = (Vec::new(), Vec::new());
+    for _ in 0..30 {
+        match elections.observe(observe.clone()).await {
+            Ok(stream) => open.push(stream.into_inner()),
+            Err(status) => refused.push(status),
+        }
+    }
+    assert_eq!((open.len(), refused.len()), (20, 10), "{refused:?}");
+    assert_quota(
+        &refused[0],
+        &[
+            "source 127.0.0.2 has 20 watch or wait calls open",
+            "limit 20",
+        ],
+    );
+    // A wait is an open call too.
+    let honest = cluster.client_of(leader).await;
+    let lease = honest.grant_lease(TTL).await.expect("grant");
+    let holder = Acquire {
+        wait: false,
+        ..Acquire::exclusive("quota/m", "holder", lease)
+    };
+    assert!(honest.acquire(&holder).await.expect("acquire").is_some());
+    let mut locks = pb::lock_client::LockClient::new(channel);
+    let wait = pb::AcquireRequest {
+        name: "quota/m".into(),
+        owner: "flood".into(),
+        lease,
+        wait: true,
+        wait_timeout_ms: 100,
+        ..Default::default()
+    };
+    let status = locks
+        .acquire(wait.clone())
+        .await
+        .expect_err("over the quota");
+    assert_quota(&status, &["source 127.0.0.2", "quota_streams"]);
+
+    // The honest address observes and waits meanwhile.
+    let watch = honest
+        .observe("quota/e")
+        .await
+        .expect("the honest client observes");
+    let mut watch = std::pin::pin!(watch);
+    tokio::time::timeout(Duration::from_secs(10), watch.next())
+        .await
+        .expect("the first leader event")
+        .expect("stream open")
+        .expect("no error");
+    let waiter = Acquire {
+        wait: true,
+        timeout: Some(Duration::from_millis(200)),
+        ..Acquire::exclusive("quota/m", "honest-waiter", lease)
+    };
+    let waited = honest.acquire(&waiter).await;
+    assert!(
+        matches!(waited, Err(raftlock::Error::Timeout(_)) | Ok(None)),
+        "the honest wait runs its course: {waited:?}"
+    );
+
+    // Closed streams give their places back.
+    drop(open);
+    let mut served = false;
+    for _ in 0..50 {
+        match locks.acquire(wait.clone()).await {
+            Err(status) if status.code() == Code::ResourceExhausted => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            _ => {
+                served = true;
+                break;
+            }
+        }
+    }
+    assert!(
+        served,
+        "the address is served again once its streams closed"
+    );
+    cluster.shutdown().await;
 }

@@ -1,8 +1,9 @@
 //! Exactly-once against a real cluster, driven by raw gRPC requests with
 //! hand-made request ids: an id reused for another command is refused and
-//! changes nothing on any node, the real retry replays, and a client id the
+//! changes nothing on any node, the real retry replays, a client id the
 //! cluster does not know but that claims earlier replies is refused as
-//! "outcome unknown".
+//! "outcome unknown", and a caller at another address sending the same
+//! client id cannot disturb the first client's retries.
 
 use raftlock::error::from_status;
 use raftlock::pb;
@@ -163,5 +164,81 @@ async fn a_forgotten_client_is_refused_as_outcome_unknown() {
         })
         .await;
     assert!(granted.is_ok(), "{granted:?}");
+    cluster.shutdown().await;
+}
+
+/// A channel to `node` whose connections come from 127.0.0.`host`: another
+/// source address, as another machine would be.
+async fn channel_from(cluster: &TestCluster, node: u64, host: u8) -> Channel {
+    let local = std::net::IpAddr::from([127, 0, 0, host]);
+    Channel::from_shared(format!("http://{}", cluster.addrs[&node].0))
+        .unwrap()
+        .local_address(Some(local))
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// Without authentication, sessions belong to a source address: a client
+/// at 127.0.0.1 is granted a lock whose reply it loses, and a caller at
+/// 127.0.0.2 (through a follower) sends requests under the same client id,
+/// the last with seq and `acked_below` 2^63. The first client's retry still replays
+/// its grant and its next request is applied. With sessions keyed by
+/// client id alone, both were refused as "may or may not have been
+/// applied".
+#[tokio::test]
+async fn another_source_under_the_same_client_id_cannot_disturb_its_retries() {
+    let cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let follower = cluster.others(leader)[0];
+    const CLIENT: u128 = 0x5eed_0000_0000_0000_0000_0000_0000_0002;
+    let honest = channel_from(&cluster, leader, 1).await;
+    let mut leases = LeaseClient::new(honest.clone());
+    let mut locks = LockClient::new(honest);
+    let lease = leases
+        .grant(pb::LeaseGrantRequest {
+            request_id: request_id(CLIENT, 1, 1),
+            ttl_ms: 30_000,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .id;
+    let take = acquire(request_id(CLIENT, 2, 2), "m", lease);
+    let granted = locks.acquire(take.clone()).await.unwrap().into_inner();
+    assert!(granted.acquired);
+
+    // Whatever the intruder is answered is its own business.
+    let mut intruder = LeaseClient::new(channel_from(&cluster, follower, 2).await);
+    let far = 1u64 << 63;
+    for (seq, acked_below) in [(1, 1), (far, far)] {
+        let _ = intruder
+            .grant(pb::LeaseGrantRequest {
+                request_id: request_id(CLIENT, seq, acked_below),
+                ttl_ms: 30_000,
+            })
+            .await;
+    }
+
+    let retried = locks
+        .acquire(take)
+        .await
+        .unwrap_or_else(|e| panic!("the retry of the lost acquire: {e:?}"))
+        .into_inner();
+    assert_eq!(
+        (retried.acquired, retried.fence, retried.count),
+        (true, granted.fence, 1),
+        "the retry replays the original grant"
+    );
+    let released = locks
+        .release(pb::ReleaseRequest {
+            request_id: request_id(CLIENT, 3, 3),
+            name: "m".into(),
+            owner: "owner".into(),
+        })
+        .await
+        .unwrap_or_else(|e| panic!("the client's next request: {e:?}"))
+        .into_inner();
+    assert_eq!(released.remaining, 0);
     cluster.shutdown().await;
 }

@@ -62,6 +62,12 @@ pub async fn start(
                 // layout): the stage breakdown reads /metrics.
                 "--admin-addr".to_string(),
                 crate::breakdown::admin_addr(node.client_addr).unwrap_or_else(|| "off".into()),
+                // Every workload runs from this one loopback address, which
+                // the per-source lease quota (10 000) counts as one caller;
+                // W7 alone holds 100 000 leases. This is the cluster's own
+                // bound (`MAX_LEASES`), which stays.
+                "--quota-leases".to_string(),
+                "1000000".to_string(),
             ]
             .into_iter()
             .chain(extra.iter().cloned())

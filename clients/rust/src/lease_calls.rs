@@ -1,6 +1,7 @@
 //! The low-level lease calls of [`Client`]: grant, keep-alive, revoke,
-//! time-to-live and list, one RPC each; and [`KeepAliveStream`] for
-//! keeping many leases alive over one stream.
+//! time-to-live and list, one RPC each; the operator's revoke of every
+//! lease of one [`LeaseAccount`]; and [`KeepAliveStream`] for keeping many
+//! leases alive over one stream.
 
 use std::time::Duration;
 
@@ -20,6 +21,25 @@ pub struct LeaseTtl {
     pub remaining: Option<Duration>,
     /// (lock name, owner, held) attached to the lease.
     pub attachments: Vec<(String, String, bool)>,
+}
+
+/// Whose leases [`Client::revoke_all`] revokes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseAccount {
+    /// A user of the cluster's auth file.
+    Identity(String),
+    /// An IP address clients connect from, on a cluster without
+    /// authentication (where leases are counted per source address).
+    Source(std::net::IpAddr),
+}
+
+/// What [`Client::revoke_all`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RevokedAll {
+    /// Leases revoked.
+    pub revoked: u64,
+    /// Holds that ended with them.
+    pub released: u64,
 }
 
 impl Client {
@@ -113,6 +133,43 @@ impl Client {
             id: lease,
         };
         Ok(open.settle(rpc!(self, LeaseClient, revoke, req))?.released)
+    }
+
+    /// Revokes every lease of `account` (an operator call: the admin role
+    /// on a cluster with authentication), releasing what they hold: clears
+    /// out a caller that filled its quota. The cluster revokes a bounded
+    /// number per call; this calls again until none are left, and answers
+    /// the totals.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+    /// use raftlock_client::LeaseAccount;
+    /// let done = client.revoke_all(&LeaseAccount::Identity("billing".into())).await?;
+    /// println!("{} leases revoked", done.revoked);
+    /// # Ok(()) }
+    /// ```
+    pub async fn revoke_all(&self, account: &LeaseAccount) -> Result<RevokedAll, Error> {
+        use pb::lease_revoke_all_request::Account as Named;
+        let named = match account {
+            LeaseAccount::Identity(name) => Named::Identity(name.clone()),
+            LeaseAccount::Source(addr) => Named::Source(addr.to_string()),
+        };
+        let mut total = RevokedAll::default();
+        loop {
+            let (request_id, open) = self.inner.ids.next();
+            let req = pb::LeaseRevokeAllRequest {
+                request_id: Some(request_id),
+                account: Some(named.clone()),
+            };
+            let reply = open.settle(rpc!(self, LeaseClient, revoke_all, req))?;
+            total.revoked += u64::from(reply.revoked);
+            total.released += u64::from(reply.released);
+            // A call that revoked none while some are left would loop for
+            // ever; the server never answers so, but a client must not hang.
+            if reply.remaining == 0 || reply.revoked == 0 {
+                return Ok(total);
+            }
+        }
     }
 
     /// A lease's TTL, time left and attachments.

@@ -97,7 +97,7 @@ use tokio::time::Instant;
 
 pub use election::{Election, Leadership};
 pub use fenced::Fenced;
-pub use lease_calls::{KeepAliveStream, LeaseTtl};
+pub use lease_calls::{KeepAliveStream, LeaseAccount, LeaseTtl, RevokedAll};
 pub use lock_calls::{Acquire, Acquired};
 pub use lock_guard::{LockBuilder, LockGuard};
 pub use options::{ClientBuilder, ClientOptions, SettingNames, DEFAULT_SESSION_TTL};

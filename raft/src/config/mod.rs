@@ -9,7 +9,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::bounded_listener::ListenerLimits;
-use raftlock_storage::{Bootstrap, NodeAddr, NodeId, OpenOptions, SyncMode};
+use raftlock_storage::limits::{
+    DEFAULT_QUOTA_CLIENTS, DEFAULT_QUOTA_LEASES, DEFAULT_QUOTA_WAITERS,
+};
+use raftlock_storage::{Bootstrap, NodeAddr, NodeId, OpenOptions, Quotas, SyncMode};
 
 mod checks;
 pub use checks::ConfigError;
@@ -20,6 +23,9 @@ pub const DEFAULT_MAX_PEER_MESSAGE_BYTES: usize = 16 << 20;
 /// Smallest [`Config::max_peer_message_bytes`]: a snapshot chunk and the
 /// largest entry must fit.
 pub const MIN_PEER_MESSAGE_BYTES: usize = 8 << 20;
+
+/// Default of [`Config::quota_streams`].
+pub const DEFAULT_QUOTA_STREAMS: u32 = 10_000;
 
 /// One member of the initial cluster: `ID=PEER_ADDR/CLIENT_ADDR`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -189,6 +195,24 @@ pub struct Config {
     /// always has something to send.
     #[serde(rename = "idle_timeout_ms", with = "millis")]
     pub idle_timeout: Duration,
+    /// Live leases one account may hold: an authenticated identity, or,
+    /// without authentication, a source IP address. Counted cluster-wide;
+    /// the leader's setting applies, so set it alike on every node.
+    pub quota_leases: u32,
+    /// Client ids one account may have remembered for exactly-once
+    /// retries. Past it, its own least recently seen client id without a
+    /// live lease is forgotten; once each of them granted a live lease, a
+    /// new client id is refused until one of those leases ends.
+    /// Cluster-wide, the leader's setting.
+    pub quota_clients: u32,
+    /// Requests one account may have waiting in lock and election queues
+    /// (counted by the account of the lease they wait on). Cluster-wide,
+    /// the leader's setting.
+    pub quota_waiters: u32,
+    /// Calls one account may hold open on this node at once: keep-alive
+    /// streams, Observe streams, and Acquire and Campaign calls that wait.
+    /// Per node.
+    pub quota_streams: u32,
 }
 
 impl Default for Config {
@@ -223,6 +247,10 @@ impl Default for Config {
             max_connections_per_ip: 1_000,
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
+            quota_leases: DEFAULT_QUOTA_LEASES,
+            quota_clients: DEFAULT_QUOTA_CLIENTS,
+            quota_waiters: DEFAULT_QUOTA_WAITERS,
+            quota_streams: DEFAULT_QUOTA_STREAMS,
         }
     }
 }
@@ -234,6 +262,15 @@ impl Config {
             max_connections: self.max_client_connections,
             max_connections_per_ip: self.max_connections_per_ip,
             ..self.timeouts(ListenerLimits::client_default())
+        }
+    }
+
+    /// The per-account quotas this node's entries carry when it leads.
+    pub fn quotas(&self) -> Quotas {
+        Quotas {
+            leases: self.quota_leases,
+            clients: self.quota_clients,
+            waiters: self.quota_waiters,
         }
     }
 

@@ -58,6 +58,41 @@ fn connection_limits_come_from_flags_and_are_checked() {
     assert!(err.contains("max_connections_per_ip"), "{err}");
 }
 
+/// The quotas come from flags (and default to the documented values), the
+/// leader's entries carry them, and a quota of 0 is refused with its key.
+#[test]
+fn quotas_come_from_flags_and_are_checked() {
+    let (config, _) = parse(&[]);
+    let defaults = raftlock_storage::Quotas::default();
+    assert_eq!(config.quotas(), defaults);
+    assert_eq!(
+        (defaults.leases, defaults.clients, defaults.waiters),
+        (10_000, 10_000, 10_000)
+    );
+    assert_eq!(config.quota_streams, 10_000);
+    let (config, _) = parse(&[
+        "--quota-leases",
+        "5",
+        "--quota-clients",
+        "6",
+        "--quota-waiters",
+        "7",
+        "--quota-streams",
+        "8",
+    ]);
+    let quotas = config.quotas();
+    assert_eq!((quotas.leases, quotas.clients, quotas.waiters), (5, 6, 7));
+    assert_eq!(config.quota_streams, 8);
+    let argv = ["raftlock", "serve", "--quota-leases", "0"];
+    let Command::Serve(serve) = Cli::try_parse_from(argv).expect("flags parse").command else {
+        panic!("not serve")
+    };
+    let err = serve
+        .to_config()
+        .expect_err("a quota of 0 refuses everyone");
+    assert!(err.contains("quota_leases"), "{err}");
+}
+
 fn args_of(argv: &[&str]) -> (super::ServeArgs, clap::ArgMatches) {
     use clap::{CommandFactory, FromArgMatches};
     let argv = ["raftlock", "serve"].iter().chain(argv);

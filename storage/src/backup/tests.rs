@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::command::{Command, Mode, Request};
+use crate::limits::Quotas;
 use crate::node_db::{open, OpenOptions};
 use crate::state::{Changes, LockState};
 
@@ -21,6 +22,7 @@ fn sample() -> Backup {
     state.apply(
         slot(1, 0),
         &request(Command::GrantLease { ttl_ms: 5_000 }),
+        &Quotas::default(),
         &mut changes,
     );
     state.apply(
@@ -34,6 +36,7 @@ fn sample() -> Backup {
             value: None,
             lock_delay_ms: 0,
         }),
+        &Quotas::default(),
         &mut changes,
     );
     Backup {
@@ -129,4 +132,56 @@ fn a_restore_refuses_a_used_dir_and_a_stranger() {
     let empty = tempfile::tempdir().unwrap();
     let e = restore(&empty.path().join("n"), &bytes, &seed(4, 0)).unwrap_err();
     assert!(e.to_string().contains("not one of the members"), "{e}");
+}
+
+/// A backup file written by a build of record format 5 (leases without an
+/// account, sessions keyed by client id alone) still decodes: the lease
+/// granted by `jobs` is charged to it, its granter's session keyed by that
+/// identity, and the lock kept. Other old formats are refused as before.
+#[test]
+fn a_backup_of_the_previous_format_is_read() {
+    use crate::account::Account;
+    use crate::codec::{seal, PREVIOUS_FORMAT};
+    use crate::state::{ClientSession, SessionKey};
+
+    let current = sample();
+    let granter = Uuid::from_u128(5);
+    let leases: Vec<_> = current
+        .state
+        .leases
+        .iter()
+        .map(|l| (l.id, l.ttl_ms, l.granted_at_ms, Some(granter), Some("jobs")))
+        .collect();
+    let clients = vec![(granter, ClientSession::default())];
+    let state = (leases, &current.state.locks, clients);
+    let old = (
+        current.index,
+        current.cluster_id,
+        current.taken_at_ms,
+        state,
+    );
+    let mut record = seal(&postcard::to_stdvec(&old).unwrap());
+    record[0] = PREVIOUS_FORMAT;
+    // `seal` checksums the payload only, so the format byte may change.
+    let mut file = MAGIC.to_vec();
+    file.extend(&record);
+
+    let read = Backup::decode(&file).expect("a format-5 backup is read");
+    let jobs = Some(Account::Identity("jobs".into()));
+    assert_eq!(read.index, current.index);
+    assert_eq!(read.state.locks, current.state.locks);
+    assert_eq!(read.state.leases[0].account, jobs);
+    assert_eq!(read.state.leases[0].identity.as_deref(), Some("jobs"));
+    let key = SessionKey {
+        account: jobs,
+        client: granter,
+    };
+    assert_eq!(read.state.clients, [(key, ClientSession::default())]);
+
+    file[MAGIC.len()] = PREVIOUS_FORMAT - 1;
+    let err = Backup::decode(&file).expect_err("format 4 is refused");
+    assert!(
+        err.to_string().contains("another raftlock version"),
+        "{err}"
+    );
 }

@@ -30,6 +30,7 @@ fn payload() -> (SnapshotMeta, SnapshotPayload) {
             granted_at_ms: 0,
             granted_by: None,
             identity: None,
+            account: None,
         }],
         locks: vec![Lock {
             name: "a".into(),
@@ -149,7 +150,11 @@ fn payload_with_client(last_index: u64) -> (SnapshotMeta, SnapshotPayload) {
         last_index,
         ..Default::default()
     };
-    payload.state.clients.push((Uuid::from_u128(1), session));
+    let key = crate::state::SessionKey {
+        account: None,
+        client: Uuid::from_u128(1),
+    };
+    payload.state.clients.push((key, session));
     (meta, payload)
 }
 
@@ -160,13 +165,46 @@ fn encode_snapshot_writes_what_the_payload_would() {
     assert_eq!(data, payload.encode(Some(OURS)).unwrap());
 }
 
+/// [`payload`] as a format-5 build encoded it: a lease without an
+/// account (a tuple encodes as the struct did), client sessions keyed by
+/// client id alone (none here).
+fn payload_v5_bytes() -> Vec<u8> {
+    let (_, payload) = payload();
+    let leases: Vec<_> = payload
+        .state
+        .leases
+        .iter()
+        .map(|l| (l.id, l.ttl_ms, l.granted_at_ms, l.granted_by, &l.identity))
+        .collect();
+    let clients: Vec<(Uuid, crate::state::ClientSession)> = Vec::new();
+    let state = (leases, &payload.state.locks, clients);
+    postcard::to_stdvec(&(payload.last_applied, &payload.membership, state)).unwrap()
+}
+
+/// Snapshots of earlier builds still install: the checked frame of
+/// format-5 builds, the unchecked postcard before it, in the state layout
+/// those builds wrote (see `state::legacy_parts`).
 #[test]
 fn snapshots_of_earlier_builds_are_still_read() {
     let (meta, payload) = payload();
-    let mut legacy = vec![POSTCARD_SNAPSHOT];
-    legacy.extend(postcard::to_stdvec(&payload).unwrap());
+    let old = payload_v5_bytes();
+    let mut unchecked = vec![POSTCARD_SNAPSHOT];
+    unchecked.extend(&old);
     assert_eq!(
-        SnapshotPayload::decode(&meta, &legacy, Some(OURS)).unwrap(),
+        SnapshotPayload::decode(&meta, &unchecked, Some(OURS)).unwrap(),
         payload
     );
+    let mut checked = vec![CHECKED_SNAPSHOT_V5];
+    checked.extend_from_slice(OURS.as_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(OURS.as_bytes()), &old);
+    checked.extend_from_slice(&crc.to_le_bytes());
+    checked.extend(&old);
+    assert_eq!(
+        SnapshotPayload::decode(&meta, &checked, Some(OURS)).unwrap(),
+        payload
+    );
+    // Today's layout in the old frame does not pass as the old layout.
+    let mut mislabelled = payload.encode(Some(OURS)).unwrap();
+    mislabelled[0] = CHECKED_SNAPSHOT_V5;
+    assert!(SnapshotPayload::decode(&meta, &mislabelled, Some(OURS)).is_err());
 }

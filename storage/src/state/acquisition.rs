@@ -99,6 +99,7 @@ pub(super) fn acquire_existing(
             limit: MAX_WAITERS_PER_LOCK,
         });
     }
+    leases.check_waiter_quota(req.lease, &step.quotas)?;
     leases.attach(req.lease, &lock.name, req.owner, false);
     lock.waiters.push_back(Waiter {
         owner: req.owner.to_owned(),

@@ -27,14 +27,10 @@ impl LockState {
             | Command::Cancel { name, owner, .. }
             | Command::Proclaim { name, owner, .. } => self.may_act_as(caller, name, owner),
             Command::ForceRelease { name } => {
-                // Without authentication (no identity) this is the node's
-                // own policy to enforce; with it, only admins override.
-                if caller.identity.is_some() && !caller.admin {
-                    return Err(CommandError::PermissionDenied(format!(
-                        "force-releasing {name:?} needs the admin role"
-                    )));
-                }
-                Ok(())
+                may_override(caller, &format!("force-releasing {name:?}"))
+            }
+            Command::RevokeAccountLeases { account } => {
+                may_override(caller, &format!("revoking every lease of {account}"))
             }
         }
     }
@@ -82,6 +78,18 @@ impl LockState {
         }
         Ok(())
     }
+}
+
+/// Whether `caller` may run an operator override (`what`). Without
+/// authentication (no identity) this is the node's own policy to enforce;
+/// with it, only admins override.
+fn may_override(caller: &Caller, what: &str) -> Result<(), CommandError> {
+    if caller.identity.is_some() && !caller.admin {
+        return Err(CommandError::PermissionDenied(format!(
+            "{what} needs the admin role"
+        )));
+    }
+    Ok(())
 }
 
 /// The caller as a refusal names it.

@@ -2,185 +2,65 @@
 //! election), FIFO waiters, fencing tokens and the exactly-once reply table.
 //!
 //! Pure logic. [`LockState::apply`] is a function of the state, the
-//! request's slot and the request; it reads no clock and does no IO. What
+//! request's slot, the request and the quotas its entry carries; it reads
+//! no clock and does no IO. What
 //! happened is reported as [`Changes`] so the node can push events to
 //! waiting callers.
 //!
 //! # Layout
 //!
-//! - this file: the public records, [`LockState`], dispatch and queries;
-//! - `lease_table`: live leases and the derived lease → attachments index;
+//! - this file: [`LockState`], dispatch and queries;
+//! - `records`: the public records (leases, locks, holders, waiters,
+//!   sessions);
+//! - `lease_table`: live leases, the derived lease → attachments index,
+//!   and what each account holds (its lease and waiter quotas);
 //! - `acquisition`: acquire on a new or existing lock (grant, re-entry,
 //!   queue, busy) and its kind and mode checks;
 //! - `lock_table`: the lock commands (acquire, release, cancel, force
 //!   release, proclaim) and ending every attachment of dying leases;
 //! - `queue`: compatibility rules and granting waiters from the queue head;
-//! - `session_table`: the exactly-once reply table: replies with their
-//!   command's fingerprint, clients with live leases pinned, the others
-//!   forgotten least recently seen first;
+//! - `session_table`: the exactly-once reply table, keyed by account and
+//!   client id: replies with their command's fingerprint, clients with
+//!   live leases pinned, the others forgotten least recently seen first;
 //! - `authority`: who may act through a lease, and who may force-release;
-//! - `bounds`: the input checks on names, owners, values, modes and TTLs.
+//! - `bounds`: the input checks on names, owners, values, modes and TTLs;
+//! - `parts`, `legacy_parts`: the records snapshots carry, today's and
+//!   those of format-5 builds.
 
 mod acquisition;
 mod authority;
 mod bounds;
 mod lease_table;
+mod legacy_parts;
 mod lock_table;
 mod own_ttl;
 mod parts;
 mod queue;
+mod records;
 mod session_table;
 
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::command::{Claim, Command, CommandError, Fence, LeaseId, Mode, Request, Response};
+use crate::account::Account;
+use crate::command::{Claim, Command, CommandError, Fence, LeaseId, Request, Response};
 use crate::event::{EndReason, Event};
+use crate::limits::{Quotas, MAX_REVOKED_PER_ENTRY};
 
 use acquisition::AcquireRequest;
-use lease_table::LeaseTable;
+use lease_table::{Grantor, LeaseTable};
+pub(crate) use legacy_parts::StatePartsV5;
 use lock_table::LockTable;
 use own_ttl::OwnTtlHold;
 pub use parts::{StateParts, StatePartsView};
+pub use records::{
+    AccountUse, ClientSession, Holder, Lease, Lock, LockDelay, SessionKey, StoredReply, Waiter,
+};
 use session_table::{Admission, SessionTable};
-
-/// A live lease.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Lease {
-    /// The slot of the request that granted it.
-    pub id: LeaseId,
-    /// Time to live after the last keep-alive, in milliseconds.
-    pub ttl_ms: u64,
-    /// Proposer wall clock at grant, for display.
-    pub granted_at_ms: u64,
-    /// The client whose request granted it (`None` when the request had no
-    /// client request id). While the lease lives, that client's replies are
-    /// never forgotten.
-    pub granted_by: Option<Uuid>,
-    /// The authenticated identity that granted it (`None` without
-    /// authentication). Only that identity, or an admin, may keep it
-    /// alive, revoke it, or acquire, release, cancel or proclaim through it.
-    pub identity: Option<String>,
-}
-
-/// One holder of a lock.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Holder {
-    /// The client-chosen owner token.
-    pub owner: String,
-    /// The lease the hold lives and dies with.
-    pub lease: LeaseId,
-    /// How the lock is held.
-    pub mode: Mode,
-    /// Slot of the request that granted the hold.
-    pub fence: Fence,
-    /// Re-entry depth, at least 1.
-    pub count: u32,
-    /// Proposer wall clock at grant, for display (hold durations).
-    pub granted_at_ms: u64,
-    /// Published value (elections).
-    pub value: Option<Vec<u8>>,
-    /// The call that asked for the hold last (see [`Claim`]).
-    #[serde(default)]
-    pub claim: Option<Claim>,
-    /// The lock-delay that starts if this hold is lost (0: none).
-    #[serde(default)]
-    pub lock_delay_ms: u64,
-}
-
-/// One queued request for a lock.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Waiter {
-    /// The client-chosen owner token.
-    pub owner: String,
-    /// The lease the wait lives and dies with.
-    pub lease: LeaseId,
-    /// The mode asked for.
-    pub mode: Mode,
-    /// Proposer wall clock when queued, for display.
-    pub queued_at_ms: u64,
-    /// The value to publish once granted (elections).
-    pub value: Option<Vec<u8>>,
-    /// The call that asked for the wait last (see [`Claim`]).
-    #[serde(default)]
-    pub claim: Option<Claim>,
-    /// The lock-delay its hold will carry once granted.
-    #[serde(default)]
-    pub lock_delay_ms: u64,
-}
-
-/// A lock closed to new holders after losing one to expiry or
-/// force-release, so that writes the lost holder still has in flight land
-/// before anyone else holds the lock. It ends when the leader, having
-/// counted `ms` on its monotonic clock, proposes
-/// [`EndLockDelay`](crate::command::Command::EndLockDelay); a new leader
-/// counts the whole delay again.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LockDelay {
-    /// How long the lock stays closed.
-    pub ms: u64,
-    /// Slot of the entry that started it: names this delay, so a stale end
-    /// cannot end a later one.
-    pub since: u64,
-    /// Proposer wall clock at its start, for display.
-    pub started_at_ms: u64,
-}
-
-/// A lock with at least one holder or waiter, or a lock-delay in force.
-/// Locks with none of these are removed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Lock {
-    /// The lock's name.
-    pub name: String,
-    /// `Some(limit)` for a semaphore; `None` for a mutex / read-write lock.
-    pub semaphore_limit: Option<u32>,
-    /// In grant order.
-    pub holders: Vec<Holder>,
-    /// FIFO.
-    pub waiters: std::collections::VecDeque<Waiter>,
-    /// While `Some`, nobody new is granted the lock (re-entry by a current
-    /// holder still is).
-    #[serde(default)]
-    pub delay: Option<LockDelay>,
-}
-
-impl Lock {
-    /// The hold of `owner`, if it holds the lock.
-    pub fn holder(&self, owner: &str) -> Option<&Holder> {
-        self.holders.iter().find(|h| h.owner == owner)
-    }
-
-    /// The queue position of `owner` (0 = next in line), if it waits.
-    pub fn waiter_position(&self, owner: &str) -> Option<usize> {
-        self.waiters.iter().position(|w| w.owner == owner)
-    }
-}
-
-/// Replies remembered for one client (exactly-once retries).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct ClientSession {
-    /// Replies by sequence number.
-    pub replies: BTreeMap<u64, StoredReply>,
-    /// Replies below this were forgotten; a retry of one is `StaleRequest`.
-    pub forgotten_below: u64,
-    /// Slot of the last request seen, for least-recently-used eviction.
-    pub last_index: u64,
-}
-
-/// One remembered reply and what it answered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoredReply {
-    /// [`Command::fingerprint`] of the command that got this reply; a
-    /// request reusing the id with another command is refused.
-    pub fingerprint: u64,
-    /// The reply, answered again to a retry.
-    pub response: Response,
-}
 
 /// What apply steps tell the serving layer: the events they caused, for
 /// waking waiting callers and observers. A refused command adds nothing;
@@ -191,14 +71,26 @@ pub struct Changes {
     pub events: Vec<Event>,
 }
 
-/// The client a lease granted by `request` is remembered for: the one that
-/// asked, unless anonymous.
-fn granted_by(request: &Request) -> Option<Uuid> {
-    request
-        .origin
-        .as_ref()
-        .filter(|o| !o.anonymous)
-        .map(|o| o.client)
+/// Who a lease granted by `request` is for: the client that asked (unless
+/// anonymous), the caller's identity and its account.
+fn grantor(request: &Request) -> Grantor {
+    Grantor {
+        client: request
+            .origin
+            .as_ref()
+            .filter(|o| !o.anonymous)
+            .map(|o| o.client),
+        identity: request.caller.identity.clone(),
+        account: request.caller.account(),
+    }
+}
+
+/// The session of the client that granted `lease`, which the lease pins.
+fn granter_key(lease: &Lease) -> Option<SessionKey> {
+    lease.granted_by.map(|client| SessionKey {
+        account: lease.account.clone(),
+        client,
+    })
 }
 
 /// The whole replicated lock state.
@@ -220,6 +112,8 @@ struct Step<'a> {
     slot: u64,
     /// Proposer wall clock, for display fields only.
     time_ms: u64,
+    /// The per-account quotas the entry carries.
+    quotas: Quotas,
     /// The call the request comes from; `None` for the cluster's own.
     claim: Option<Claim>,
     /// Where this step reports its events.
@@ -236,13 +130,24 @@ impl LockState {
         self
     }
 
-    /// Applies the request at `slot` (see [`slot`](crate::command::slot)).
-    pub fn apply(&mut self, slot: u64, request: &Request, changes: &mut Changes) -> Response {
+    /// Applies the request at `slot` (see [`slot`](crate::command::slot))
+    /// under `quotas`, the ones its entry carries.
+    pub fn apply(
+        &mut self,
+        slot: u64,
+        request: &Request,
+        quotas: &Quotas,
+        changes: &mut Changes,
+    ) -> Response {
         let Some(origin) = &request.origin else {
-            return self.execute(slot, request, changes);
+            return self.execute(slot, request, quotas, changes);
+        };
+        let key = SessionKey {
+            account: request.caller.account(),
+            client: origin.client,
         };
         let fingerprint = request.fingerprint();
-        match self.sessions.admit(origin, fingerprint, slot) {
+        match self.sessions.admit(&key, origin, fingerprint, slot, quotas) {
             Admission::Replay(reply) => {
                 // A retried wait: the retry is now the call that owns it.
                 if let (Command::Acquire { name, owner, .. }, Response::Queued { .. }) =
@@ -254,27 +159,37 @@ impl LockState {
             }
             Admission::Refuse(e) => Response::Rejected(e),
             Admission::Apply => {
-                let reply = self.execute(slot, request, changes);
-                self.sessions.record(origin, fingerprint, &reply);
+                let reply = self.execute(slot, request, quotas, changes);
+                self.sessions.record(&key, origin, fingerprint, &reply);
                 reply
             }
         }
     }
 
     /// Runs the command itself; a refusal leaves `changes` untouched.
-    fn execute(&mut self, slot: u64, request: &Request, changes: &mut Changes) -> Response {
+    fn execute(
+        &mut self,
+        slot: u64,
+        request: &Request,
+        quotas: &Quotas,
+        changes: &mut Changes,
+    ) -> Response {
         if let Err(e) = self.authorize(request) {
             return Response::Rejected(e);
         }
         let mut step = Step {
             slot,
             time_ms: request.time_ms,
+            quotas: *quotas,
             claim: request.origin.as_ref().map(Claim::of),
             changes,
         };
         let result = match &request.command {
             Command::GrantLease { ttl_ms } => self.grant_lease(*ttl_ms, request, &mut step),
             Command::RevokeLease { id } => self.revoke_lease(*id, &mut step),
+            Command::RevokeAccountLeases { account } => {
+                Ok(self.revoke_account_leases(account, &mut step))
+            }
             Command::SetLeaseTtl { id, ttl_ms } => self.leases.set_ttl(*id, *ttl_ms, &mut step),
             Command::AcquireWithTtl {
                 name,
@@ -344,11 +259,11 @@ impl LockState {
         request: &Request,
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
-        let granted_by = granted_by(request);
-        let identity = request.caller.identity.clone();
-        let response = self.leases.grant(ttl_ms, granted_by, identity, step)?;
-        if let Some(client) = granted_by {
-            self.sessions.pin(client);
+        let response = self.leases.grant(ttl_ms, grantor(request), step)?;
+        if let Response::LeaseGranted { id, .. } = &response {
+            if let Some(key) = self.leases.get(*id).and_then(granter_key) {
+                self.sessions.pin(&key);
+            }
         }
         Ok(response)
     }
@@ -360,6 +275,23 @@ impl LockState {
         let ids = BTreeSet::from([id]);
         let released = self.end_leases(&ids, EndReason::LeaseRevoked, step);
         Ok(Response::LeaseRevoked { id, released })
+    }
+
+    /// Revokes the leases of `account`, lowest ids first, at most
+    /// [`MAX_REVOKED_PER_ENTRY`] of them.
+    fn revoke_account_leases(&mut self, account: &Account, step: &mut Step<'_>) -> Response {
+        let ids: BTreeSet<LeaseId> = self
+            .leases
+            .of_account(account)
+            .take(MAX_REVOKED_PER_ENTRY)
+            .collect();
+        let released = self.end_leases(&ids, EndReason::LeaseRevoked, step);
+        let (remaining, _) = self.leases.account_use(account);
+        Response::AccountLeasesRevoked {
+            revoked: queue::count_u32(ids.len()),
+            released,
+            remaining: queue::count_u32(remaining),
+        }
     }
 
     fn expire_leases(&mut self, ids: &[LeaseId], step: &mut Step<'_>) -> Response {
@@ -386,8 +318,8 @@ impl LockState {
     ) -> u32 {
         let released = self.locks.end_leases(ids, reason, &mut self.leases, step);
         for &id in ids {
-            if let Some(client) = self.leases.remove(id).and_then(|l| l.granted_by) {
-                self.sessions.unpin(client);
+            if let Some(key) = self.leases.remove(id).as_ref().and_then(granter_key) {
+                self.sessions.unpin(&key);
             }
             step.changes.events.push(Event::LeaseEnded { id, reason });
         }
@@ -441,13 +373,27 @@ impl LockState {
             .is_some_and(|lock| lock.holders.iter().any(|h| h.fence == fence))
     }
 
-    /// A client's remembered replies.
-    pub fn client(&self, id: &Uuid) -> Option<&ClientSession> {
-        self.sessions.get(id)
+    /// The remembered replies to client `id` of `account`.
+    pub fn client(&self, account: Option<&Account>, id: &Uuid) -> Option<&ClientSession> {
+        self.sessions.get(&SessionKey {
+            account: account.cloned(),
+            client: *id,
+        })
     }
 
-    /// Every remembered client session, by client id.
-    pub fn clients(&self) -> impl Iterator<Item = (&Uuid, &ClientSession)> + '_ {
+    /// Every remembered client session, by account then client id.
+    pub fn clients(&self) -> impl Iterator<Item = (&SessionKey, &ClientSession)> + '_ {
         self.sessions.iter()
+    }
+
+    /// What `account` has: its live leases, its waiting requests and its
+    /// remembered client ids.
+    pub fn account_use(&self, account: &Account) -> AccountUse {
+        let (leases, waiters) = self.leases.account_use(account);
+        AccountUse {
+            leases,
+            waiters,
+            clients: self.sessions.count_of(account),
+        }
     }
 }

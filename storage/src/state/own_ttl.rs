@@ -4,7 +4,7 @@
 //! [`Command::AcquireWithTtl`]: crate::command::Command::AcquireWithTtl
 
 use super::acquisition::AcquireRequest;
-use super::{granted_by, LockState, Step};
+use super::{granter_key, grantor, LockState, Step};
 use crate::command::{CommandError, Mode, Request, Response};
 
 /// The fields of [`Command::AcquireWithTtl`].
@@ -26,11 +26,9 @@ impl LockState {
         request: &Request,
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
-        let granted_by = granted_by(request);
-        let identity = request.caller.identity.clone();
         let events_before = step.changes.events.len();
         let Response::LeaseGranted { id: lease, .. } =
-            self.leases.grant(hold.ttl_ms, granted_by, identity, step)?
+            self.leases.grant(hold.ttl_ms, grantor(request), step)?
         else {
             unreachable!("a lease grant answers LeaseGranted")
         };
@@ -45,8 +43,8 @@ impl LockState {
         };
         match self.locks.acquire(&acquire, &mut self.leases, step) {
             Ok(Response::Granted { fence, count }) => {
-                if let Some(client) = granted_by {
-                    self.sessions.pin(client);
+                if let Some(key) = self.leases.get(lease).and_then(granter_key) {
+                    self.sessions.pin(&key);
                 }
                 Ok(Response::GrantedWithLease {
                     lease,

@@ -3,12 +3,11 @@
 //! copying.
 
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use super::lease_table::LeaseTable;
 use super::lock_table::LockTable;
 use super::session_table::SessionTable;
-use super::{ClientSession, Lease, Lock, LockState};
+use super::{granter_key, ClientSession, Lease, Lock, LockState, SessionKey};
 
 /// Serializable form of the state, used for snapshots.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,8 +16,8 @@ pub struct StateParts {
     pub leases: Vec<Lease>,
     /// By name.
     pub locks: Vec<Lock>,
-    /// By client id.
-    pub clients: Vec<(Uuid, ClientSession)>,
+    /// By account, then client id.
+    pub clients: Vec<(SessionKey, ClientSession)>,
 }
 
 /// [`StateParts`] borrowed from a [`LockState`]: encodes exactly as
@@ -28,13 +27,13 @@ pub struct StateParts {
 pub struct StatePartsView<'a> {
     leases: Vec<&'a Lease>,
     locks: Vec<&'a Lock>,
-    clients: Vec<(&'a Uuid, &'a ClientSession)>,
+    clients: Vec<(&'a SessionKey, &'a ClientSession)>,
 }
 
 impl LockState {
     /// Rebuilds the state (and its derived indexes) from stored records.
     pub fn from_parts(parts: StateParts) -> Self {
-        let granters: Vec<Uuid> = parts.leases.iter().filter_map(|l| l.granted_by).collect();
+        let granters: Vec<SessionKey> = parts.leases.iter().filter_map(granter_key).collect();
         let mut leases = LeaseTable::from_leases(parts.leases);
         let locks = LockTable::from_locks(parts.locks, &mut leases);
         let sessions = SessionTable::from_sessions(parts.clients, granters);
@@ -53,7 +52,7 @@ impl LockState {
             clients: self
                 .sessions
                 .iter()
-                .map(|(id, s)| (*id, s.clone()))
+                .map(|(key, s)| (key.clone(), s.clone()))
                 .collect(),
         }
     }

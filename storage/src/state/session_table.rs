@@ -1,16 +1,25 @@
 //! The exactly-once reply table: per client, the replies to its recent
-//! requests, each with the [fingerprint](crate::Command::fingerprint) of
+//! requests, each with the [fingerprint](crate::Request::fingerprint) of
 //! the command it answered. A retry (same client, same sequence number,
 //! same command) gets the original answer instead of a second apply; the
 //! same request id with another command is refused.
 //!
-//! Bounded twice: at most [`MAX_REPLIES_PER_CLIENT`] replies per client (the
-//! lowest sequence numbers go first) and at most `capacity` clients
-//! ([`MAX_CLIENT_SESSIONS`]). A client that granted a live lease is
-//! *pinned*: it is never forgotten, so its retries replay however many other
-//! clients come and go. The least recently seen unpinned client is forgotten
-//! to make room, found through an index ordered by last slot rather than a
-//! scan; when every remembered client is pinned, a new client is refused.
+//! A client is a [`SessionKey`]: the account the request is charged to
+//! (identity, or source address without authentication) and the client id
+//! it sent. Two accounts using one client id have two sessions, so no
+//! account can read, advance or forget another's.
+//!
+//! Bounded three times: at most [`MAX_REPLIES_PER_CLIENT`] replies per
+//! client (the lowest sequence numbers go first), at most
+//! [`Quotas::clients`] clients per account, and at most `capacity` clients
+//! in all ([`MAX_CLIENT_SESSIONS`]). A client that granted a live lease is
+//! *pinned*: it is never forgotten, so its retries replay however many
+//! other clients come and go. To make room for a new client, the least
+//! recently seen unpinned client *of the same account* is forgotten when
+//! the account is at its quota, else the least recently seen unpinned
+//! client of all; both are found through indexes ordered by last slot
+//! rather than a scan. When every candidate is pinned, the new client is
+//! refused.
 //!
 //! A request from an unknown client whose `acked_below` is above 1 says it
 //! had replies before (the first request of a client id is numbered 1):
@@ -23,9 +32,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
-use super::{ClientSession, StoredReply};
+use super::{ClientSession, SessionKey, StoredReply};
+use crate::account::Account;
 use crate::command::{ClientSeq, CommandError, Response};
-use crate::limits::{MAX_CLIENT_SESSIONS, MAX_REPLIES_PER_CLIENT};
+use crate::limits::{Quota, Quotas, MAX_CLIENT_SESSIONS, MAX_REPLIES_PER_CLIENT};
 
 /// What to do with a request, given what its client already got.
 #[derive(Debug)]
@@ -38,17 +48,29 @@ pub(super) enum Admission {
     Apply,
 }
 
-/// Client sessions with their eviction index.
+/// The sessions of one account.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct AccountSessions {
+    /// How many it has.
+    count: usize,
+    /// (last_index, client) of those not pinned: the first is forgotten
+    /// first when the account is at its quota.
+    evictable: BTreeSet<(u64, Uuid)>,
+}
+
+/// Client sessions with their eviction indexes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct SessionTable {
     /// Every remembered client.
-    sessions: BTreeMap<Uuid, ClientSession>,
+    sessions: BTreeMap<SessionKey, ClientSession>,
     /// (last_index, client) for every session that is not pinned: the first
     /// is forgotten first.
-    evictable: BTreeSet<(u64, Uuid)>,
+    evictable: BTreeSet<(u64, SessionKey)>,
+    /// The sessions of each account that has any.
+    accounts: BTreeMap<Account, AccountSessions>,
     /// How many live leases each client granted; clients with none are
     /// absent. Derived from the lease table, never stored.
-    pins: BTreeMap<Uuid, u32>,
+    pins: BTreeMap<SessionKey, u32>,
     /// Most sessions kept.
     capacity: usize,
 }
@@ -58,6 +80,7 @@ impl Default for SessionTable {
         Self {
             sessions: BTreeMap::new(),
             evictable: BTreeSet::new(),
+            accounts: BTreeMap::new(),
             pins: BTreeMap::new(),
             capacity: MAX_CLIENT_SESSIONS,
         }
@@ -66,24 +89,25 @@ impl Default for SessionTable {
 
 impl SessionTable {
     /// The table holding `sessions`, pinned by one live lease per entry of
-    /// `granters`, with its eviction index rebuilt.
+    /// `granters`, with its eviction indexes rebuilt.
     pub(super) fn from_sessions(
-        sessions: Vec<(Uuid, ClientSession)>,
-        granters: impl IntoIterator<Item = Uuid>,
+        sessions: Vec<(SessionKey, ClientSession)>,
+        granters: impl IntoIterator<Item = SessionKey>,
     ) -> Self {
-        let mut table = Self {
-            sessions: sessions.into_iter().collect(),
-            ..Self::default()
-        };
-        for client in granters {
-            *table.pins.entry(client).or_default() += 1;
+        let mut table = Self::default();
+        for key in granters {
+            *table.pins.entry(key).or_default() += 1;
         }
-        table.evictable = table
-            .sessions
-            .iter()
-            .filter(|(id, _)| !table.pins.contains_key(id))
-            .map(|(id, s)| (s.last_index, *id))
-            .collect();
+        for (key, session) in sessions {
+            let last = session.last_index;
+            table.sessions.insert(key.clone(), session);
+            if let Some(account) = &key.account {
+                table.accounts.entry(account.clone()).or_default().count += 1;
+            }
+            if !table.pins.contains_key(&key) {
+                table.make_evictable(&key, last);
+            }
+        }
         table
     }
 
@@ -94,22 +118,34 @@ impl SessionTable {
     }
 
     /// A client's session.
-    pub(super) fn get(&self, id: &Uuid) -> Option<&ClientSession> {
-        self.sessions.get(id)
+    pub(super) fn get(&self, key: &SessionKey) -> Option<&ClientSession> {
+        self.sessions.get(key)
     }
 
-    /// Every session, by client id.
-    pub(super) fn iter(&self) -> impl Iterator<Item = (&Uuid, &ClientSession)> + '_ {
+    /// Every session, by account then client id.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&SessionKey, &ClientSession)> + '_ {
         self.sessions.iter()
     }
 
-    /// Decides whether the request at slot `index` from `origin`, whose
-    /// command has `fingerprint`, is a retry, refused, or new. Unless it is
-    /// refused, notes that the client was seen and forgets the replies it
-    /// acknowledged.
-    pub(super) fn admit(&mut self, origin: &ClientSeq, fingerprint: u64, index: u64) -> Admission {
-        let Some(session) = self.sessions.get(&origin.client) else {
-            return self.admit_new(origin, index);
+    /// How many sessions `account` has.
+    pub(super) fn count_of(&self, account: &Account) -> usize {
+        self.accounts.get(account).map_or(0, |a| a.count)
+    }
+
+    /// Decides whether the request at slot `index` from client `key`
+    /// (`origin` its request id), whose command has `fingerprint`, is a
+    /// retry, refused, or new. Unless it is refused, notes that the client
+    /// was seen and forgets the replies it acknowledged.
+    pub(super) fn admit(
+        &mut self,
+        key: &SessionKey,
+        origin: &ClientSeq,
+        fingerprint: u64,
+        index: u64,
+        quotas: &Quotas,
+    ) -> Admission {
+        let Some(session) = self.sessions.get(key) else {
+            return self.admit_new(key, origin, index, quotas);
         };
         let forgotten_below = session.forgotten_below.max(origin.acked_below);
         let admission = match session.replies.get(&origin.seq) {
@@ -125,12 +161,19 @@ impl SessionTable {
             Some(stored) => Admission::Replay(stored.response.clone()),
             None => Admission::Apply,
         };
-        self.touch(origin, index);
+        self.touch(key, origin, index);
         admission
     }
 
-    /// [`admit`](Self::admit) for a client without a session.
-    fn admit_new(&mut self, origin: &ClientSeq, index: u64) -> Admission {
+    /// [`admit`](Self::admit) for a client without a session: decides which
+    /// session, if any, to forget to make room before changing anything.
+    fn admit_new(
+        &mut self,
+        key: &SessionKey,
+        origin: &ClientSeq,
+        index: u64,
+        quotas: &Quotas,
+    ) -> Admission {
         if origin.acked_below > 1 {
             return Admission::Refuse(CommandError::SessionExpired {
                 client: origin.client,
@@ -138,22 +181,56 @@ impl SessionTable {
                 acked_below: origin.acked_below,
             });
         }
-        if self.sessions.len() >= self.capacity && !self.evict_least_recent() {
-            return Admission::Refuse(CommandError::TooManyClients(self.capacity));
+        let at_quota = key
+            .account
+            .as_ref()
+            .filter(|account| self.count_of(account) >= quotas.clients as usize);
+        let evict = match at_quota {
+            // At its quota: only one of its own clients may make room.
+            Some(account) => {
+                let own = self.accounts.get(account).and_then(|a| a.evictable.first());
+                match own {
+                    Some(&(_, client)) => Some(SessionKey {
+                        account: Some(account.clone()),
+                        client,
+                    }),
+                    None => {
+                        return Admission::Refuse(CommandError::QuotaExceeded {
+                            quota: Quota::Clients,
+                            account: account.clone(),
+                            count: self.count_of(account) as u64,
+                            limit: quotas.clients,
+                        })
+                    }
+                }
+            }
+            None if self.sessions.len() >= self.capacity => match self.evictable.first() {
+                Some((_, key)) => Some(key.clone()),
+                None => return Admission::Refuse(CommandError::TooManyClients(self.capacity)),
+            },
+            None => None,
+        };
+        if let Some(victim) = evict {
+            self.forget(&victim);
         }
-        self.touch(origin, index);
+        if let Some(account) = &key.account {
+            self.accounts.entry(account.clone()).or_default().count += 1;
+        }
+        self.touch(key, origin, index);
         Admission::Apply
     }
 
-    /// Notes that `origin`'s client was seen at slot `index` (creating its
+    /// Notes that client `key` was seen at slot `index` (creating its
     /// session) and forgets the replies it acknowledged.
-    fn touch(&mut self, origin: &ClientSeq, index: u64) {
-        let id = origin.client;
-        let session = self.sessions.entry(id).or_default();
-        if !self.pins.contains_key(&id) {
-            self.evictable.remove(&(session.last_index, id));
-            self.evictable.insert((index, id));
+    fn touch(&mut self, key: &SessionKey, origin: &ClientSeq, index: u64) {
+        let last = self.sessions.get(key).map(|s| s.last_index);
+        if !self.pins.contains_key(key) {
+            if let Some(last) = last {
+                self.make_unevictable(key, last);
+            }
+            self.make_evictable(key, index);
         }
+        let session = self.sessions.entry(key.clone()).or_default();
         session.last_index = index;
         if origin.acked_below > session.forgotten_below {
             session.forgotten_below = origin.acked_below;
@@ -162,8 +239,14 @@ impl SessionTable {
     }
 
     /// Stores the reply to a request [`admit`](Self::admit) let through.
-    pub(super) fn record(&mut self, origin: &ClientSeq, fingerprint: u64, response: &Response) {
-        let Some(session) = self.sessions.get_mut(&origin.client) else {
+    pub(super) fn record(
+        &mut self,
+        key: &SessionKey,
+        origin: &ClientSeq,
+        fingerprint: u64,
+        response: &Response,
+    ) {
+        let Some(session) = self.sessions.get_mut(key) else {
             // Unreachable: admit() created the session in this same step.
             return;
         };
@@ -179,40 +262,66 @@ impl SessionTable {
         }
     }
 
-    /// Notes that `client` granted a lease that is now live: its session is
-    /// kept until the lease ends.
-    pub(super) fn pin(&mut self, client: Uuid) {
-        let count = self.pins.entry(client).or_default();
+    /// Notes that client `key` granted a lease that is now live: its
+    /// session is kept until the lease ends.
+    pub(super) fn pin(&mut self, key: &SessionKey) {
+        let count = self.pins.entry(key.clone()).or_default();
         *count += 1;
         if *count == 1 {
-            if let Some(session) = self.sessions.get(&client) {
-                self.evictable.remove(&(session.last_index, client));
+            if let Some(last) = self.sessions.get(key).map(|s| s.last_index) {
+                self.make_unevictable(key, last);
             }
         }
     }
 
-    /// Notes that a lease `client` granted ended.
-    pub(super) fn unpin(&mut self, client: Uuid) {
-        let Some(count) = self.pins.get_mut(&client) else {
+    /// Notes that a lease client `key` granted ended.
+    pub(super) fn unpin(&mut self, key: &SessionKey) {
+        let Some(count) = self.pins.get_mut(key) else {
             // Unreachable: every live lease with a granter pinned it.
             return;
         };
         *count -= 1;
         if *count == 0 {
-            self.pins.remove(&client);
-            if let Some(session) = self.sessions.get(&client) {
-                self.evictable.insert((session.last_index, client));
+            self.pins.remove(key);
+            if let Some(last) = self.sessions.get(key).map(|s| s.last_index) {
+                self.make_evictable(key, last);
             }
         }
     }
 
-    /// Forgets the unpinned client seen least recently; `false` when every
-    /// client is pinned.
-    fn evict_least_recent(&mut self) -> bool {
-        let Some((_, id)) = self.evictable.pop_first() else {
-            return false;
+    /// Forgets an unpinned client.
+    fn forget(&mut self, key: &SessionKey) {
+        let Some(session) = self.sessions.remove(key) else {
+            return;
         };
-        self.sessions.remove(&id);
-        true
+        self.make_unevictable(key, session.last_index);
+        if let Some(account) = &key.account {
+            if let Some(sessions) = self.accounts.get_mut(account) {
+                sessions.count = sessions.count.saturating_sub(1);
+                if sessions.count == 0 {
+                    self.accounts.remove(account);
+                }
+            }
+        }
+    }
+
+    /// Lists client `key`, last seen at `last`, as one that may be forgotten.
+    fn make_evictable(&mut self, key: &SessionKey, last: u64) {
+        self.evictable.insert((last, key.clone()));
+        if let Some(account) = &key.account {
+            let sessions = self.accounts.entry(account.clone()).or_default();
+            sessions.evictable.insert((last, key.client));
+        }
+    }
+
+    /// Takes client `key`, last seen at `last`, off the lists of those that
+    /// may be forgotten.
+    fn make_unevictable(&mut self, key: &SessionKey, last: u64) {
+        self.evictable.remove(&(last, key.clone()));
+        if let Some(account) = &key.account {
+            if let Some(sessions) = self.accounts.get_mut(account) {
+                sessions.evictable.remove(&(last, key.client));
+            }
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! Client authentication and roles on a real 3-node cluster: every RPC
+//! Client authentication, roles and quotas on a real 3-node cluster: every RPC
 //! without a known identity is refused `UNAUTHENTICATED`; a client whose
 //! roles do not cover a name, or who acts through another identity's lease,
 //! or calls an operator RPC without the admin role, is refused
@@ -26,7 +26,9 @@ use tonic::{Code, Status};
 
 use crate::cluster::{test_config, TestCluster};
 
+mod quotas;
 mod raw;
+mod sessions;
 use raw::{victim, Raw};
 
 const JOBS_TOKEN: &str = "jobs-token-0123456789";

@@ -132,6 +132,15 @@ impl Raw {
             reply.ok_or_else(|| Status::unknown("stream ended without a reply"))
         });
         call!(
+            "Lease.RevokeAll",
+            self.lease().revoke_all(self.req(pb::LeaseRevokeAllRequest {
+                request_id: None,
+                account: Some(pb::lease_revoke_all_request::Account::Identity(
+                    "jobs".into()
+                )),
+            }))
+        );
+        call!(
             "Lease.TimeToLive",
             self.lease()
                 .time_to_live(self.req(pb::LeaseTimeToLiveRequest {

@@ -4,12 +4,14 @@
 //! identity. Each test's doc says how it fails without the defence.
 
 use super::*;
+use crate::account::Account;
 use crate::command::Caller;
 
 fn caller(identity: &str) -> Caller {
     Caller {
         identity: Some(identity.into()),
         admin: false,
+        source: None,
     }
 }
 
@@ -17,6 +19,7 @@ fn admin(identity: &str) -> Caller {
     Caller {
         identity: Some(identity.into()),
         admin: true,
+        source: None,
     }
 }
 
@@ -166,12 +169,14 @@ fn force_release_needs_admin() {
     assert_eq!(done, Response::ForceReleased { holders: 1 });
 }
 
-/// A request id replayed by another identity with the same command is a
-/// reused id, not a retry: it is refused instead of being answered the
-/// owner's stored reply (its fence). Without the identity in the
+/// A request id replayed by another identity with the same command is that
+/// identity's own request, in a session of its own: it is applied as such
+/// (here refused: the lease is billing's), never answered the owner's
+/// stored reply (its fence), and the owner's retry still replays. Without
+/// sessions keyed by account, and before that the identity in the
 /// fingerprint, "mallory" is answered `Granted` with "billing"'s fence.
 #[test]
-fn a_request_id_cannot_be_replayed_by_another_identity() {
+fn a_request_id_replayed_by_another_identity_is_its_own_request() {
     let mut h = Harness::new();
     let client = Uuid::from_u128(42);
     let lease = h.lease_of(&caller("billing"));
@@ -188,10 +193,12 @@ fn a_request_id_cannot_be_replayed_by_another_identity() {
     assert!(
         matches!(
             replayed,
-            Response::Rejected(CommandError::RequestIdReused { .. })
+            Response::Rejected(CommandError::PermissionDenied(_))
         ),
         "{replayed:?}"
     );
+    let mallory = Account::Identity("mallory".into());
+    assert!(h.state.client(Some(&mallory), &client).is_some());
     // The owner's own retry still gets its reply.
     let (retry, _) = h.run_request(by("billing"));
     assert_eq!(retry, first);

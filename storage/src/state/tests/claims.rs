@@ -151,6 +151,7 @@ fn claims_survive_a_snapshot() {
             time_ms: 0,
             command: server_cancel("m", "w", &origin(1, 0)),
         },
+        &h.quotas,
         &mut changes,
     );
     assert_eq!(reply, cancelled(CancelOutcome::Superseded));

@@ -137,7 +137,10 @@ fn a_flood_of_fresh_clients_cannot_evict_a_client_with_a_live_lease() {
 
     flood(&mut h, 1_000, CAPACITY + 10);
     assert_eq!(h.state.clients().count(), CAPACITY, "the bound holds");
-    assert!(h.state.client(&c).is_some(), "the holder was forgotten");
+    assert!(
+        h.state.client(None, &c).is_some(),
+        "the holder was forgotten"
+    );
 
     let (retry, changes) = h.run_as(seq(c, 2, 2), take);
     assert_eq!(retry, granted, "the retry must replay");
@@ -170,8 +173,8 @@ fn a_table_full_of_live_clients_refuses_new_ones() {
     h.run_as(seq(third, 2, 2), Command::RevokeLease { id: leases[2] });
     let (reply, _) = h.run_as(seq(newcomer, 1, 1), noop());
     assert!(!matches!(reply, Response::Rejected(_)), "{reply:?}");
-    assert!(h.state.client(&third).is_none());
-    assert!(h.state.client(&newcomer).is_some());
+    assert!(h.state.client(None, &third).is_none());
+    assert!(h.state.client(None, &newcomer).is_some());
     assert_eq!(h.state.clients().count(), CAPACITY);
 }
 
@@ -191,7 +194,10 @@ fn a_retry_from_a_forgotten_client_is_refused_not_applied() {
     assert!(matches!(granted, Response::Granted { count: 1, .. }));
 
     flood(&mut h, 1_000, CAPACITY);
-    assert!(h.state.client(&d).is_none(), "the flood forgot the client");
+    assert!(
+        h.state.client(None, &d).is_none(),
+        "the flood forgot the client"
+    );
     let expired = assert_refused(&mut h, seq(d, 2, 2), take_y);
     assert_eq!(
         expired,
@@ -205,7 +211,7 @@ fn a_retry_from_a_forgotten_client_is_refused_not_applied() {
     // Its later requests are refused too: the client id is spent.
     let later = assert_refused(&mut h, seq(d, 3, 3), release("y", "d"));
     assert!(matches!(later, CommandError::SessionExpired { .. }));
-    assert!(h.state.client(&d).is_none());
+    assert!(h.state.client(None, &d).is_none());
 }
 
 /// A new client id whose first request to arrive is not its first (requests
@@ -246,16 +252,19 @@ fn pins_follow_the_leases_and_survive_a_reload() {
     h.state = reloaded;
 
     flood(&mut h, 1_000, CAPACITY);
-    assert!(h.state.client(&c).is_some(), "pinned by its live lease");
     assert!(
-        h.state.client(&anonymous).is_none(),
+        h.state.client(None, &c).is_some(),
+        "pinned by its live lease"
+    );
+    assert!(
+        h.state.client(None, &anonymous).is_none(),
         "anonymous pins nothing"
     );
 
     h.run(Command::ExpireLeases { ids: vec![l] });
     flood(&mut h, 2_000, CAPACITY);
     assert!(
-        h.state.client(&c).is_none(),
+        h.state.client(None, &c).is_none(),
         "unpinned once its lease ended"
     );
 }

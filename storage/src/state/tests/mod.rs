@@ -8,6 +8,7 @@ mod leases;
 mod lock_delay;
 mod locks;
 mod own_ttl;
+mod quotas;
 mod random;
 mod rejections;
 mod sessions;
@@ -17,15 +18,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
 use super::queue::Occupancy;
-use super::{Changes, ClientSession, LockState, StateParts, StoredReply};
+use super::{AccountUse, Changes, ClientSession, LockState, SessionKey, StateParts, StoredReply};
+use crate::account::Account;
 use crate::command::{Claim, ClientSeq, Command, CommandError, LeaseId, Mode, Request, Response};
 use crate::event::Event;
+use crate::limits::Quotas;
 
 /// A state plus the next log index to apply at.
 struct Harness {
     state: LockState,
     /// Index of the last applied entry.
     index: u64,
+    /// The quotas every entry carries.
+    quotas: Quotas,
 }
 
 impl Harness {
@@ -33,6 +38,7 @@ impl Harness {
         Self {
             state: LockState::default(),
             index: 0,
+            quotas: Quotas::default(),
         }
     }
 
@@ -41,6 +47,7 @@ impl Harness {
         Self {
             state: LockState::default().with_client_capacity(capacity),
             index: 0,
+            quotas: Quotas::default(),
         }
     }
 
@@ -67,7 +74,9 @@ impl Harness {
     fn run_request(&mut self, request: Request) -> (Response, Changes) {
         self.index += 1;
         let mut changes = Changes::default();
-        let reply = self.state.apply(self.index, &request, &mut changes);
+        let reply = self
+            .state
+            .apply(self.index, &request, &self.quotas, &mut changes);
         for event in &changes.events {
             if let Event::Granted { fence, .. } = event {
                 assert_eq!(*fence, self.index, "a grant's fence is its entry's index");
@@ -178,10 +187,14 @@ fn grants(changes: &Changes) -> Vec<(String, String)> {
 /// keeping client order as [`LockState::to_parts`] lists them: what a step
 /// that only touched that one session should leave.
 fn set_session(parts: &mut StateParts, id: Uuid, session: Option<ClientSession>) {
-    parts.clients.retain(|(client, _)| *client != id);
+    let key = SessionKey {
+        account: None,
+        client: id,
+    };
+    parts.clients.retain(|(k, _)| *k != key);
     if let Some(session) = session {
-        parts.clients.push((id, session));
-        parts.clients.sort_by_key(|(client, _)| *client);
+        parts.clients.push((key, session));
+        parts.clients.sort_by(|a, b| a.0.cmp(&b.0));
     }
 }
 
@@ -289,5 +302,31 @@ fn check_invariants(state: &LockState) {
     for id in &live {
         let want = expected.remove(id).unwrap_or_default();
         assert_eq!(state.lease_attachments(*id), want, "lease {id} index");
+    }
+    check_account_use(state);
+}
+
+/// What each account holds, counted afresh, is what the state's indexes
+/// say.
+fn check_account_use(state: &LockState) {
+    let mut counted: BTreeMap<Account, AccountUse> = BTreeMap::new();
+    let account_of = |lease: LeaseId| state.lease(lease).and_then(|l| l.account.clone());
+    for lease in state.leases() {
+        if let Some(account) = &lease.account {
+            counted.entry(account.clone()).or_default().leases += 1;
+        }
+    }
+    for waiter in state.locks().flat_map(|l| &l.waiters) {
+        if let Some(account) = account_of(waiter.lease) {
+            counted.entry(account).or_default().waiters += 1;
+        }
+    }
+    for (key, _) in state.clients() {
+        if let Some(account) = &key.account {
+            counted.entry(account.clone()).or_default().clients += 1;
+        }
+    }
+    for (account, usage) in &counted {
+        assert_eq!(&state.account_use(account), usage, "{account}");
     }
 }

@@ -1,10 +1,30 @@
-//! Random command sequences: invariants after every step, retries replay,
-//! and a state rebuilt from its parts behaves exactly like the original.
+//! Random command sequences from two source addresses under small quotas:
+//! invariants after every step (quotas included), retries replay, and a
+//! state rebuilt from its parts behaves exactly like the original.
+
+use std::net::IpAddr;
 
 use uuid::Uuid;
 
 use super::*;
+use crate::command::Caller;
 use crate::state::StateParts;
+
+/// The quotas every step runs under: small, so they are met often.
+const QUOTAS: Quotas = Quotas {
+    leases: 2,
+    clients: 100,
+    waiters: 3,
+};
+
+/// The callers: two source addresses, and the cluster itself.
+fn callers() -> [Caller; 3] {
+    let from = |host: u8| Caller {
+        source: Some(IpAddr::from([10, 0, 0, host])),
+        ..Caller::default()
+    };
+    [from(1), from(2), Caller::default()]
+}
 
 /// xorshift64*: deterministic, no dependency.
 struct Rng(u64);
@@ -94,6 +114,9 @@ fn random_command(rng: &mut Rng, live: &[LeaseId], ever: &[LeaseId]) -> Command 
             }),
         },
         88..=91 => Command::ForceRelease { name },
+        92..=93 => Command::RevokeAccountLeases {
+            account: Account::source(IpAddr::from([10, 0, 0, 1 + rng.below(2) as u8])),
+        },
         _ => Command::Proclaim {
             name,
             owner,
@@ -147,6 +170,8 @@ fn check_reuse(
 fn run_seed(seed: u64, steps: usize) {
     let mut rng = Rng(seed);
     let mut h = Harness::new();
+    h.quotas = QUOTAS;
+    let callers = callers();
     let mut shadow = LockState::default();
     let mut leases: Vec<LeaseId> = Vec::new();
     let mut max_fence: BTreeMap<String, u64> = BTreeMap::new();
@@ -185,9 +210,14 @@ fn run_seed(seed: u64, steps: usize) {
                     anonymous: false,
                 }
             });
+            // Each client from its own address; the others from any.
+            let caller = match who {
+                0 | 1 => callers[who].clone(),
+                _ => rng.pick(&callers).clone(),
+            };
             Request {
                 origin,
-                caller: Default::default(),
+                caller,
                 time_ms: step as u64,
                 command,
             }
@@ -196,7 +226,7 @@ fn run_seed(seed: u64, steps: usize) {
         let (reply, changes) = h.run_request(request.clone());
 
         let mut shadow_changes = Changes::default();
-        let shadow_reply = shadow.apply(h.index, &request, &mut shadow_changes);
+        let shadow_reply = shadow.apply(h.index, &request, &h.quotas, &mut shadow_changes);
         assert_eq!(
             shadow_reply, reply,
             "step {step}: rebuilt state answered differently"
@@ -222,6 +252,17 @@ fn run_seed(seed: u64, steps: usize) {
 
         if let Response::LeaseGranted { id, .. } = reply {
             leases.push(id);
+        }
+        for account in callers.iter().filter_map(Caller::account) {
+            let usage = h.state.account_use(&account);
+            assert!(
+                usage.leases <= QUOTAS.leases as usize,
+                "step {step}: {usage:?}"
+            );
+            assert!(
+                usage.waiters <= u64::from(QUOTAS.waiters),
+                "step {step}: {usage:?}"
+            );
         }
         if let Response::Granted { fence, .. } = reply {
             if let Command::Acquire { name, owner, .. } = &request.command {

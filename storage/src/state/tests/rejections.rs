@@ -202,7 +202,7 @@ fn too_many_waiters() {
             command: acquire("m", &format!("w{i}"), l, Mode::Exclusive, true),
         };
         h.index += 1;
-        h.state.apply(h.index, &request, &mut changes);
+        h.state.apply(h.index, &request, &h.quotas, &mut changes);
     }
     assert_eq!(h.waiters("m").len(), MAX_WAITERS_PER_LOCK);
     let e = assert_refused(&mut h, acquire("m", "late", l, Mode::Exclusive, true));
@@ -228,6 +228,7 @@ fn too_many_leases() {
             granted_at_ms: 0,
             granted_by: None,
             identity: None,
+            account: None,
         })
         .collect();
     let mut h = Harness::new();
@@ -244,7 +245,9 @@ fn too_many_leases() {
         time_ms: 0,
         command: Command::GrantLease { ttl_ms: 1_000 },
     };
-    let reply = h.state.apply(h.index + 1, &request, &mut changes);
+    let reply = h
+        .state
+        .apply(h.index + 1, &request, &h.quotas, &mut changes);
     assert_eq!(
         reply,
         Response::Rejected(CommandError::TooManyLeases(MAX_LEASES))

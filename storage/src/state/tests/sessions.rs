@@ -23,7 +23,7 @@ fn a_retried_release_is_applied_once() {
     assert_eq!(retry, first);
     assert!(changes.events.is_empty());
     // Only the client's last-seen slot moves.
-    let session = expected.clients.iter().find(|(id, _)| *id == c);
+    let session = expected.clients.iter().find(|(key, _)| key.client == c);
     let session = session.map(|(_, s)| ClientSession {
         last_index: h.index,
         ..s.clone()
@@ -73,7 +73,7 @@ fn acked_replies_are_pruned_and_older_retries_are_stale() {
         h.run_as(seq(c, s, 0), Command::GrantLease { ttl_ms: 1_000 });
     }
     h.run_as(seq(c, 4, 3), Command::GrantLease { ttl_ms: 1_000 });
-    let session = h.state.client(&c).cloned().unwrap_or_default();
+    let session = h.state.client(None, &c).cloned().unwrap_or_default();
     assert_eq!(session.forgotten_below, 3);
     assert_eq!(session.replies.keys().copied().collect::<Vec<_>>(), [3, 4]);
     assert_eq!(session.last_index, h.index);
@@ -92,7 +92,7 @@ fn acked_replies_are_pruned_and_older_retries_are_stale() {
     );
     assert!(!h
         .state
-        .client(&c)
+        .client(None, &c)
         .is_some_and(|s| s.replies.contains_key(&1)));
     // Still remembered: a retry of 3 replays.
     let (replayed, _) = h.run_as(seq(c, 3, 3), Command::GrantLease { ttl_ms: 1_000 });
@@ -113,7 +113,7 @@ fn replies_per_client_are_bounded() {
     for s in 0..n {
         h.run_as(seq(c, s, 0), Command::ExpireLeases { ids: vec![] });
     }
-    let session = h.state.client(&c).cloned().unwrap_or_default();
+    let session = h.state.client(None, &c).cloned().unwrap_or_default();
     assert_eq!(session.replies.len(), MAX_REPLIES_PER_CLIENT);
     assert_eq!(session.forgotten_below, 2);
     let (stale, _) = h.run_as(seq(c, 1, 0), Command::ExpireLeases { ids: vec![] });
@@ -132,21 +132,22 @@ fn the_least_recently_seen_client_is_evicted() {
         time_ms: 0,
         command: Command::ExpireLeases { ids: vec![] },
     };
+    let quotas = Quotas::default();
     let mut index = 0;
     for client in 0..CAPACITY as u128 {
         index += 1;
-        state.apply(index, &noop(client), &mut Changes::default());
+        state.apply(index, &noop(client), &quotas, &mut Changes::default());
     }
     // Client 0 is seen again, so client 1 is now the least recent.
     index += 1;
-    state.apply(index, &noop(0), &mut Changes::default());
+    state.apply(index, &noop(0), &quotas, &mut Changes::default());
     let mut expected = state.to_parts();
     index += 1;
     let newcomer = CAPACITY as u128;
-    let reply = state.apply(index, &noop(newcomer), &mut Changes::default());
-    assert!(state.client(&Uuid::from_u128(1)).is_none());
-    assert!(state.client(&Uuid::from_u128(0)).is_some());
-    assert!(state.client(&Uuid::from_u128(newcomer)).is_some());
+    let reply = state.apply(index, &noop(newcomer), &quotas, &mut Changes::default());
+    assert!(state.client(None, &Uuid::from_u128(1)).is_none());
+    assert!(state.client(None, &Uuid::from_u128(0)).is_some());
+    assert!(state.client(None, &Uuid::from_u128(newcomer)).is_some());
     assert_eq!(state.clients().count(), CAPACITY);
     // Exactly client 1 went and the newcomer came; no other session moved.
     set_session(&mut expected, Uuid::from_u128(1), None);
