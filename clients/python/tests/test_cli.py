@@ -56,7 +56,11 @@ def raftlock_cmd(*args: str, timeout: float = 60) -> subprocess.CompletedProcess
 
 
 def port_taken(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:`port`. SO_REUSEADDR, as the
+    server's own listener: connections of an earlier server in TIME_WAIT do
+    not count."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
