@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# The Python package's checks: builds and installs it with pip as a user
-# would (`pip install ./clients/python[grelmicro]`, which runs maturin and
-# cargo), then ruff, mypy and pytest against real 3-node clusters of the
-# workspace's `raftlock` binary. Needs only the Rust toolchain, CPython >= 3.10
-# and PyPI; the venv lives in clients/python/.venv.
+# The Python package's checks, on the wheel a user installs:
+#   1. builds it once, as a user would: `pip wheel ./clients/python` (maturin,
+#      cargo and zig: one abi3 manylinux2014 wheel), and checks its platform
+#      tag with auditwheel;
+#   2. with no Rust toolchain on PATH from here on: a source build stops
+#      with a message naming the wheel (no toolchain download); the wheel
+#      installs with `pip install --no-index`; ruff, mypy and pytest run
+#      against the installed package, the test clusters served by the
+#      wheel's own `raftlock` command;
+#   3. the same wheel on every other CPython 3.10+ that pyenv (or PATH)
+#      has: install, import, and the `raftlock` command's tests.
+# Needs the Rust toolchain, CPython >= 3.10 and PyPI; the venv lives in
+# clients/python/.venv, the wheel in $CARGO_TARGET_DIR/python-wheel.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cd "$here"
+target=${CARGO_TARGET_DIR:-$repo/target}
 
 python=${PYTHON:-python3}
 # The machines come with CPython; install Debian's if one does not.
@@ -18,28 +27,154 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
-# Pinned: the versions these checks were written against (cryptography
-# makes an expired client certificate for a test).
+# Pinned: the versions these checks were written against (README.md,
+# "Versions"; cryptography makes an expired client certificate for a test).
+test_tools=('pytest==9.2.0' 'pytest-asyncio==1.5.0' 'pytest-timeout==2.4.0')
 .venv/bin/pip install --quiet --upgrade pip
-.venv/bin/pip install --quiet \
-  'maturin==1.16.0' 'pytest==9.2.0' 'pytest-asyncio==1.5.0' 'pytest-timeout==2.4.0' \
-  'ruff==0.17.6' 'mypy==2.4.1' 'cryptography==48.0.0'
+.venv/bin/pip install --quiet "${test_tools[@]}" \
+  'maturin==1.16.0' 'ruff==0.17.6' 'mypy==2.4.1' 'cryptography==48.0.0' 'auditwheel==6.8.2'
 
-echo "== pip install ./clients/python[grelmicro]"
-# The workspace's target dir, so cargo reuses what the Rust build made.
-CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target} \
-  .venv/bin/pip install --quiet --force-reinstall "$here[grelmicro]"
-(cd /tmp && "$here/.venv/bin/python" -c 'import raftlock, raftlock.asyncio, raftlock.redis, raftlock.grelmicro')
+# PATH without any directory that holds cargo or rustc: a machine with no
+# Rust toolchain, as the wheel's users have.
+no_rust_path=
+IFS=: read -ra path_dirs <<<"$PATH"
+for dir in "${path_dirs[@]}"; do
+  if [ -n "$dir" ] && [ ! -x "$dir/cargo" ] && [ ! -x "$dir/rustc" ]; then
+    no_rust_path=${no_rust_path:+$no_rust_path:}$dir
+  fi
+done
+without_rust() { env PATH="$no_rust_path" "$@"; }
+
+# The requirements of the wheel's extra $2 (from its METADATA), so they can
+# come from PyPI while the wheel itself installs with --no-index.
+extra_requirements() {
+  .venv/bin/python - "$1" "$2" <<'EOF'
+import sys, zipfile
+from email.parser import Parser
+
+wheel, extra = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+    headers = Parser().parsestr(z.read(meta).decode())
+for requirement in headers.get_all("Requires-Dist") or []:
+    spec, _, marker = requirement.partition(";")
+    if marker.replace('"', "'").split() == ["extra", "==", f"'{extra}'"]:
+        print(spec.strip())
+EOF
+}
+
+echo "== pip wheel ./clients/python (maturin, cargo, zig)"
+started=$SECONDS
+dist="$target/python-wheel"
+rm -rf "$dist"
+CARGO_TARGET_DIR=$target .venv/bin/pip wheel --quiet --no-deps --wheel-dir "$dist" "$here"
+wheels=("$dist"/raftlock-*.whl)
+if [ "${#wheels[@]}" -ne 1 ]; then
+  echo "expected one wheel in $dist, found: ${wheels[*]}" >&2
+  exit 1
+fi
+wheel=${wheels[0]}
+echo "   $(basename "$wheel"), $(du -k "$wheel" | cut -f1) KiB, built in $((SECONDS - started)) s"
+
+echo "== auditwheel show"
+shown=$(.venv/bin/auditwheel show "$wheel")
+echo "$shown" | sed 's/^/   /'
+# The platform tag auditwheel finds the wheel consistent with is one of
+# those in its file name.
+accepted=$(tr -d '\n' <<<"$shown" | sed -n 's/.*consistent with the following platform tag: *"\([^"]*\)".*/\1/p')
+tags=$(basename "$wheel" .whl | rev | cut -d- -f1 | rev)
+if [ -z "$accepted" ] || [[ ".$tags." != *".$accepted."* ]]; then
+  echo "auditwheel accepts ${accepted:-no tag}, the wheel is tagged $tags" >&2
+  exit 1
+fi
+
+echo "== no Rust toolchain on PATH from here on"
+if without_rust sh -c 'command -v cargo || command -v rustc'; then
+  echo "cargo or rustc is still on PATH" >&2
+  exit 1
+fi
+
+echo "== a source build without Rust stops and names the wheel"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+if without_rust .venv/bin/pip wheel --no-deps --wheel-dir "$scratch" "$here" >"$scratch/log" 2>&1; then
+  echo "pip wheel built without cargo" >&2
+  exit 1
+fi
+if ! grep -q "pip install raftlock-.*-abi3-manylinux.*\.whl" "$scratch/log" \
+  || grep -qi "installing into a temporary directory\|puccinialin" "$scratch/log"; then
+  cat "$scratch/log" >&2
+  echo "the failed source build did not name the wheel, or fetched Rust" >&2
+  exit 1
+fi
+grep "needs the Rust toolchain" "$scratch/log" | sed 's/^ */   /'
+
+# Installs the wheel into the venv $1 with --no-index, with its [grelmicro]
+# extra where grelmicro's pinned versions install on that Python (their
+# requirements from PyPI first); sets `imports` to the modules to import and
+# `skip_grelmicro` to pytest's arguments for leaving grelmicro's tests out.
+mapfile -t grelmicro < <(extra_requirements "$wheel" grelmicro)
+install_wheel() {
+  local venv=$1
+  if "$venv/bin/pip" show --quiet raftlock 2>/dev/null; then
+    "$venv/bin/pip" uninstall --quiet --yes raftlock
+  fi
+  imports='import raftlock, raftlock.asyncio, raftlock.redis'
+  if "$venv/bin/pip" install --quiet "${grelmicro[@]}" >/dev/null 2>&1; then
+    echo "   pip install --no-index $(basename "$wheel")[grelmicro]"
+    without_rust "$venv/bin/pip" install --quiet --no-index "$wheel[grelmicro]"
+    imports="$imports, raftlock.grelmicro"
+    skip_grelmicro=()
+  else
+    echo "   pip install --no-index $(basename "$wheel") (${grelmicro[*]} does not install on this Python)"
+    without_rust "$venv/bin/pip" install --quiet --no-index "$wheel"
+    skip_grelmicro=(--ignore "$here/tests/test_grelmicro.py")
+  fi
+  (cd /tmp && without_rust "$venv/bin/python" -c "$imports")
+  without_rust "$venv/bin/raftlock" --version
+}
+
+echo "== install the wheel"
+install_wheel "$here/.venv"
 
 echo "== ruff"
-.venv/bin/ruff format --check python tests
-.venv/bin/ruff check python tests
+without_rust .venv/bin/ruff format --check python tests build_backend
+without_rust .venv/bin/ruff check python tests build_backend
 
 echo "== mypy --strict"
-.venv/bin/mypy python
+without_rust .venv/bin/mypy python build_backend
 
-echo "== pytest"
-cargo build --quiet --bin raftlock --manifest-path "$repo/Cargo.toml"
-export RAFTLOCK_BIN=${RAFTLOCK_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/raftlock}
+main_version=$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+echo "== pytest on CPython $main_version, clusters of the wheel's raftlock"
 # Against the installed package, not the source tree.
-.venv/bin/pytest -q -p no:cacheprovider --rootdir "$here" "$here/tests" "$@"
+without_rust env RAFTLOCK_BIN="$here/.venv/bin/raftlock" \
+  .venv/bin/pytest -q -p no:cacheprovider --rootdir "$here" "${skip_grelmicro[@]}" "$here/tests" "$@"
+
+# Each other CPython 3.10+: pyenv's newest of each minor version, else
+# python3.N on PATH.
+interpreter() {
+  local minor=$1 found=
+  if command -v pyenv >/dev/null; then
+    found=$(find "$(pyenv root)/versions" -maxdepth 3 -path "*/versions/3.$minor.*/bin/python3.$minor" \
+      2>/dev/null | sort -V | tail -n 1)
+  fi
+  [ -n "$found" ] || found=$(command -v "python3.$minor" || true)
+  echo "$found"
+}
+for minor in 10 11 12 13; do
+  [ "3.$minor" != "$main_version" ] || continue
+  py=$(interpreter "$minor")
+  if [ -z "$py" ]; then
+    echo "== CPython 3.$minor: not on this machine, skipped"
+    continue
+  fi
+  echo "== CPython 3.$minor ($py): install the wheel, import, tests/test_cli.py"
+  venv="$scratch/venv-3.$minor"
+  "$py" -m venv "$venv"
+  "$venv/bin/pip" install --quiet --upgrade pip
+  "$venv/bin/pip" install --quiet "${test_tools[@]}"
+  install_wheel "$venv"
+  without_rust env RAFTLOCK_BIN="$venv/bin/raftlock" \
+    "$venv/bin/pytest" -q -p no:cacheprovider --rootdir "$here" "$here/tests/test_cli.py"
+  rm -rf "$venv"
+done

@@ -6,7 +6,8 @@
 //! - **Ready**: live, it knows a leader that is a member, has heard from
 //!   it lately (a leader: from a quorum; a follower: from the leader — with
 //!   PreVote a follower cut off from the leader keeps naming it, and a
-//!   leader cut off from the others does not step down at once), and this
+//!   leader cut off from the others does not step down at once; the only
+//!   voter of a one-node cluster is its own quorum), and this
 //!   node has applied its log up to at most [`READY_MAX_LAG`] entries
 //!   behind the end of its log.
 
@@ -77,6 +78,15 @@ impl Replica {
         let m = self.raft.metrics().borrow_watched().clone();
         let lag = health.last_log_index.saturating_sub(health.applied_index);
         let silence_limit = self.config.election_timeout * QUORUM_SILENCE_TIMEOUTS;
+        // A leader that is the only voter is its own quorum. Nobody acks
+        // it, so openraft's `last_quorum_acked` stays at its last write: an
+        // idle one-node cluster would turn unready after four election
+        // timeouts.
+        let sole_voter = m
+            .membership_config
+            .membership()
+            .voter_ids()
+            .all(|voter| voter == self.id);
         health.reason = match m.current_leader {
             None => "no leader known (an election is under way, or this node is cut off \
                      from a quorum)"
@@ -87,6 +97,7 @@ impl Replica {
             Some(_) if lag > READY_MAX_LAG => {
                 format!("{lag} log entries not applied yet (ready at {READY_MAX_LAG} or fewer)")
             }
+            Some(_) if m.state == ServerState::Leader && sole_voter => String::new(),
             Some(_) if m.state == ServerState::Leader => {
                 match m.last_quorum_acked.map(|at| at.elapsed()) {
                     Some(silence) if silence <= silence_limit => String::new(),

@@ -3,10 +3,10 @@
 //! it (the format is in [`crate::auth::policy`]).
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use uuid::Uuid;
 
+use super::EXIT_SUCCESS;
 use crate::auth::policy::{token_sha256, Policy};
 
 /// `raftlock auth ...`
@@ -39,7 +39,7 @@ enum AuthCommand {
 }
 
 /// Runs `raftlock auth ...`.
-pub fn run(args: AuthArgs) -> Result<ExitCode, String> {
+pub fn run(args: AuthArgs) -> Result<u8, String> {
     match args.command {
         AuthCommand::CreateToken { user, roles } => {
             if user.is_empty() || user.contains('"') || user.contains('\\') {
@@ -60,7 +60,7 @@ pub fn run(args: AuthArgs) -> Result<ExitCode, String> {
             out!("name = {user:?}");
             out!("token_sha256 = \"{}\"", token_sha256(&token));
             out!("roles = [{roles}]");
-            Ok(ExitCode::SUCCESS)
+            Ok(EXIT_SUCCESS)
         }
         AuthCommand::Check { auth_file } => {
             let policy = Policy::load(&auth_file)?;
@@ -71,7 +71,7 @@ pub fn run(args: AuthArgs) -> Result<ExitCode, String> {
                 users.len(),
                 users.into_iter().collect::<Vec<_>>().join(", ")
             );
-            Ok(ExitCode::SUCCESS)
+            Ok(EXIT_SUCCESS)
         }
     }
 }

@@ -4,8 +4,8 @@
 //! authenticates peers without a CA.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
+use super::EXIT_SUCCESS;
 use crate::certs;
 
 /// `raftlock certs ...`
@@ -76,7 +76,7 @@ enum CertsCommand {
     },
 }
 
-pub fn run(args: CertsArgs) -> Result<ExitCode, String> {
+pub fn run(args: CertsArgs) -> Result<u8, String> {
     let written = match &args.command {
         CertsCommand::CreateJoinToken { out } => return create_join_token(out.as_deref()),
         CertsCommand::CreateCa { target } => certs::create_ca(&target.certs_dir, target.overwrite),
@@ -102,12 +102,12 @@ pub fn run(args: CertsArgs) -> Result<ExitCode, String> {
     for file in written {
         out!("wrote {}", file.display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(EXIT_SUCCESS)
 }
 
 /// `raftlock certs create-join-token`: prints a new token, or writes it to
 /// `out` (owner-only, never over an existing file).
-fn create_join_token(out: Option<&std::path::Path>) -> Result<ExitCode, String> {
+fn create_join_token(out: Option<&std::path::Path>) -> Result<u8, String> {
     let key = raftlock_raft::peer_auth::ClusterKey::generate();
     match out {
         Some(path) if path.exists() => {
@@ -119,5 +119,5 @@ fn create_join_token(out: Option<&std::path::Path>) -> Result<ExitCode, String> 
         }
         None => out!("{}", key.to_token()),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(EXIT_SUCCESS)
 }

@@ -1,11 +1,10 @@
 //! `raftlock cluster status|add-learner|promote|remove`.
 
-use std::process::ExitCode;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Endpoints, Output};
+use super::{Endpoints, Output, EXIT_SUCCESS};
 use crate::client::{Client, ClientOptions};
 use crate::pb;
 
@@ -58,14 +57,14 @@ struct ClusterView {
     nodes: Vec<NodeRow>,
 }
 
-pub async fn run(args: ClusterArgs) -> Result<ExitCode, String> {
+pub async fn run(args: ClusterArgs) -> Result<u8, String> {
     let client = args.endpoints.connect().await?;
     let output = args.endpoints.output;
     let members = match args.command {
         ClusterCommand::Status => {
             let view = status(&client).await?;
             print_status(&view, output)?;
-            return Ok(ExitCode::SUCCESS);
+            return Ok(EXIT_SUCCESS);
         }
         ClusterCommand::AddLearner {
             id,
@@ -77,7 +76,7 @@ pub async fn run(args: ClusterArgs) -> Result<ExitCode, String> {
     }
     .map_err(|e| format!("{e} (check `raftlock cluster status`)"))?;
     print_members(&members, output)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(EXIT_SUCCESS)
 }
 
 /// Asks one node for the members, then every member for its own figures.

@@ -3,7 +3,6 @@
 //! `raftlock elect --observe NAME`: print every change of leader (including
 //! "no leader") until interrupted.
 
-use std::process::ExitCode;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -11,7 +10,7 @@ use serde::Serialize;
 
 use super::lock_cmd::revoke;
 use super::signals::Interrupts;
-use super::{print_json_line, Endpoints, Output};
+use super::{print_json_line, Endpoints, Output, EXIT_SUCCESS};
 use crate::client::{Client, LeaderInfo};
 use crate::duration::parse_duration;
 use crate::error::Error;
@@ -88,7 +87,7 @@ impl LeaderLine {
     }
 }
 
-pub async fn run(args: ElectArgs) -> Result<ExitCode, String> {
+pub async fn run(args: ElectArgs) -> Result<u8, String> {
     let mut interrupts = Interrupts::watch()?;
     let client = args.endpoints.connect().await?;
     if args.leader {
@@ -98,13 +97,13 @@ pub async fn run(args: ElectArgs) -> Result<ExitCode, String> {
             .await
             .map_err(|e| args.endpoints.explain(&e))?;
         LeaderLine::new(&args.name, leader.as_ref()).print(args.endpoints.output)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(EXIT_SUCCESS);
     }
     match &args.value {
         Some(value) if !args.observe => {
             let lease = tokio::select! {
                 r = client.grant_lease(args.ttl) => r.map_err(|e| args.endpoints.explain(&e))?,
-                _ = interrupts.recv() => return Ok(ExitCode::SUCCESS),
+                _ = interrupts.recv() => return Ok(EXIT_SUCCESS),
             };
             let on_lease = client.with_lease(lease);
             let outcome = campaign(&args, &on_lease, value, &mut interrupts).await;
@@ -122,12 +121,12 @@ async fn campaign(
     on_lease: &Client,
     value: &str,
     interrupts: &mut Interrupts,
-) -> Result<ExitCode, String> {
+) -> Result<u8, String> {
     let name = &args.name;
     let election = on_lease.election(name.clone());
     let leadership = tokio::select! {
         r = election.campaign(value.as_bytes()) => r.map_err(|e| args.endpoints.explain(&e))?,
-        _ = interrupts.recv() => return Ok(ExitCode::SUCCESS),
+        _ = interrupts.recv() => return Ok(EXIT_SUCCESS),
     };
     let fence = leadership.fence();
     // Granted while paused and gone since? Then never claim to lead.
@@ -163,7 +162,7 @@ async fn campaign(
     if args.endpoints.output == Output::Table {
         out!("resigned leadership of {name}");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(EXIT_SUCCESS)
 }
 
 /// Prints each change until interrupted. The client's stream already
@@ -173,7 +172,7 @@ async fn observe(
     args: &ElectArgs,
     client: &Client,
     interrupts: &mut Interrupts,
-) -> Result<ExitCode, String> {
+) -> Result<u8, String> {
     let election = client.election(args.name.clone());
     let mut last: Option<LeaderLine> = None;
     let watch = async {
@@ -200,6 +199,6 @@ async fn observe(
     };
     tokio::select! {
         r = watch => r,
-        _ = interrupts.recv() => Ok(ExitCode::SUCCESS),
+        _ = interrupts.recv() => Ok(EXIT_SUCCESS),
     }
 }

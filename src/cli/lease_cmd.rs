@@ -1,14 +1,13 @@
 //! `raftlock lease grant TTL | keepalive ID [--once] | revoke ID | revoke
 //! --identity NAME | revoke --source IP | ttl ID | list`.
 
-use std::process::ExitCode;
 use std::time::Duration;
 
 use serde::Serialize;
 use tokio::time::Instant;
 
 use super::signals::Interrupts;
-use super::{print_json, print_json_line, Endpoints, Output};
+use super::{print_json, print_json_line, Endpoints, Output, EXIT_SUCCESS};
 use crate::client::{Client, LeaseAccount, LeaseId};
 use crate::duration::{format_duration, parse_duration_or_seconds};
 
@@ -73,7 +72,7 @@ struct LeaseRow {
     ttl_ms: u64,
 }
 
-pub async fn run(args: LeaseArgs) -> Result<ExitCode, String> {
+pub async fn run(args: LeaseArgs) -> Result<u8, String> {
     let ep = &args.endpoints;
     let client = ep.connect().await?;
     let explain = |e| ep.explain(&e);
@@ -150,7 +149,7 @@ pub async fn run(args: LeaseArgs) -> Result<ExitCode, String> {
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(EXIT_SUCCESS)
 }
 
 /// Revokes every lease of `account` and prints how many.

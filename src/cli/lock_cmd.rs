@@ -19,7 +19,7 @@
 //! keep out of the codes commands use: they sit at 121–125, where GNU
 //! `timeout` put 124 (timed out) and 125 (its own failure); 126 and 127
 //! mean what shells make them mean (docs/decisions.md, "Command line").
-//! Usage errors of `raftlock lock` exit 125 too (`cli::main`). The table,
+//! Usage errors of `raftlock lock` exit 125 too (`cli::run`). The table,
 //! which `raftlock lock --help`, the README and docs/operations.md show
 //! as it is here:
 //!
@@ -27,14 +27,13 @@
 #![doc = include_str!("lock_exit_codes.txt")]
 //! ```
 
-use std::process::ExitCode;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use super::child_process::{exit_code, ChildProcess};
 use super::signals::Interrupts;
-use super::{print_json, Endpoints, Output};
+use super::{print_json, Endpoints, Output, EXIT_SUCCESS};
 use crate::client::{Client, LeaseId, LockGuard};
 use crate::duration::{format_duration, parse_duration};
 use crate::error::Error;
@@ -82,9 +81,9 @@ impl Failure {
     }
 
     /// Prints the message and answers the code.
-    fn report(self) -> ExitCode {
+    fn report(self) -> u8 {
         eprintln!("error: {}", self.message);
-        ExitCode::from(self.code)
+        self.code
     }
 }
 
@@ -152,17 +151,17 @@ struct Held<'a> {
 /// Acquires, runs or holds, and always revokes the lease at the end. The
 /// exit code says how it ended (see the module doc); every failure is
 /// reported here, with its code, so the answer is always `Ok`.
-pub async fn run(args: LockArgs) -> Result<ExitCode, String> {
+pub async fn run(args: LockArgs) -> Result<u8, String> {
     Ok(lock(args).await.unwrap_or_else(Failure::report))
 }
 
-async fn lock(args: LockArgs) -> Result<ExitCode, Failure> {
+async fn lock(args: LockArgs) -> Result<u8, Failure> {
     let mut interrupts = Interrupts::watch()?;
     let client = connect(&args.endpoints).await?;
     // SIGINT/SIGTERM are honoured at every point, this wait included.
     let granted = tokio::select! {
         r = client.grant_lease(args.ttl) => r,
-        stop = interrupts.recv() => return Ok(ExitCode::from(stop.exit_code())),
+        stop = interrupts.recv() => return Ok(stop.exit_code()),
     };
     let lease = granted.map_err(|e| Failure::client(&args.endpoints, &e))?;
     let outcome = hold(&args, &client.with_lease(lease), lease, &mut interrupts).await;
@@ -189,10 +188,10 @@ async fn hold(
     on_lease: &Client,
     lease: LeaseId,
     interrupts: &mut Interrupts,
-) -> Result<ExitCode, Failure> {
+) -> Result<u8, Failure> {
     let guard = tokio::select! {
         r = acquire(args, on_lease) => r?,
-        stop = interrupts.recv() => return Ok(ExitCode::from(stop.exit_code())),
+        stop = interrupts.recv() => return Ok(stop.exit_code()),
     };
     let fence = guard.fence();
     let lost = guard.lost();
@@ -208,7 +207,7 @@ async fn hold(
         print_held(args, fence, lease)?;
         tokio::select! {
             e = &mut lost => return Err(Failure::new(EXIT_LOST, lost_message(args, &e))),
-            _ = interrupts.recv() => ExitCode::SUCCESS,
+            _ = interrupts.recv() => EXIT_SUCCESS,
         }
     } else {
         let env = [
@@ -226,9 +225,9 @@ async fn hold(
             Failure::new(code, e.message)
         })?;
         tokio::select! {
-            status = child.wait() => ExitCode::from(exit_code(status?)),
+            status = child.wait() => exit_code(status?),
             stop = interrupts.recv() => {
-                ExitCode::from(exit_code(child.stop(stop.name(), args.grace).await?))
+                exit_code(child.stop(stop.name(), args.grace).await?)
             }
             e = &mut lost => {
                 eprintln!(
@@ -239,7 +238,7 @@ async fn hold(
                 // A command that exits 0 after losing its lock still did not
                 // finish under the lock: the code says "lost" either way.
                 child.stop("TERM", args.grace).await?;
-                ExitCode::from(EXIT_LOST)
+                EXIT_LOST
             }
         }
     };

@@ -2,12 +2,10 @@
 //! force-release NAME`: look at locks, check a fencing token, and the
 //! operator's override.
 
-use std::process::ExitCode;
-
 use serde::Serialize;
 
 use super::lock_view::{print_describe, print_list, LockView};
-use super::{print_json, Endpoints, Output};
+use super::{print_json, Endpoints, Output, EXIT_FAILURE, EXIT_SUCCESS};
 
 /// `raftlock locks ...`
 #[derive(Debug, clap::Args)]
@@ -39,7 +37,7 @@ enum LocksCommand {
     ForceRelease { name: String },
 }
 
-pub async fn run(args: LocksArgs) -> Result<ExitCode, String> {
+pub async fn run(args: LocksArgs) -> Result<u8, String> {
     let ep = &args.endpoints;
     let client = ep.connect().await?;
     let explain = |e| ep.explain(&e);
@@ -86,7 +84,7 @@ pub async fn run(args: LocksArgs) -> Result<ExitCode, String> {
                 // Like grep: 2 means "could not tell", distinct from "no".
                 Err(e) => {
                     eprintln!("error: {}", ep.explain(&e));
-                    return Ok(ExitCode::from(2));
+                    return Ok(2);
                 }
             };
             #[derive(Serialize)]
@@ -105,7 +103,7 @@ pub async fn run(args: LocksArgs) -> Result<ExitCode, String> {
                 Output::Table => out!("not valid: fence {fence} does not hold lock {name}"),
             }
             if !valid {
-                return Ok(ExitCode::FAILURE);
+                return Ok(EXIT_FAILURE);
             }
         }
         LocksCommand::ForceRelease { name } => {
@@ -124,5 +122,5 @@ pub async fn run(args: LocksArgs) -> Result<ExitCode, String> {
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(EXIT_SUCCESS)
 }

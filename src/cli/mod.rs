@@ -33,6 +33,7 @@ mod serve;
 mod signals;
 mod snapshot_cmd;
 
+use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -44,6 +45,11 @@ use std::path::PathBuf;
 use crate::client::{Client, ClientOptions, ClientTls};
 
 pub use crate::duration::{format_duration, parse_duration};
+
+/// Exit code: the command did what was asked.
+const EXIT_SUCCESS: u8 = 0;
+/// Exit code: the command failed (its message is on stderr).
+const EXIT_FAILURE: u8 = 1;
 
 /// How long a CLI call keeps retrying an unreachable cluster.
 const CONNECT_RETRY: Duration = Duration::from_secs(5);
@@ -218,17 +224,39 @@ fn print_json_line(value: &impl Serialize) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs the command line; returns the process exit code.
+/// Runs this process's command line; returns its exit code.
 pub fn main() -> ExitCode {
+    ExitCode::from(run(std::env::args_os()))
+}
+
+/// Runs the command line `args` (the program's name first, as in
+/// `std::env::args_os`) and answers the process exit code. The Python
+/// package's `raftlock` command calls this with its `sys.argv`, so the same
+/// code runs whichever way the command was installed. Anything written to
+/// stdout is flushed before it returns: a host process other than a Rust
+/// `main` does not flush Rust's stdout when it exits.
+pub fn run<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString>,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let code = run_args(&args);
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    code
+}
+
+/// [`run`] on the collected arguments.
+fn run_args(args: &[OsString]) -> u8 {
     // The matches as well as the parsed flags: `serve --print-config` tells
     // a flag from a RAFTLOCK_* variable by them.
-    let matches = match <Cli as clap::CommandFactory>::command().try_get_matches() {
+    let matches = match <Cli as clap::CommandFactory>::command().try_get_matches_from(args) {
         Ok(matches) => matches,
-        Err(e) => return parse_failure(&e),
+        Err(e) => return parse_failure(&e, args),
     };
     let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(cli) => cli,
-        Err(e) => return parse_failure(&e),
+        Err(e) => return parse_failure(&e, args),
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("RAFTLOCK_LOG").unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(match cli.command {
@@ -244,12 +272,14 @@ pub fn main() -> ExitCode {
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
-    match cli.log_format {
+    // `try_init`: a host process that runs a second command line (or set
+    // its own subscriber) keeps the subscriber it has instead of panicking.
+    let _ = match cli.log_format {
         LogFormat::Text => logs
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init(),
-        LogFormat::Json => logs.json().flatten_event(true).init(),
-    }
+            .try_init(),
+        LogFormat::Json => logs.json().flatten_event(true).try_init(),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -257,7 +287,7 @@ pub fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            return EXIT_FAILURE;
         }
     };
     let result = runtime.block_on(async {
@@ -281,7 +311,7 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(message) => {
             eprintln!("error: {message}");
-            ExitCode::FAILURE
+            EXIT_FAILURE
         }
     }
 }
@@ -290,20 +320,20 @@ pub fn main() -> ExitCode {
 /// `--version`) and answers its exit code: clap's 2 for a usage error,
 /// except under `raftlock lock`, whose 2 could be CMD's own: there it is
 /// [`lock_cmd::EXIT_ERROR`], like every other failure of raftlock's.
-fn parse_failure(e: &clap::Error) -> ExitCode {
+fn parse_failure(e: &clap::Error, args: &[OsString]) -> u8 {
     let _ = e.print();
-    if e.use_stderr() && subcommand_given().as_deref() == Some("lock") {
-        return ExitCode::from(lock_cmd::EXIT_ERROR);
+    if e.use_stderr() && subcommand_given(args).as_deref() == Some("lock") {
+        return lock_cmd::EXIT_ERROR;
     }
-    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+    u8::try_from(e.exit_code()).unwrap_or(2)
 }
 
-/// The subcommand on this process's command line, read by the same parser
-/// with its errors ignored (so it is found even when its flags are wrong).
-fn subcommand_given() -> Option<String> {
+/// The subcommand on the command line `args`, read by the same parser with
+/// its errors ignored (so it is found even when its flags are wrong).
+fn subcommand_given(args: &[OsString]) -> Option<String> {
     <Cli as clap::CommandFactory>::command()
         .ignore_errors(true)
-        .try_get_matches()
+        .try_get_matches_from(args)
         .ok()?
         .subcommand_name()
         .map(str::to_owned)

@@ -4,11 +4,11 @@
 //! file (`--config`), `RAFTLOCK_*` environment variables, flags.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use raftlock_raft::{Config, InitialMember};
 
 use super::signals::Interrupts;
+use super::EXIT_SUCCESS;
 use crate::node::Node;
 
 /// Flags of `raftlock serve`; each also reads `RAFTLOCK_<NAME>`.
@@ -346,10 +346,10 @@ impl ServeArgs {
 }
 
 /// Runs a node until SIGINT or SIGTERM, then shuts it down in order.
-pub async fn run(args: ServeArgs, matches: Option<&clap::ArgMatches>) -> Result<ExitCode, String> {
+pub async fn run(args: ServeArgs, matches: Option<&clap::ArgMatches>) -> Result<u8, String> {
     if args.print_config {
         print!("{}", args.print_config(matches)?);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(EXIT_SUCCESS);
     }
     // Watch the signals first, so one arriving during startup still gets
     // an orderly shutdown instead of killing the process.
@@ -403,7 +403,7 @@ pub async fn run(args: ServeArgs, matches: Option<&clap::ArgMatches>) -> Result<
         // A node whose Raft core stopped must not linger half-alive: exit
         // non-zero so a supervisor restarts it (or an operator looks).
         Some(reason) => Err(format!("raftlock node failed: {reason}")),
-        None => Ok(ExitCode::SUCCESS),
+        None => Ok(EXIT_SUCCESS),
     }
 }
 

@@ -4,11 +4,10 @@
 //! `etcdutl snapshot status`).
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::{print_json, Endpoints, Output};
+use super::{print_json, Endpoints, Output, EXIT_SUCCESS};
 use raftlock_raft::peer_auth::{key_path, plan_key};
 use raftlock_raft::{Config, InitialMember};
 use raftlock_storage::backup::{restore, Backup, Restored, Seed};
@@ -116,7 +115,7 @@ struct RestoreView {
     fence_floor: u64,
 }
 
-pub async fn run(args: SnapshotArgs) -> Result<ExitCode, String> {
+pub async fn run(args: SnapshotArgs) -> Result<u8, String> {
     let output = args.endpoints.output;
     match args.command {
         SnapshotCommand::Save { file, local } => {
@@ -184,7 +183,7 @@ pub async fn run(args: SnapshotArgs) -> Result<ExitCode, String> {
             report(&file, &backup, bytes.len(), output)?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(EXIT_SUCCESS)
 }
 
 fn read(file: &Path) -> Result<Vec<u8>, String> {

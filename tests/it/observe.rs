@@ -197,6 +197,23 @@ async fn readyz_turns_503_when_cut_off_and_200_after() {
     cluster.shutdown().await;
 }
 
+/// A one-node cluster (`raftlock serve` without flags) stays ready while
+/// idle. Its leader is its own quorum, and nothing acknowledges it; judged
+/// by the last acknowledgement, as a leader with followers is, it answered
+/// 503 from four election timeouts after its last write ("leader has not
+/// heard from a quorum for 2422 ms" here).
+#[tokio::test]
+async fn readyz_of_an_idle_one_node_cluster_stays_200() {
+    let cluster = cluster_with_admin(1).await;
+    let leader = cluster.wait_for_leader().await;
+    wait_ready(&cluster, leader, 200).await;
+    let idle = test_config().election_timeout * 8;
+    tokio::time::sleep(idle).await;
+    let (code, body) = get(&cluster, leader, "/readyz").await;
+    assert_eq!(code, 200, "after {} ms idle: {body}", idle.as_millis());
+    cluster.shutdown().await;
+}
+
 /// Polls `/readyz` on `id` until it answers `code`; returns the body.
 async fn wait_ready(cluster: &TestCluster, id: u64, code: u16) -> String {
     let deadline = tokio::time::Instant::now() + PATIENCE;

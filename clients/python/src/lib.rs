@@ -1,4 +1,5 @@
-//! `raftlock._native`: the Rust client bound for Python.
+//! `raftlock._native`: the Rust client bound for Python, and the `raftlock`
+//! command line the wheel runs as its `raftlock` script.
 //!
 //! One implementation of sessions, keep-alives, leader following and
 //! exactly-once retries serves Rust and Python alike: this module only
@@ -10,12 +11,15 @@
 //! adapters. Errors become the exceptions of `raftlock.errors`, one class
 //! per `raftlock_client::Error` variant.
 //!
+//! - `cli`: the `raftlock` command line (server and CLI), for the
+//!   package's `raftlock` script;
 //! - `client`: `NativeClient`, the calls of `raftlock_client::Client`;
 //! - `guards`: what a program holds (lock, leadership, task lock);
 //! - `observer`: an election's leader changes;
 //! - `convert`: durations and the read-only records crossing to Python;
 //! - `run`: blocking or awaiting a call, and errors as exceptions.
 
+mod cli;
 mod client;
 mod convert;
 mod guards;
@@ -24,9 +28,18 @@ mod run;
 
 use pyo3::prelude::*;
 
+/// mimalloc, as in the `raftlock` binary: this module also runs the
+/// `raftlock serve` of the wheel's `raftlock` command, which should
+/// allocate as the cargo-built server does (docs/decisions.md,
+/// "Allocator"). It serves the Rust code of this module only; Python
+/// objects keep Python's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The native half of the `raftlock` package.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cli::run_cli, m)?)?;
     m.add_class::<client::NativeClient>()?;
     m.add_class::<guards::NativeGuard>()?;
     m.add_class::<guards::NativeLeadership>()?;

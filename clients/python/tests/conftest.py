@@ -1,5 +1,6 @@
 """A real raftlock cluster for the tests: `raftlock serve` processes on
-loopback, from RAFTLOCK_BIN or the workspace's target/debug/raftlock."""
+loopback, run by RAFTLOCK_BIN, else by the `raftlock` command the wheel
+installed beside this interpreter."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sysconfig
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -18,13 +20,14 @@ import pytest
 import raftlock
 import raftlock.asyncio
 
-REPO = Path(__file__).resolve().parents[3]
-
 
 def raftlock_bin() -> str:
-    found = os.environ.get("RAFTLOCK_BIN") or str(REPO / "target" / "debug" / "raftlock")
+    found = os.environ.get("RAFTLOCK_BIN") or str(Path(sysconfig.get_path("scripts")) / "raftlock")
     if not Path(found).is_file():
-        pytest.fail(f"no raftlock binary at {found}: run `cargo build --bin raftlock`")
+        pytest.fail(
+            f"no raftlock command at {found}: install the wheel (pip install raftlock-*.whl), "
+            "or set RAFTLOCK_BIN to a `raftlock` binary (cargo build --bin raftlock)"
+        )
     return found
 
 

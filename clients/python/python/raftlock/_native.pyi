@@ -8,6 +8,10 @@ from collections.abc import Awaitable, Callable
 from os import PathLike
 from typing import Any, Literal, overload
 
+def run_cli(argv: list[str]) -> int:
+    """Runs the ``raftlock`` command line ``argv`` (``sys.argv``) in this
+    process; returns its exit code."""
+
 class Holder:
     owner: str
     lease: int
