@@ -62,6 +62,7 @@ fn command_code(e: &CommandError) -> Code {
         CommandError::TooManyWaiters { .. }
         | CommandError::TooManyLeases(_)
         | CommandError::TooManyClients(_)
+        | CommandError::TooManyRecords(_)
         | CommandError::QuotaExceeded { .. } => Code::ResourceExhausted,
         CommandError::PermissionDenied(_) => Code::PermissionDenied,
         // `CommandError` is non-exhaustive across crates; every variant

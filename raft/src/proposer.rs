@@ -129,7 +129,20 @@ fn weight(request: &Request) -> usize {
         } => name.len() + owner.len() + value.len(),
         Command::Release { name, owner }
         | Command::Cancel { name, owner, .. }
-        | Command::AcquireWithTtl { name, owner, .. } => name.len() + owner.len(),
+        | Command::AcquireWithTtl { name, owner, .. }
+        | Command::Hold { name, owner, .. }
+        | Command::Unhold { name, owner }
+        | Command::ReadWrite { name, owner, .. } => name.len() + owner.len(),
+        Command::Lead {
+            name,
+            owner,
+            metadata,
+            ..
+        } => {
+            let pairs: usize = metadata.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+            name.len() + owner.len() + pairs
+        }
+        Command::ClaimFire { name, .. } => name.len(),
         Command::ForceRelease { name } | Command::EndLockDelay { name, .. } => name.len(),
         Command::RevokeAccountLeases { account } => account.to_string().len(),
         Command::ExpireLeases { ids } => ids.len() * 8,

@@ -34,7 +34,7 @@ use crate::identity::{Bootstrap, Identity};
 use crate::log_store::LogStore;
 use crate::sm_store::{read_state, AppliedMembers, SharedState};
 use crate::snapshot::{SnapshotPayload, SnapshotStore};
-use crate::state::{StateParts, StatePartsV5};
+use crate::state::{StateParts, StatePartsV5, StatePartsV6};
 use crate::types::{
     CommittedLeaderId, LogId, Membership, NodeAddr, NodeId, SnapshotMeta, StoredMembership,
 };
@@ -63,6 +63,16 @@ struct BackupV5 {
     cluster_id: Option<Uuid>,
     taken_at_ms: u64,
     state: StatePartsV5,
+}
+
+/// [`Backup`] as builds of record format 6 before named records wrote it:
+/// the same record, ending where today's `state` has its named records.
+#[derive(Deserialize)]
+struct BackupV6 {
+    index: u64,
+    cluster_id: Option<Uuid>,
+    taken_at_ms: u64,
+    state: StatePartsV6,
 }
 
 impl Backup {
@@ -108,7 +118,19 @@ impl Backup {
                 state: old.state.into(),
             });
         }
-        decode("backup", record)
+        // A record of an earlier format-6 build ends before the named
+        // records today's carry, so decoding it as today's runs out of
+        // bytes; it is then read as what it is.
+        decode("backup", record).or_else(|today: Error| {
+            decode::<BackupV6>("backup", record)
+                .map(|old| Backup {
+                    index: old.index,
+                    cluster_id: old.cluster_id,
+                    taken_at_ms: old.taken_at_ms,
+                    state: old.state.into(),
+                })
+                .map_err(|_| today)
+        })
     }
 
     /// The highest fence the backup holds (0 without holders).

@@ -273,6 +273,74 @@ pub enum Command {
     /// at most [`MAX_REVOKED_PER_ENTRY`](crate::limits::MAX_REVOKED_PER_ENTRY)
     /// per entry (the answer says how many are left for the next one).
     RevokeAccountLeases { account: Account },
+    /// Take `name` alone for `owner` on a lease of its own with TTL
+    /// `ttl_ms`, or, when `owner` holds it so already, set that lease's TTL
+    /// to `ttl_ms` and keep the hold and its fence. A try-lock: busy, it
+    /// changes nothing. grelmicro's `LockBackend.acquire`.
+    Hold {
+        name: String,
+        owner: String,
+        ttl_ms: u64,
+    },
+    /// End `owner`'s hold of `name` taken by [`Hold`](Self::Hold),
+    /// [`ReadWrite`](Self::ReadWrite) or [`Lead`](Self::Lead), with its
+    /// lease. An election's record goes with it.
+    Unhold { name: String, owner: String },
+    /// One step of a read-write lock whose holders and intents each live on
+    /// a lease of their own (grelmicro's `ReadWriteLockBackend`).
+    ReadWrite {
+        name: String,
+        owner: String,
+        op: ReadWriteOp,
+    },
+    /// Lead election `name` as `owner` for `ttl_ms`, or renew the lead it
+    /// has, publishing `metadata`; the answer is the election's record.
+    /// grelmicro's `LeaderElectionBackend.acquire_or_renew`.
+    Lead {
+        name: String,
+        owner: String,
+        ttl_ms: u64,
+        metadata: Vec<(String, String)>,
+    },
+    /// Claim schedule `name`'s fire at `due` (an instant in seconds since
+    /// the Unix epoch, as `f64::to_bits`): won when nothing is stored for
+    /// `name` or what is stored is earlier. grelmicro's
+    /// `ScheduleBackend.claim`.
+    ClaimFire { name: String, due: u64 },
+}
+
+/// What a [`Command::ReadWrite`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReadWriteOp {
+    /// Join the readers (or renew this owner's read lease): refused while a
+    /// writer holds the lock or another owner's write intent lives.
+    Read { ttl_ms: u64 },
+    /// Take the lock alone (or renew this owner's write lease); refused
+    /// while anyone else holds it, and then, with `intent`, this owner's
+    /// intent is recorded (or renewed) on a lease of `ttl_ms`, keeping new
+    /// readers out.
+    Write { ttl_ms: u64, intent: bool },
+    /// End this owner's read lease.
+    ReleaseRead,
+    /// End this owner's write lease: a clean release.
+    ReleaseWrite,
+    /// Withdraw this owner's write intent.
+    CancelIntent,
+    /// Turn this owner's write lease into a read lease of `ttl_ms`, with no
+    /// writer in between.
+    Downgrade { ttl_ms: u64 },
+}
+
+/// What a [`Command::ReadWrite`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReadWriteOutcome {
+    /// `Read` and `Downgrade`: the lock's generation when granted.
+    Read { generation: Option<Fence> },
+    /// `Write`: the fence when granted, and whether the writer before took
+    /// the lock and never released it (its lease ended instead).
+    Write { granted: Option<(Fence, bool)> },
+    /// The releases and `CancelIntent`: whether there was something to end.
+    Ended { ended: bool },
 }
 
 impl Request {
@@ -343,6 +411,16 @@ pub enum Response {
         released: u32,
         remaining: u32,
     },
+    /// [`Command::Hold`] granted or renewed the hold on lease `lease`.
+    Held { lease: LeaseId, fence: Fence },
+    /// [`Command::Unhold`]: whether the owner held the lock.
+    Unheld { ended: bool },
+    /// [`Command::ReadWrite`]'s outcome.
+    ReadWrite(ReadWriteOutcome),
+    /// [`Command::Lead`]: the election's record after it (whoever leads).
+    Led(crate::state::ElectionRecord),
+    /// [`Command::ClaimFire`]: whether this claim won the fire.
+    FireClaimed { won: bool },
 }
 
 /// What a cancel did.
@@ -427,6 +505,13 @@ pub enum CommandError {
         count: u64,
         limit: u32,
     },
+    /// The cluster keeps as many named records (elections, schedules,
+    /// read-write generations) as it may.
+    #[error(
+        "too many named records (limit {0}): no new election, schedule or \
+         read-write lock name until one is released"
+    )]
+    TooManyRecords(usize),
 }
 
 /// "identity billing holds 10000 leases (limit 10000, ...)": the quota,

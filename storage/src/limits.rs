@@ -14,6 +14,8 @@ pub const MAX_NAME_LEN: usize = 512;
 pub const MAX_OWNER_LEN: usize = 128;
 /// Largest election value, in bytes.
 pub const MAX_VALUE_LEN: usize = 64 * 1024;
+/// Most bytes of an election's metadata, keys and values together.
+pub const MAX_METADATA_BYTES: usize = 4 * 1024;
 /// Shortest lease TTL: 1 ms, as Redis `PX` and grelmicro allow. A lease
 /// that is never kept alive (a lock whose TTL is its own) may be that short;
 /// one that is kept alive needs a TTL a keep-alive can cross a loaded
@@ -45,6 +47,10 @@ pub const MAX_CLIENT_SESSIONS: usize = 100_000;
 ///
 /// [`RevokeAccountLeases`]: crate::command::Command::RevokeAccountLeases
 pub const MAX_REVOKED_PER_ENTRY: usize = 5_000;
+
+/// Most named records (election records, schedule fires, read-write lock
+/// generations) the cluster keeps.
+pub const MAX_NAMED_RECORDS: usize = 100_000;
 
 /// Default of [`Quotas::leases`]: a hundredth of [`MAX_LEASES`].
 pub const DEFAULT_QUOTA_LEASES: u32 = 10_000;
@@ -92,6 +98,9 @@ pub enum Quota {
     /// Calls held open on one node (watch and wait streams): a quota of
     /// each node's serving layer, not of the replicated state.
     Streams,
+    /// Named records (elections, schedules, read-write generations): bounded
+    /// by [`Quotas::leases`] too, so that no new setting is needed.
+    Records,
 }
 
 impl Quota {
@@ -118,6 +127,11 @@ impl Quota {
                 format!("has {count} watch or wait calls open on this node"),
                 "quota_streams",
                 "no new one until one of them ends",
+            ),
+            Quota::Records => (
+                format!("keeps {count} named records"),
+                "quota_leases",
+                "no new election, schedule or read-write lock name until one is released",
             ),
         };
         format!("{what} (limit {limit}, the server's {setting}): {until}")

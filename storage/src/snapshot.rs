@@ -16,7 +16,7 @@ use crate::error::{from_json, Error};
 use crate::log_store::LogStore;
 use crate::node_db::SNAPSHOT_TREE;
 use crate::sm_store::{read_state, AppliedMeta, SharedMeta, SharedState};
-use crate::state::{StateParts, StatePartsV5, StatePartsView};
+use crate::state::{StateParts, StatePartsV5, StatePartsV6, StatePartsView};
 use crate::types::{LogId, Snapshot, SnapshotData, SnapshotMeta, StoredMembership, TypeConfig};
 
 const META_KEY: &[u8] = b"meta";
@@ -59,6 +59,26 @@ impl From<SnapshotPayloadV5> for SnapshotPayload {
     }
 }
 
+/// [`SnapshotPayload`] as builds of record format 6 before named records
+/// wrote it, in the frame of [`CHECKED_SNAPSHOT_V6`]. Read and converted,
+/// never written.
+#[derive(Debug, Deserialize)]
+struct SnapshotPayloadV6 {
+    last_applied: Option<LogId>,
+    membership: StoredMembership,
+    state: StatePartsV6,
+}
+
+impl From<SnapshotPayloadV6> for SnapshotPayload {
+    fn from(old: SnapshotPayloadV6) -> Self {
+        SnapshotPayload {
+            last_applied: old.last_applied,
+            membership: old.membership,
+            state: old.state.into(),
+        }
+    }
+}
+
 /// [`SnapshotPayload`] with the state borrowed: what a snapshot is encoded
 /// from, under the state's read lock.
 #[derive(Serialize)]
@@ -73,7 +93,11 @@ struct SnapshotPayloadView<'a> {
 /// CRC32C (little-endian) of everything after it, and the postcard payload.
 /// The checksum catches bytes damaged between the builder and the
 /// installer, and the cluster id a snapshot of another cluster.
-const CHECKED_SNAPSHOT: u8 = 0xB3;
+const CHECKED_SNAPSHOT: u8 = 0xB4;
+
+/// The same frame around a [`SnapshotPayloadV6`], as builds of record
+/// format 6 before named records wrote it.
+const CHECKED_SNAPSHOT_V6: u8 = 0xB3;
 
 /// The same frame around a [`SnapshotPayloadV5`], as builds of record
 /// format 5 wrote it.
@@ -108,10 +132,14 @@ struct Framed<'a> {
     payload: &'a [u8],
 }
 
-/// Checks the frame of `data` (marked [`CHECKED_SNAPSHOT`] or
-/// [`CHECKED_SNAPSHOT_V5`]); `None` for bytes in another format.
+/// Checks the frame of `data` (marked [`CHECKED_SNAPSHOT`],
+/// [`CHECKED_SNAPSHOT_V6`] or [`CHECKED_SNAPSHOT_V5`]); `None` for bytes
+/// in another format.
 fn unframe(data: &[u8]) -> Result<Option<Framed<'_>>, Error> {
-    if !matches!(data.first(), Some(&CHECKED_SNAPSHOT | &CHECKED_SNAPSHOT_V5)) {
+    if !matches!(
+        data.first(),
+        Some(&CHECKED_SNAPSHOT | &CHECKED_SNAPSHOT_V6 | &CHECKED_SNAPSHOT_V5)
+    ) {
         return Ok(None);
     }
     if data.len() < CHECKED_HEADER {
@@ -161,6 +189,10 @@ impl SnapshotPayload {
                 check_cluster(cluster, framed.built_in)?;
                 if first == Some(&CHECKED_SNAPSHOT_V5) {
                     postcard_v5(framed.payload)?
+                } else if first == Some(&CHECKED_SNAPSHOT_V6) {
+                    postcard::from_bytes::<SnapshotPayloadV6>(framed.payload)
+                        .map(Self::from)
+                        .map_err(|e| Error::decode("snapshot", e))?
                 } else {
                     postcard::from_bytes(framed.payload)
                         .map_err(|e| Error::decode("snapshot", e))?

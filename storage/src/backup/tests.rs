@@ -185,3 +185,37 @@ fn a_backup_of_the_previous_format_is_read() {
         "{err}"
     );
 }
+
+/// A backup of a format-6 build before named records (its state ends
+/// after the client sessions) is read with none; today's keep theirs.
+#[test]
+fn a_backup_without_named_records_is_read() {
+    use crate::codec::seal;
+    use crate::state::Kept;
+
+    let mut current = sample();
+    let state = (
+        &current.state.leases,
+        &current.state.locks,
+        &current.state.clients,
+    );
+    let old = (
+        current.index,
+        current.cluster_id,
+        current.taken_at_ms,
+        state,
+    );
+    let mut file = MAGIC.to_vec();
+    file.extend(seal(&postcard::to_stdvec(&old).unwrap()));
+    assert_eq!(Backup::decode(&file).expect("read"), current);
+
+    current.state.named.schedules = vec![(
+        "cron".into(),
+        Kept {
+            account: None,
+            record: 1.5f64.to_bits(),
+        },
+    )];
+    let today = current.encode().unwrap();
+    assert_eq!(Backup::decode(&today).expect("read"), current);
+}

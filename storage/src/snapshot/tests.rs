@@ -50,6 +50,7 @@ fn payload() -> (SnapshotMeta, SnapshotPayload) {
             delay: None,
         }],
         clients: Vec::new(),
+        named: Default::default(),
     };
     let meta = SnapshotMeta {
         last_log_id: Some(log_id(10)),
@@ -207,4 +208,39 @@ fn snapshots_of_earlier_builds_are_still_read() {
     let mut mislabelled = payload.encode(Some(OURS)).unwrap();
     mislabelled[0] = CHECKED_SNAPSHOT_V5;
     assert!(SnapshotPayload::decode(&meta, &mislabelled, Some(OURS)).is_err());
+}
+
+/// Snapshots of format-6 builds before named records (marked
+/// [`CHECKED_SNAPSHOT_V6`]) install with none; today's carry them.
+#[test]
+fn snapshots_without_named_records_are_still_read() {
+    let (meta, mut payload) = payload();
+    let state = (
+        &payload.state.leases,
+        &payload.state.locks,
+        &payload.state.clients,
+    );
+    let old = postcard::to_stdvec(&(payload.last_applied, &payload.membership, state)).unwrap();
+    let mut framed = vec![CHECKED_SNAPSHOT_V6];
+    framed.extend_from_slice(OURS.as_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(OURS.as_bytes()), &old);
+    framed.extend_from_slice(&crc.to_le_bytes());
+    framed.extend(&old);
+    assert_eq!(
+        SnapshotPayload::decode(&meta, &framed, Some(OURS)).unwrap(),
+        payload
+    );
+    payload.state.named.schedules = vec![(
+        "cron".into(),
+        crate::state::Kept {
+            account: None,
+            record: 2.5f64.to_bits(),
+        },
+    )];
+    let today = payload.encode(Some(OURS)).unwrap();
+    assert_eq!(today[0], CHECKED_SNAPSHOT);
+    assert_eq!(
+        SnapshotPayload::decode(&meta, &today, Some(OURS)).unwrap(),
+        payload
+    );
 }

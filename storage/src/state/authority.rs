@@ -26,6 +26,14 @@ impl LockState {
             Command::Release { name, owner }
             | Command::Cancel { name, owner, .. }
             | Command::Proclaim { name, owner, .. } => self.may_act_as(caller, name, owner),
+            Command::Hold { name, owner, .. }
+            | Command::Unhold { name, owner }
+            | Command::Lead { name, owner, .. } => self.may_act_as(caller, name, owner),
+            Command::ReadWrite { name, owner, .. } => {
+                self.may_act_as(caller, name, owner)?;
+                self.may_intend_as(caller, name, owner)
+            }
+            Command::ClaimFire { .. } => Ok(()),
             Command::ForceRelease { name } => {
                 may_override(caller, &format!("force-releasing {name:?}"))
             }
@@ -74,6 +82,22 @@ impl LockState {
                 caller,
                 lease,
                 &format!("act as owner {owner:?} of {name:?} through"),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Whether `caller` may act as `owner` through its write intent on
+    /// `name`, if it has one.
+    fn may_intend_as(&self, caller: &Caller, name: &str, owner: &str) -> Result<(), CommandError> {
+        let Some(record) = self.named.read_write(name) else {
+            return Ok(());
+        };
+        for intent in record.intents.iter().filter(|i| i.owner == owner) {
+            self.may_use_lease(
+                caller,
+                intent.lease,
+                &format!("act as owner {owner:?} of the intent on {name:?} through"),
             )?;
         }
         Ok(())

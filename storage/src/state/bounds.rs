@@ -3,8 +3,8 @@
 
 use crate::command::{CommandError, Mode};
 use crate::limits::{
-    MAX_LOCK_DELAY_MS, MAX_NAME_LEN, MAX_OWNER_LEN, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_VALUE_LEN,
-    MIN_TTL_MS,
+    MAX_LOCK_DELAY_MS, MAX_METADATA_BYTES, MAX_NAME_LEN, MAX_OWNER_LEN, MAX_SEMAPHORE_LIMIT,
+    MAX_TTL_MS, MAX_VALUE_LEN, MIN_TTL_MS,
 };
 
 fn invalid(message: String) -> CommandError {
@@ -78,6 +78,39 @@ pub(super) fn check_lock_delay(lock_delay_ms: u64) -> Result<(), CommandError> {
     if lock_delay_ms > MAX_LOCK_DELAY_MS {
         return Err(invalid(format!(
             "lock-delay {lock_delay_ms} ms is above the {MAX_LOCK_DELAY_MS} ms maximum"
+        )));
+    }
+    Ok(())
+}
+
+/// Election metadata: unique non-empty keys, at most [`MAX_METADATA_BYTES`]
+/// of keys and values together.
+pub(super) fn check_metadata(metadata: &[(String, String)]) -> Result<(), CommandError> {
+    let bytes: usize = metadata.iter().map(|(k, v)| k.len() + v.len()).sum();
+    if bytes > MAX_METADATA_BYTES {
+        return Err(invalid(format!(
+            "metadata is {bytes} bytes, more than {MAX_METADATA_BYTES}"
+        )));
+    }
+    if metadata.iter().any(|(k, _)| k.is_empty()) {
+        return Err(invalid("metadata keys must not be empty".to_owned()));
+    }
+    let mut keys: Vec<&str> = metadata.iter().map(|(k, _)| k.as_str()).collect();
+    keys.sort_unstable();
+    if let Some(pair) = keys.windows(2).find(|w| w[0] == w[1]) {
+        return Err(invalid(format!("metadata key {:?} given twice", pair[0])));
+    }
+    Ok(())
+}
+
+/// A schedule's fire instant (`f64::to_bits` of seconds since the Unix
+/// epoch): finite and not negative, so that comparing the bits compares
+/// the instants.
+pub(super) fn check_due(due: u64) -> Result<(), CommandError> {
+    let seconds = f64::from_bits(due);
+    if !seconds.is_finite() || seconds.is_sign_negative() {
+        return Err(invalid(format!(
+            "due {seconds} is not a finite, non-negative number of seconds"
         )));
     }
     Ok(())

@@ -1,6 +1,11 @@
-//! The state's records as builds of record format 5 wrote them into
-//! snapshots and backups, and how they become today's [`StateParts`].
+//! The state's records as earlier builds wrote them into snapshots and
+//! backups, and how they become today's [`StateParts`].
 //!
+//! Builds of record format 6 before named records ([`StatePartsV6`]) wrote
+//! the same leases, locks and sessions, and no named records: they read
+//! as today's with none.
+//!
+//! Builds of record format 5 ([`StatePartsV5`]) kept no accounts.
 //! Those builds kept no accounts: leases recorded only the identity that
 //! granted them, and client sessions were keyed by client id alone. On
 //! reading them:
@@ -16,8 +21,27 @@
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::{ClientSession, Lease, Lock, SessionKey, StateParts};
+use super::{ClientSession, Lease, Lock, NamedRecords, SessionKey, StateParts};
 use crate::account::Account;
+
+/// [`StateParts`] as format-6 builds before named records encoded it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct StatePartsV6 {
+    leases: Vec<Lease>,
+    locks: Vec<Lock>,
+    clients: Vec<(SessionKey, ClientSession)>,
+}
+
+impl From<StatePartsV6> for StateParts {
+    fn from(old: StatePartsV6) -> StateParts {
+        StateParts {
+            leases: old.leases,
+            locks: old.locks,
+            clients: old.clients,
+            named: NamedRecords::default(),
+        }
+    }
+}
 
 /// [`StateParts`] as format-5 builds encoded it.
 #[derive(Debug, Deserialize)]
@@ -69,6 +93,7 @@ impl From<StatePartsV5> for StateParts {
             leases,
             locks: old.locks,
             clients,
+            named: NamedRecords::default(),
         }
     }
 }

@@ -12,7 +12,7 @@ use super::bounds::{check_lock_delay, check_mode, check_name, check_owner, check
 use super::lease_table::LeaseTable;
 use super::queue::{self, count_u32};
 use super::{Holder, Lock, LockDelay, Step, Waiter};
-use crate::command::{CancelOutcome, Claim, CommandError, LeaseId, Response};
+use crate::command::{CancelOutcome, Claim, CommandError, LeaseId, Mode, Response};
 use crate::event::{EndReason, Event};
 
 /// What a command did to one lock.
@@ -254,6 +254,31 @@ impl LockTable {
         holder.value = Some(value.to_vec());
         self.finish(name, Touched::Holders, step);
         Ok(Response::Proclaimed)
+    }
+
+    /// Turns `owner`'s exclusive hold of `name` into a shared one, in
+    /// place (same lease and fence); shared waiters at the head may then
+    /// join it. Nothing happens if it holds no such hold.
+    pub(super) fn downgrade(
+        &mut self,
+        name: &str,
+        owner: &str,
+        leases: &mut LeaseTable,
+        step: &mut Step<'_>,
+    ) {
+        let Some(lock) = self.locks.get_mut(name) else {
+            return;
+        };
+        let Some(holder) = lock
+            .holders
+            .iter_mut()
+            .find(|h| h.owner == owner && h.mode == Mode::Exclusive)
+        else {
+            return;
+        };
+        holder.mode = Mode::Shared;
+        queue::grant_from_head(lock, leases, step);
+        self.finish(name, Touched::Holders, step);
     }
 
     /// Ends every hold and wait attached to `ids`, then grants each freed

@@ -19,6 +19,9 @@
 //! - `lock_table`: the lock commands (acquire, release, cancel, force
 //!   release, proclaim) and ending every attachment of dying leases;
 //! - `queue`: compatibility rules and granting waiters from the queue head;
+//! - `coordination`: holds found by their owner on leases of their own,
+//!   read-write locks with intents, election records, schedule fires;
+//! - `named_table`: the records kept by name beyond any hold;
 //! - `session_table`: the exactly-once reply table, keyed by account and
 //!   client id: replies with their command's fingerprint, clients with
 //!   live leases pinned, the others forgotten least recently seen first;
@@ -30,9 +33,11 @@
 mod acquisition;
 mod authority;
 mod bounds;
+mod coordination;
 mod lease_table;
 mod legacy_parts;
 mod lock_table;
+mod named_table;
 mod own_ttl;
 mod parts;
 mod queue;
@@ -52,13 +57,16 @@ use crate::event::{EndReason, Event};
 use crate::limits::{Quotas, MAX_REVOKED_PER_ENTRY};
 
 use acquisition::AcquireRequest;
+use coordination::LeadRequest;
 use lease_table::{Grantor, LeaseTable};
-pub(crate) use legacy_parts::StatePartsV5;
+pub(crate) use legacy_parts::{StatePartsV5, StatePartsV6};
 use lock_table::LockTable;
+use named_table::NamedTable;
 use own_ttl::OwnTtlHold;
 pub use parts::{StateParts, StatePartsView};
 pub use records::{
-    AccountUse, ClientSession, Holder, Lease, Lock, LockDelay, SessionKey, StoredReply, Waiter,
+    AccountUse, ClientSession, ElectionRecord, Holder, Intent, Kept, Lease, Lock, LockDelay,
+    NamedRecords, ReadWriteRecord, ReadWriteState, SessionKey, StoredReply, Waiter,
 };
 use session_table::{Admission, SessionTable};
 
@@ -102,6 +110,8 @@ pub struct LockState {
     locks: LockTable,
     /// Remembered replies per client.
     sessions: SessionTable,
+    /// Election records, schedule fires and read-write lock records.
+    named: NamedTable,
 }
 
 /// What one apply step needs besides the state: where it is in the log and
@@ -247,6 +257,30 @@ impl LockState {
                     .locks
                     .end_delay(name, *since, &mut self.leases, &mut step))
             }
+            Command::Hold {
+                name,
+                owner,
+                ttl_ms,
+            } => self.hold(name, owner, *ttl_ms, request, &mut step),
+            Command::Unhold { name, owner } => self.unhold(name, owner, &mut step),
+            Command::ReadWrite { name, owner, op } => {
+                self.read_write(name, owner, *op, request, &mut step)
+            }
+            Command::Lead {
+                name,
+                owner,
+                ttl_ms,
+                metadata,
+            } => {
+                let lead = LeadRequest {
+                    name,
+                    owner,
+                    ttl_ms: *ttl_ms,
+                    metadata,
+                };
+                self.lead(&lead, request, &mut step)
+            }
+            Command::ClaimFire { name, due } => self.claim_fire(name, *due, request, &mut step),
         };
         result.unwrap_or_else(Response::Rejected)
     }
@@ -317,6 +351,7 @@ impl LockState {
         step: &mut Step<'_>,
     ) -> u32 {
         let released = self.locks.end_leases(ids, reason, &mut self.leases, step);
+        self.named.leases_ended(ids);
         for &id in ids {
             if let Some(key) = self.leases.remove(id).as_ref().and_then(granter_key) {
                 self.sessions.unpin(&key);
@@ -394,6 +429,7 @@ impl LockState {
             leases,
             waiters,
             clients: self.sessions.count_of(account),
+            records: self.named.count_of(account),
         }
     }
 }

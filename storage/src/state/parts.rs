@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::lease_table::LeaseTable;
 use super::lock_table::LockTable;
+use super::named_table::NamedTable;
 use super::session_table::SessionTable;
-use super::{granter_key, ClientSession, Lease, Lock, LockState, SessionKey};
+use super::{granter_key, ClientSession, Lease, Lock, LockState, NamedRecords, SessionKey};
 
 /// Serializable form of the state, used for snapshots.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,6 +19,9 @@ pub struct StateParts {
     pub locks: Vec<Lock>,
     /// By account, then client id.
     pub clients: Vec<(SessionKey, ClientSession)>,
+    /// Election records, schedule fires, read-write lock records (none in
+    /// the records of earlier builds: see `StatePartsV6`).
+    pub named: NamedRecords,
 }
 
 /// [`StateParts`] borrowed from a [`LockState`]: encodes exactly as
@@ -28,6 +32,7 @@ pub struct StatePartsView<'a> {
     leases: Vec<&'a Lease>,
     locks: Vec<&'a Lock>,
     clients: Vec<(&'a SessionKey, &'a ClientSession)>,
+    named: NamedRecords,
 }
 
 impl LockState {
@@ -41,6 +46,7 @@ impl LockState {
             leases,
             locks,
             sessions,
+            named: NamedTable::from_records(parts.named),
         }
     }
 
@@ -54,6 +60,7 @@ impl LockState {
                 .iter()
                 .map(|(key, s)| (key.clone(), s.clone()))
                 .collect(),
+            named: self.named.to_records(),
         }
     }
 
@@ -64,6 +71,7 @@ impl LockState {
             leases: self.leases.iter().collect(),
             locks: self.locks.iter().collect(),
             clients: self.sessions.iter().collect(),
+            named: self.named.to_records(),
         }
     }
 }

@@ -171,4 +171,86 @@ pub struct AccountUse {
     pub waiters: u64,
     /// Client ids remembered for it.
     pub clients: usize,
+    /// Named records charged to it.
+    pub records: usize,
+}
+
+/// The record of an election led through
+/// [`Command::Lead`](crate::command::Command::Lead), kept after its lease
+/// ends so that the next leader counts one more transition; gone when its
+/// holder releases it. Times are the proposing leader's clock, carried in
+/// the entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElectionRecord {
+    /// The owner token that leads (or led last).
+    pub holder: String,
+    /// The lead's TTL, from its last renewal.
+    pub ttl_ms: u64,
+    /// When `holder` took the lead, ms since the Unix epoch.
+    pub acquired_at_ms: u64,
+    /// When `holder` last renewed it.
+    pub renewed_at_ms: u64,
+    /// How many times the lead passed to another owner.
+    pub transitions: u64,
+    /// What the holder published, sorted by key.
+    pub metadata: Vec<(String, String)>,
+}
+
+/// What a read-write lock taken through
+/// [`Command::ReadWrite`](crate::command::Command::ReadWrite) keeps beyond
+/// its holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadWriteRecord {
+    /// The fence of the latest write grant (0: never written).
+    pub generation: Fence,
+    /// The owner of the latest write grant until it releases or
+    /// downgrades; still set at the next write grant, that grant is
+    /// poisoned.
+    pub writer: Option<String>,
+    /// Refused writers waiting, each on a lease of its own.
+    pub intents: Vec<Intent>,
+}
+
+/// A refused writer's intent: new readers stay out while it lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Intent {
+    /// The writer's owner token.
+    pub owner: String,
+    /// The lease the intent lives and dies with.
+    pub lease: LeaseId,
+}
+
+/// A named record and the account it is charged to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kept<T> {
+    /// Who made it (`None`: a caller without an account).
+    pub account: Option<Account>,
+    /// The record.
+    pub record: T,
+}
+
+/// Every named record, by name, as snapshots and backups carry them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamedRecords {
+    /// Election records.
+    pub elections: Vec<(String, Kept<ElectionRecord>)>,
+    /// The last fire claimed per schedule (`f64::to_bits` of its instant).
+    pub schedules: Vec<(String, Kept<u64>)>,
+    /// Read-write lock records.
+    pub read_write: Vec<(String, Kept<ReadWriteRecord>)>,
+}
+
+/// A read-write lock as [`LockState::read_write_state`] counts it.
+///
+/// [`LockState::read_write_state`]: super::LockState::read_write_state
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadWriteState {
+    /// The fence of the latest write grant (0: never written).
+    pub generation: Fence,
+    /// Whether a writer holds it.
+    pub writing: bool,
+    /// Readers holding it.
+    pub readers: u32,
+    /// Writers with a live intent.
+    pub waiting_writers: u32,
 }

@@ -3,6 +3,7 @@
 
 mod authority;
 mod claims;
+mod coordination;
 mod dedup_attacks;
 mod leases;
 mod lock_delay;
@@ -303,7 +304,37 @@ fn check_invariants(state: &LockState) {
         let want = expected.remove(id).unwrap_or_default();
         assert_eq!(state.lease_attachments(*id), want, "lease {id} index");
     }
+    check_named(state, &live);
     check_account_use(state);
+}
+
+/// Intents live on live leases, one per owner; the writer a record names,
+/// when it holds, holds at or after the generation recorded.
+fn check_named(state: &LockState, live: &BTreeSet<LeaseId>) {
+    for (name, kept) in state.to_parts().named.read_write {
+        let record = kept.record;
+        let mut owners = BTreeSet::new();
+        for intent in &record.intents {
+            assert!(
+                owners.insert(&intent.owner),
+                "{name}: two intents of one owner"
+            );
+            assert!(
+                live.contains(&intent.lease),
+                "{name}: intent on a dead lease"
+            );
+        }
+        let writer = state
+            .lock(&name)
+            .and_then(|l| l.holders.iter().find(|h| h.mode == Mode::Exclusive));
+        if let (Some(holder), Some(recorded)) = (writer, &record.writer) {
+            if &holder.owner == recorded {
+                // Equal when the hold is that write grant; later when the
+                // writer lost it and took the lock again another way.
+                assert!(holder.fence >= record.generation, "{name}: generation");
+            }
+        }
+    }
 }
 
 /// What each account holds, counted afresh, is what the state's indexes
@@ -325,6 +356,16 @@ fn check_account_use(state: &LockState) {
         if let Some(account) = &key.account {
             counted.entry(account.clone()).or_default().clients += 1;
         }
+    }
+    let named = state.to_parts().named;
+    let accounts = named
+        .elections
+        .iter()
+        .map(|(_, k)| &k.account)
+        .chain(named.schedules.iter().map(|(_, k)| &k.account))
+        .chain(named.read_write.iter().map(|(_, k)| &k.account));
+    for account in accounts.flatten() {
+        counted.entry(account.clone()).or_default().records += 1;
     }
     for (account, usage) in &counted {
         assert_eq!(&state.account_use(account), usage, "{account}");

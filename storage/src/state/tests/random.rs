@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use uuid::Uuid;
 
 use super::*;
-use crate::command::Caller;
+use crate::command::{Caller, ReadWriteOp};
 use crate::state::StateParts;
 
 /// The quotas every step runs under: small, so they are met often.
@@ -77,7 +77,7 @@ fn random_command(rng: &mut Rng, live: &[LeaseId], ever: &[LeaseId]) -> Command 
     let lease = random_lease(rng, live, ever);
     let name = rng.pick(&NAMES).to_string();
     let owner = rng.pick(&OWNERS).to_string();
-    match rng.below(100) {
+    match rng.below(125) {
         0..=7 => Command::GrantLease {
             ttl_ms: *rng.pick(&[1_000, 1_000, 1_000, 0]),
         },
@@ -117,10 +117,45 @@ fn random_command(rng: &mut Rng, live: &[LeaseId], ever: &[LeaseId]) -> Command 
         92..=93 => Command::RevokeAccountLeases {
             account: Account::source(IpAddr::from([10, 0, 0, 1 + rng.below(2) as u8])),
         },
-        _ => Command::Proclaim {
+        94..=99 => Command::Proclaim {
             name,
             owner,
             value: vec![rng.below(256) as u8],
+        },
+        100..=104 => Command::Hold {
+            name,
+            owner,
+            ttl_ms: *rng.pick(&[1_000, 0]),
+        },
+        105..=107 => Command::Unhold { name, owner },
+        108..=117 => {
+            let ttl_ms = *rng.pick(&[1_000, 1_000, 0]);
+            let op = *rng.pick(&[
+                ReadWriteOp::Read { ttl_ms },
+                ReadWriteOp::Write {
+                    ttl_ms,
+                    intent: true,
+                },
+                ReadWriteOp::Write {
+                    ttl_ms,
+                    intent: false,
+                },
+                ReadWriteOp::ReleaseRead,
+                ReadWriteOp::ReleaseWrite,
+                ReadWriteOp::CancelIntent,
+                ReadWriteOp::Downgrade { ttl_ms },
+            ]);
+            Command::ReadWrite { name, owner, op }
+        }
+        118..=121 => Command::Lead {
+            name,
+            owner: owner.clone(),
+            ttl_ms: 1_000,
+            metadata: vec![("owner".into(), owner)],
+        },
+        _ => Command::ClaimFire {
+            name,
+            due: (rng.below(4) as f64).to_bits(),
         },
     }
 }
