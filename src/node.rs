@@ -23,7 +23,9 @@ use crate::client::{Client, ClientOptions, ClientTls};
 use crate::error::Error;
 use crate::observe::{bind_admin, health_service, serve_admin, RequestMetricsLayer};
 use crate::pb;
-use crate::service::{ClusterService, ElectionService, LeaseService, LockService, StreamQuota};
+use crate::service::{
+    ClusterService, CoordinationService, ElectionService, LeaseService, LockService, StreamQuota,
+};
 
 /// Most concurrent calls on one client connection.
 const MAX_STREAMS_PER_CONNECTION: u32 = 65_536;
@@ -448,6 +450,12 @@ async fn serve_clients(
             auth: auth.clone(),
             streams,
         }))
+        .add_service(pb::coordination_server::CoordinationServer::new(
+            CoordinationService {
+                node: node.clone(),
+                auth: auth.clone(),
+            },
+        ))
         .add_service(health_service(node.clone()))
         .add_service(pb::cluster_server::ClusterServer::new(ClusterService {
             node,

@@ -4,6 +4,7 @@
 //! [`StreamQuota`] first.
 
 mod cluster_service;
+mod coordination_service;
 mod election_service;
 mod lease_service;
 mod lock_service;
@@ -18,6 +19,7 @@ use raftlock_storage::state::LockState;
 use raftlock_storage::{Caller, ClientSeq, Command, Request, Response};
 
 pub use cluster_service::ClusterService;
+pub use coordination_service::CoordinationService;
 pub use election_service::ElectionService;
 pub use lease_service::LeaseService;
 pub use lock_service::LockService;

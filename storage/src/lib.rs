@@ -53,7 +53,7 @@ pub mod types;
 pub use account::Account;
 pub use command::{
     slot, slot_index, Caller, Claim, ClientSeq, Command, CommandError, Fence, LeaseId, Mode,
-    Proposal, Request, Response, MAX_REQUESTS_PER_ENTRY,
+    Proposal, ReadWriteOp, ReadWriteOutcome, Request, Response, MAX_REQUESTS_PER_ENTRY,
 };
 pub use disk_sync::SyncMode;
 pub use error::Error;

@@ -13,6 +13,7 @@ mod client_locks;
 mod client_recipes;
 mod cluster;
 mod connection_attacks;
+mod coordination;
 mod disk_full;
 mod exactly_once;
 mod failover;

@@ -71,6 +71,7 @@ pub mod pb;
 mod cert_validity;
 mod cluster_calls;
 mod connect_failure;
+mod coordination_calls;
 mod election;
 mod election_calls;
 mod endpoints;
@@ -95,6 +96,7 @@ use request_ids::RequestIds;
 use session::SessionSlot;
 use tokio::time::Instant;
 
+pub use coordination_calls::{Held, LeadRecord, ReadWriteOp, ReadWriteStep};
 pub use election::{Election, Leadership};
 pub use fenced::Fenced;
 pub use lease_calls::{KeepAliveStream, LeaseAccount, LeaseTtl, RevokedAll};
