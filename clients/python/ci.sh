@@ -45,21 +45,25 @@ for dir in "${path_dirs[@]}"; do
 done
 without_rust() { env PATH="$no_rust_path" "$@"; }
 
-# The requirements of the wheel's extra $2 (from its METADATA), so they can
-# come from PyPI while the wheel itself installs with --no-index.
+# The requirements of the wheel's extra $3 (from its METADATA) that apply
+# to the Python of venv $1 (their markers evaluated there, by pip's own
+# `packaging`), so they can come from PyPI while the wheel itself installs
+# with --no-index.
 extra_requirements() {
-  .venv/bin/python - "$1" "$2" <<'EOF'
+  "$1/bin/python" - "$2" "$3" <<'EOF'
 import sys, zipfile
 from email.parser import Parser
+
+from pip._vendor.packaging.requirements import Requirement
 
 wheel, extra = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(wheel) as z:
     meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
     headers = Parser().parsestr(z.read(meta).decode())
-for requirement in headers.get_all("Requires-Dist") or []:
-    spec, _, marker = requirement.partition(";")
-    if marker.replace('"', "'").split() == ["extra", "==", f"'{extra}'"]:
-        print(spec.strip())
+for line in headers.get_all("Requires-Dist") or []:
+    requirement = Requirement(line)
+    if requirement.marker is not None and requirement.marker.evaluate({"extra": extra}):
+        print(f"{requirement.name}{requirement.specifier}")
 EOF
 }
 
@@ -113,9 +117,9 @@ grep "needs the Rust toolchain" "$scratch/log" | sed 's/^ */   /'
 # extra where grelmicro's pinned versions install on that Python (their
 # requirements from PyPI first); sets `imports` to the modules to import and
 # `skip_grelmicro` to pytest's arguments for leaving grelmicro's tests out.
-mapfile -t grelmicro < <(extra_requirements "$wheel" grelmicro)
 install_wheel() {
-  local venv=$1
+  local venv=$1 grelmicro
+  mapfile -t grelmicro < <(extra_requirements "$venv" "$wheel" grelmicro)
   if "$venv/bin/pip" show --quiet raftlock 2>/dev/null; then
     "$venv/bin/pip" uninstall --quiet --yes raftlock
   fi
@@ -128,7 +132,7 @@ install_wheel() {
   else
     echo "   pip install --no-index $(basename "$wheel") (${grelmicro[*]} does not install on this Python)"
     without_rust "$venv/bin/pip" install --quiet --no-index "$wheel"
-    skip_grelmicro=(--ignore "$here/tests/test_grelmicro.py")
+    skip_grelmicro=(--ignore "$here/tests/test_grelmicro.py" --ignore "$here/tests/test_grelmicro_coordination.py")
   fi
   (cd /tmp && without_rust "$venv/bin/python" -c "$imports")
   without_rust "$venv/bin/raftlock" --version
@@ -168,13 +172,22 @@ for minor in 10 11 12 13; do
     echo "== CPython 3.$minor: not on this machine, skipped"
     continue
   fi
-  echo "== CPython 3.$minor ($py): install the wheel, import, tests/test_cli.py"
+  echo "== CPython 3.$minor ($py): install the wheel, import, the command's and grelmicro's tests"
   venv="$scratch/venv-3.$minor"
   "$py" -m venv "$venv"
   "$venv/bin/pip" install --quiet --upgrade pip
-  "$venv/bin/pip" install --quiet "${test_tools[@]}"
+  "$venv/bin/pip" install --quiet "${test_tools[@]}" 'mypy==2.4.1'
   install_wheel "$venv"
+  tests=("$here/tests/test_cli.py")
+  if [ "${#skip_grelmicro[@]}" -eq 0 ]; then
+    tests+=("$here/tests/test_grelmicro.py" "$here/tests/test_grelmicro_coordination.py")
+    if "$venv/bin/python" -c 'import grelmicro.coordination' 2>/dev/null; then
+      echo "   mypy --strict raftlock/_grelmicro_coordination.py against $("$venv/bin/pip" show grelmicro | sed -n 's/^Version: /grelmicro /p')"
+      (cd "$here" && without_rust "$venv/bin/mypy" --python-version "3.$minor" \
+        --follow-imports silent python/raftlock/_grelmicro_coordination.py)
+    fi
+  fi
   without_rust env RAFTLOCK_BIN="$venv/bin/raftlock" \
-    "$venv/bin/pytest" -q -p no:cacheprovider --rootdir "$here" "$here/tests/test_cli.py"
+    "$venv/bin/pytest" -q -p no:cacheprovider --rootdir "$here" "${tests[@]}"
   rm -rf "$venv"
 done

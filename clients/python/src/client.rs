@@ -1,12 +1,15 @@
 //! `NativeClient`: the calls of the Rust client, each blocking or, with
 //! `aio=True`, answering an awaitable (see `run::finish`).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use raftlock_client::{Acquire, Client, ClientOptions, ClientTls, Error, SettingNames};
+use raftlock_client::{
+    Acquire, Client, ClientOptions, ClientTls, Error, ReadWriteOp, SettingNames,
+};
 
-use crate::convert::{secs, LeaderInfo, LeaseTtl, LockInfo};
+use crate::convert::{secs, LeadRecord, LeaderInfo, LeaseTtl, LockInfo};
 use crate::guards::{NativeGuard, NativeLeadership, NativeTaskGuard};
 use crate::observer::NativeObserver;
 use crate::run::{block, finish, to_py};
@@ -374,4 +377,152 @@ impl NativeClient {
     fn observe(&self, name: String) -> NativeObserver {
         NativeObserver::new(self.client.election(name).observe())
     }
+
+    /// Takes `name` alone for `owner` on a lease of its own of `ttl`, or
+    /// renews the hold `owner` has: `(fence, lease)`, `None` when another
+    /// owner holds it.
+    #[pyo3(signature = (name, owner, ttl, *, aio=false))]
+    fn hold<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        owner: String,
+        ttl: f64,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ttl = secs("ttl", ttl)?;
+        let client = self.client.clone();
+        finish(py, aio, async move {
+            let held = client.hold(&name, &owner, ttl).await?;
+            Ok(held.map(|h| (h.fence, h.lease)))
+        })
+    }
+
+    /// Ends `owner`'s hold of `name` with its lease; `False` if none.
+    #[pyo3(signature = (name, owner, *, aio=false))]
+    fn unhold<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        owner: String,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move { client.unhold(&name, &owner).await })
+    }
+
+    /// One read-write step (`op`: read, write, release_read, release_write,
+    /// cancel_intent, downgrade): `(granted, generation, poisoned)`.
+    #[pyo3(signature = (name, owner, op, ttl, intent, *, aio=false))]
+    fn read_write<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        owner: String,
+        op: &str,
+        ttl: f64,
+        intent: bool,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let op = read_write_op(op)?;
+        let ttl = secs("ttl", ttl)?;
+        let client = self.client.clone();
+        finish(py, aio, async move {
+            let step = client.read_write(&name, &owner, op, ttl, intent).await?;
+            Ok((step.granted, step.generation, step.poisoned))
+        })
+    }
+
+    /// Read-write lock `name`: `(generation, writing, readers,
+    /// waiting_writers)`.
+    #[pyo3(signature = (name, *, aio=false))]
+    fn read_write_state<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move {
+            let s = client.read_write_state(&name).await?;
+            Ok((s.generation, s.writing, s.readers, s.waiting_writers))
+        })
+    }
+
+    /// Leads election `name` as `owner` for `ttl`, or renews its lead:
+    /// the record, whoever leads (see `LeadRecord`).
+    #[pyo3(signature = (name, owner, ttl, metadata, *, aio=false))]
+    fn lead<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        owner: String,
+        ttl: f64,
+        metadata: HashMap<String, String>,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ttl = secs("ttl", ttl)?;
+        let client = self.client.clone();
+        finish(py, aio, async move {
+            Ok(LeadRecord::from(
+                client.lead(&name, &owner, ttl, metadata).await?,
+            ))
+        })
+    }
+
+    /// The record of election `name` while someone leads it.
+    #[pyo3(signature = (name, *, aio=false))]
+    fn leader_record<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move {
+            Ok(client.leader_record(&name).await?.map(LeadRecord::from))
+        })
+    }
+
+    /// Claims schedule `name`'s fire at `due` (seconds since the epoch).
+    #[pyo3(signature = (name, due, *, aio=false))]
+    fn claim_fire<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        due: f64,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move { client.claim_fire(&name, due).await })
+    }
+
+    /// The last fire claimed for schedule `name`, `None` if none.
+    #[pyo3(signature = (name, *, aio=false))]
+    fn last_fired<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        finish(py, aio, async move { client.last_fired(&name).await })
+    }
+}
+
+/// A read-write step by its Python name.
+fn read_write_op(op: &str) -> PyResult<ReadWriteOp> {
+    Ok(match op {
+        "read" => ReadWriteOp::Read,
+        "write" => ReadWriteOp::Write,
+        "release_read" => ReadWriteOp::ReleaseRead,
+        "release_write" => ReadWriteOp::ReleaseWrite,
+        "cancel_intent" => ReadWriteOp::CancelIntent,
+        "downgrade" => ReadWriteOp::Downgrade,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "unknown read-write step {other:?}"
+            )))
+        }
+    })
 }

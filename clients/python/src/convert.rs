@@ -223,3 +223,43 @@ impl From<raftlock_client::LeaseTtl> for LeaseTtl {
         }
     }
 }
+
+/// An election's record (grelmicro's `LeaderRecord`).
+#[pyclass(module = "raftlock._native", frozen, get_all)]
+pub struct LeadRecord {
+    /// The owner token that leads; empty when nobody does.
+    pub holder: String,
+    /// The lead's TTL, seconds.
+    pub ttl: f64,
+    /// When the holder took the lead, ms since the Unix epoch.
+    pub acquired_at_ms: u64,
+    /// When it last renewed.
+    pub renewed_at_ms: u64,
+    /// How many times the lead passed to another owner.
+    pub transitions: u64,
+    /// What the holder published.
+    pub metadata: std::collections::HashMap<String, String>,
+}
+
+#[pymethods]
+impl LeadRecord {
+    fn __repr__(&self) -> String {
+        format!(
+            "LeadRecord(holder={:?}, ttl={}, transitions={})",
+            self.holder, self.ttl, self.transitions
+        )
+    }
+}
+
+impl From<raftlock_client::LeadRecord> for LeadRecord {
+    fn from(r: raftlock_client::LeadRecord) -> Self {
+        LeadRecord {
+            holder: r.holder,
+            ttl: r.ttl.as_secs_f64(),
+            acquired_at_ms: r.acquired_at_ms,
+            renewed_at_ms: r.renewed_at_ms,
+            transitions: r.transitions,
+            metadata: r.metadata,
+        }
+    }
+}

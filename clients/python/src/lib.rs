@@ -50,5 +50,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<convert::Waiter>()?;
     m.add_class::<convert::LeaderInfo>()?;
     m.add_class::<convert::LeaseTtl>()?;
+    m.add_class::<convert::LeadRecord>()?;
     Ok(())
 }

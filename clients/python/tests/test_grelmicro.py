@@ -10,6 +10,9 @@ from collections.abc import AsyncIterator
 
 import anyio
 import pytest
+
+pytest.importorskip("grelmicro.sync", reason="grelmicro 0.20 (Python 3.11)")
+
 import raftlock.asyncio
 from conftest import Cluster
 from grelmicro.sync import LeaderElection, Lock, TaskLock

@@ -1,146 +1,62 @@
-"""A grelmicro ``SyncBackend`` on raftlock: grelmicro's ``Lock``,
-``TaskLock`` and ``LeaderElection`` run on a raftlock cluster unchanged.
+"""grelmicro's coordination backends on raftlock, for the grelmicro that is
+installed:
 
->>> from grelmicro.sync import Lock, use_backend        # doctest: +SKIP
->>> from raftlock.grelmicro import RaftlockSyncBackend  # doctest: +SKIP
->>> async with RaftlockSyncBackend("127.0.0.1:7379") as backend:  # doctest: +SKIP
-...     use_backend(backend)
-...     async with Lock("reports"):
-...         ...
+- grelmicro >= 0.27 (``grelmicro.coordination``; what pip installs on
+  Python 3.12+): :class:`RaftlockProvider` shared by
+  :class:`RaftlockLockAdapter`, :class:`RaftlockReadWriteLockAdapter`,
+  :class:`RaftlockLeaderElectionAdapter` and
+  :class:`RaftlockScheduleAdapter`, as grelmicro's own Redis provider and
+  adapters are;
+- grelmicro 0.20 (``grelmicro.sync``; the newest on Python 3.10 and 3.11):
+  :class:`RaftlockSyncBackend`.
 
-The contract of grelmicro's ``sync/abc.py``, and how it is kept:
+>>> from grelmicro.coordination import Lock                        # doctest: +SKIP
+>>> from raftlock.grelmicro import RaftlockLockAdapter, RaftlockProvider  # doctest: +SKIP
+>>> async with RaftlockProvider("127.0.0.1:7379") as provider:    # doctest: +SKIP
+...     async with RaftlockLockAdapter(provider=provider) as backend:
+...         async with Lock("reports", backend=backend):
+...             ...
 
-- ``acquire(name, token, duration)`` takes the lock for ``token`` for
-  ``duration`` seconds, or extends it if ``token`` holds it already. The
-  lock is held on a lease of its own whose TTL is ``duration`` and which is
-  never kept alive: a process that dies loses its locks when their duration
-  ends, as with Redis ``SET PX``. Lock and lease are made in one Raft entry
-  (``Acquire`` with ``ttl_ms``), so the duration counts from the grant and
-  a busy lock makes no lease. Extending sets the lease's TTL again
-  (``Lease.SetTtl``, replicated), so the lock then ends ``duration`` after
-  the extension. Any positive duration is taken, down to a millisecond.
-- ``release(name, token)`` ends the hold and its lease; it is not
-  re-entrant (one release ends any number of acquires), and answers
-  ``False`` for a lock the token does not hold.
-- ``locked(name)`` and ``owned(name, token)`` ask the leader (linearizable).
-
-A token's hold is found by the backend object that took it: a token is one
-worker's, in one process, as grelmicro makes them.
+Another grelmicro (0.21 to 0.26) is refused at import with what is
+supported, rather than being mistaken for a missing one.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-from types import TracebackType
-
-from raftlock import _own_ttl
-from raftlock.asyncio import Client
-from raftlock.errors import InvalidArgument, LeaseExpired
+from importlib import metadata, util
 
 try:
-    from grelmicro.sync.abc import SyncBackend
-except ImportError as missing:  # pragma: no cover - the extra is not installed
+    _version = metadata.version("grelmicro")
+except metadata.PackageNotFoundError as missing:
     raise ImportError(
-        "raftlock.grelmicro needs grelmicro: pip install 'raftlock[grelmicro]'"
+        "raftlock.grelmicro needs grelmicro, which needs Python >= 3.11: "
+        "pip install 'raftlock[grelmicro]'"
     ) from missing
 
-#: The longest lease raftlock grants: one day.
-MAX_DURATION = 86_400.0
+if util.find_spec("grelmicro.coordination") is not None:
+    from raftlock._grelmicro_coordination import (
+        RaftlockLeaderElectionAdapter,
+        RaftlockLockAdapter,
+        RaftlockProvider,
+        RaftlockReadWriteLockAdapter,
+        RaftlockScheduleAdapter,
+    )
 
+    __all__ = [
+        "RaftlockLeaderElectionAdapter",
+        "RaftlockLockAdapter",
+        "RaftlockProvider",
+        "RaftlockReadWriteLockAdapter",
+        "RaftlockScheduleAdapter",
+    ]
+elif util.find_spec("grelmicro.sync") is not None:
+    from raftlock._grelmicro_sync import RaftlockSyncBackend
 
-def _ttl(duration: float) -> float:
-    """``duration`` seconds as a lease TTL, rounded up to whole milliseconds."""
-    if isinstance(duration, bool) or not duration > 0 or duration > MAX_DURATION:
-        raise InvalidArgument(
-            f"duration must be more than 0 and at most {MAX_DURATION:.0f} seconds, not {duration!r}"
-        )
-    return max(math.ceil(duration * 1000), 1) / 1000
-
-
-class RaftlockSyncBackend(SyncBackend):
-    """grelmicro's ``SyncBackend`` on a raftlock cluster.
-
-    Args:
-        endpoints: client endpoints (default ``RAFTLOCK_ENDPOINTS``, else
-            ``127.0.0.1:7379``); ignored when ``client`` is given.
-        client: a :class:`raftlock.asyncio.Client` to use.
-        prefix: put before every lock name (as the Redis backend's).
-    """
-
-    def __init__(
-        self,
-        endpoints: str | Sequence[str] | None = None,
-        *,
-        client: Client | None = None,
-        prefix: str = "",
-    ) -> None:
-        self._client = client if client is not None else Client(endpoints)
-        self._own_client = client is None
-        self._prefix = prefix
-        # (name, token) -> (lease, fence) of the holds this backend took.
-        self._holds: dict[tuple[str, str], tuple[int, int]] = {}
-
-    async def __aenter__(self) -> RaftlockSyncBackend:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._own_client:
-            await self._client.close()
-
-    async def acquire(self, *, name: str, token: str, duration: float) -> bool:
-        """Takes ``name`` for ``token`` for ``duration`` seconds, or extends
-        it if ``token`` holds it; ``False`` if another token holds it."""
-        ttl = _ttl(duration)
-        key = self._prefix + name
-        native = self._client._native
-        held = self._holds.get((key, token))
-        if held is not None:
-            lease, fence = held
-            try:
-                await native.set_lease_ttl(lease, ttl, aio=True)
-            except LeaseExpired:
-                del self._holds[(key, token)]
-            else:
-                if await native.check(key, fence, aio=True):
-                    return True
-                # Force-released while the lease lived: start again.
-                del self._holds[(key, token)]
-                await self._revoke(lease)
-        info = await self._client.describe(key)
-        if info is not None and info.holders:
-            return False
-        held = await _own_ttl.acquire_async(native, key, token, ttl, False, None)
-        if held is None:
-            return False
-        lease, fence = held
-        self._holds[(key, token)] = (lease, fence)
-        return True
-
-    async def release(self, *, name: str, token: str) -> bool:
-        """Ends ``token``'s hold of ``name``; ``False`` if it held none."""
-        held = self._holds.pop((self._prefix + name, token), None)
-        if held is None:
-            return False
-        return await self._revoke(held[0]) > 0
-
-    async def locked(self, *, name: str) -> bool:
-        """Whether anyone holds ``name``."""
-        info = await self._client.describe(self._prefix + name)
-        return info is not None and bool(info.holders)
-
-    async def owned(self, *, name: str, token: str) -> bool:
-        """Whether ``token`` holds ``name``."""
-        info = await self._client.describe(self._prefix + name)
-        return info is not None and any(h.owner == token for h in info.holders)
-
-    async def _revoke(self, lease: int) -> int:
-        return await _own_ttl.revoke_async(self._client._native, lease)
-
-
-__all__ = ["RaftlockSyncBackend"]
+    __all__ = ["RaftlockSyncBackend"]
+else:
+    raise ImportError(
+        f"raftlock.grelmicro supports grelmicro 0.20 (grelmicro.sync) and "
+        f">= 0.27 (grelmicro.coordination), but grelmicro {_version} has "
+        f"neither: pip install 'grelmicro>=0.27' (Python >= 3.12) or "
+        f"'grelmicro==0.20.*'"
+    )
