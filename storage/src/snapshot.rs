@@ -251,7 +251,16 @@ fn newest_index(state: &StateParts) -> Option<u64> {
     let waiters = state.locks.iter().flat_map(|l| &l.waiters);
     let waiting = waiters.map(|w| slot_index(w.lease));
     let clients = state.clients.iter().map(|(_, c)| slot_index(c.last_index));
-    leases.chain(fences).chain(waiting).chain(clients).max()
+    let read_write = state.named.read_write.iter().map(|(_, k)| &k.record);
+    let generations = read_write.clone().map(|r| slot_index(r.generation));
+    let intents = read_write.flat_map(|r| r.intents.iter().map(|i| slot_index(i.lease)));
+    leases
+        .chain(fences)
+        .chain(waiting)
+        .chain(clients)
+        .chain(generations)
+        .chain(intents)
+        .max()
 }
 
 /// Snapshot bytes built in cluster `built_in` may replace a state of

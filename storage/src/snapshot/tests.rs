@@ -244,3 +244,36 @@ fn snapshots_without_named_records_are_still_read() {
         payload
     );
 }
+
+/// A read-write record naming a write grant or an intent lease after the
+/// snapshot's position is refused as the other records are.
+#[test]
+fn named_records_made_after_the_snapshot_position_are_refused() {
+    use crate::state::{Intent, Kept, ReadWriteRecord};
+    let future = slot(11, 0);
+    for record in [
+        ReadWriteRecord {
+            generation: future,
+            ..ReadWriteRecord::default()
+        },
+        ReadWriteRecord {
+            intents: vec![Intent {
+                owner: "w".into(),
+                lease: future,
+            }],
+            ..ReadWriteRecord::default()
+        },
+    ] {
+        let (meta, mut payload) = payload();
+        payload.state.named.read_write = vec![(
+            "rw".into(),
+            Kept {
+                account: None,
+                record,
+            },
+        )];
+        let data = payload.encode(Some(OURS)).unwrap();
+        let err = SnapshotPayload::decode(&meta, &data, Some(OURS)).unwrap_err();
+        assert!(err.to_string().contains("after it"), "{err}");
+    }
+}
