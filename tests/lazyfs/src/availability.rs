@@ -1,5 +1,6 @@
 //! Whether FUSE mounts work here, so tests can skip loudly instead of failing
-//! on machines without `/dev/fuse` or the right to mount.
+//! on machines without `/dev/fuse` or the right to mount — except under CI
+//! (`CI` set), where a test that cannot run fails ([`skip_unless_ci`]).
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -18,7 +19,7 @@ pub struct Unavailable(String);
 ///
 /// ```no_run
 /// if let Err(reason) = raftlock_lazyfs::check_available() {
-///     eprintln!("SKIPPED: {reason}");
+///     raftlock_lazyfs::skip_unless_ci("my test", &reason);
 ///     return;
 /// }
 /// ```
@@ -43,4 +44,17 @@ fn probe() -> Result<(), Unavailable> {
             b"probe" => Ok(()),
             _ => Err(Unavailable("a test mount reads back wrong data".to_owned())),
         })
+}
+
+/// Prints `SKIPPED: <test> needs FUSE: <reason>` for a test that cannot run
+/// here, or, when the `CI` variable is set (not empty), fails it: CI must
+/// run every test, and a skip there would pass unseen.
+pub fn skip_unless_ci(test: &str, reason: &dyn std::fmt::Display) {
+    let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
+    assert!(
+        !ci,
+        "{test} needs FUSE, which does not work here ({reason}), and CI is set: \
+         CI must run it (a FUSE-capable machine: /dev/fuse, root)"
+    );
+    eprintln!("SKIPPED: {test} needs FUSE: {reason}");
 }

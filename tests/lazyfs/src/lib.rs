@@ -90,7 +90,7 @@ mod power;
 mod state;
 mod stats;
 
-pub use availability::{check_available, Unavailable};
+pub use availability::{check_available, skip_unless_ci, Unavailable};
 pub use error::Error;
 pub use limits::CAPACITY_BYTES;
 pub use mount::LazyFs;

@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use raftlock_lazyfs::{check_available, LazyFs};
+use raftlock_lazyfs::{check_available, skip_unless_ci, LazyFs};
 use tempfile::TempDir;
 
 /// A lazy filesystem mounted on a fresh temporary directory.
@@ -28,10 +28,11 @@ impl Mounted {
 }
 
 /// Mounts a fresh filesystem, or prints `SKIPPED: <reason>` and returns
-/// `None` when FUSE is unavailable here.
+/// `None` when FUSE is unavailable here (fails under CI: see
+/// [`skip_unless_ci`]).
 pub fn mount() -> Option<Mounted> {
     if let Err(reason) = check_available() {
-        eprintln!("SKIPPED: {reason}");
+        skip_unless_ci("lazyfs test", &reason);
         return None;
     }
     let dir = tempfile::tempdir().expect("temporary mountpoint");
