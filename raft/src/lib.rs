@@ -61,6 +61,7 @@ pub mod health;
 pub mod leader_calls;
 mod leader_tasks;
 pub mod lease_timer;
+mod link_filter;
 pub mod lock_delay_timer;
 pub mod membership_checks;
 pub mod message_codec;
@@ -81,6 +82,7 @@ pub mod replica;
 pub mod rollback;
 pub mod scrape;
 pub mod snapshot_transfer;
+mod start_checks;
 pub mod tls;
 pub mod tls_acceptor;
 

@@ -9,7 +9,7 @@
 //! batches are kept under [`APPEND_BUDGET_BYTES`] by asking openraft for
 //! fewer entries. Channels connect lazily and are reused per target.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,7 @@ use tonic::transport::{Channel, Endpoint};
 use raftlock_storage::{NodeAddr, NodeId, Snapshot, SnapshotData, TypeConfig, Vote};
 
 use crate::forward::{ForwardResult, Forwarded};
+pub use crate::link_filter::LinkFilter;
 use crate::metrics::NodeMetrics;
 use crate::pb::peer_client::PeerClient;
 use crate::peer_guard::PeerGuard;
@@ -44,58 +45,6 @@ use crate::tls::NodeTls;
 /// send and to decode. One entry alone may be larger (the proposer bounds
 /// an entry to about 1 MiB of payload), up to the receiver's message limit.
 pub const APPEND_BUDGET_BYTES: usize = 1 << 20;
-
-/// Links a test has cut. Shared by every node of an in-process test cluster;
-/// a blocked link fails as if the peer were unreachable.
-#[derive(Debug, Clone, Default)]
-pub struct LinkFilter {
-    links: Arc<Mutex<Links>>,
-}
-
-#[derive(Debug, Default)]
-struct Links {
-    /// Links that carry nothing.
-    cut: BTreeSet<(NodeId, NodeId)>,
-    /// Links that carry heartbeats but no log entries.
-    entries_held: BTreeSet<(NodeId, NodeId)>,
-}
-
-impl LinkFilter {
-    /// Cuts `from -> to`.
-    pub fn block(&self, from: NodeId, to: NodeId) {
-        self.lock().cut.insert((from, to));
-    }
-    /// Drops append-entries that carry log entries on `from -> to`, while
-    /// heartbeats and leadership checks still pass: a leader that can prove
-    /// it leads but cannot commit anything.
-    pub fn hold_entries(&self, from: NodeId, to: NodeId) {
-        self.lock().entries_held.insert((from, to));
-    }
-    /// Cuts every link into and out of `node`.
-    pub fn isolate(&self, node: NodeId, others: impl IntoIterator<Item = NodeId>) {
-        let mut links = self.lock();
-        for other in others {
-            links.cut.insert((node, other));
-            links.cut.insert((other, node));
-        }
-    }
-    /// Restores every link.
-    pub fn heal(&self) {
-        *self.lock() = Links::default();
-    }
-    /// Whether `from -> to` is cut.
-    pub fn is_blocked(&self, from: NodeId, to: NodeId) -> bool {
-        self.lock().cut.contains(&(from, to))
-    }
-    fn holds_entries(&self, from: NodeId, to: NodeId) -> bool {
-        self.lock().entries_held.contains(&(from, to))
-    }
-    fn lock(&self) -> std::sync::MutexGuard<'_, Links> {
-        // A poisoned filter only means a test thread panicked; the sets are
-        // still valid sets.
-        self.links.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 /// Makes peer clients for openraft and for forwarding.
 #[derive(Clone)]

@@ -25,14 +25,13 @@ use crate::network::{LinkFilter, PeerNetwork};
 use crate::pb::peer_server::PeerServer;
 use crate::peer_auth::{key_path, plan_key, KeyPlan};
 use crate::peer_guard::PeerGuard;
-use crate::peer_probe::{probe, PeerProbe};
 use crate::peer_service::PeerService;
 use crate::proposer::Proposer;
 use crate::raft_watch::watch_raft;
 use crate::read_index::ReadIndexRounds;
 use crate::removal::{stop_when_removed, Removal};
 use crate::replica::Replica;
-use crate::rollback;
+use crate::start_checks;
 use crate::tls::{peer_node_id, NodeTls};
 use crate::tls_acceptor::{tls_incoming, TlsAcceptor};
 use crate::Raft;
@@ -153,8 +152,8 @@ impl RaftNode {
             metrics.clone(),
             removal.clone(),
         );
-        refuse_if_running_elsewhere(&config, &log_store, &sm_store, &net).await?;
-        refuse_if_rolled_back(&config, &log_store, &sm_store, &net).await?;
+        start_checks::refuse_if_running_elsewhere(&config, &log_store, &sm_store, &net).await?;
+        start_checks::refuse_if_rolled_back(&config, &log_store, &sm_store, &net).await?;
         let raft = Raft::new(
             config.id,
             Arc::new(raft_config),
@@ -346,91 +345,6 @@ impl Drop for RaftNode {
             task.abort();
         }
     }
-}
-
-/// Refuses to start when another process already answers as this node at
-/// the peer address the membership records for it: this data dir is then a
-/// copy of a running node's, and two processes with one id would each
-/// vote and acknowledge entries as that node.
-async fn refuse_if_running_elsewhere(
-    config: &Config,
-    log: &raftlock_storage::LogStore,
-    sm_store: &raftlock_storage::StateMachineStore,
-    net: &PeerNetwork,
-) -> Result<(), Error> {
-    let Some(membership) = recorded_membership(log, sm_store) else {
-        return Ok(());
-    };
-    let Some(recorded) = membership.get_node(&config.id) else {
-        return Ok(());
-    };
-    let own = config.node_addr().peer_addr;
-    if recorded.peer_addr == own {
-        // Then this process binds that address, or fails to.
-        return Ok(());
-    }
-    match probe(net, config.id, &recorded.peer_addr, Duration::from_secs(1)).await {
-        PeerProbe::Node {
-            id,
-            boot,
-            cluster_id,
-            ..
-        } if id == config.id => Err(Error::Storage(format!(
-            "node {id} is already running at {} (cluster {cluster_id}, boot {boot}), the \
-             address the cluster records for it; this process ({own}) would be a second \
-             node {id}. Is {} a copy of that node's data dir? Stop one of them; to move \
-             the node, stop the old process first",
-            recorded.peer_addr,
-            config.data_dir.display()
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// The newest membership the data dir records: in its log, else in its
-/// applied state.
-fn recorded_membership(
-    log: &raftlock_storage::LogStore,
-    sm_store: &raftlock_storage::StateMachineStore,
-) -> Option<raftlock_storage::Membership> {
-    match log.last_membership() {
-        Ok(Some(membership)) => Some(membership),
-        _ => sm_store
-            .applied()
-            .ok()
-            .map(|(_, stored)| stored.membership().clone()),
-    }
-}
-
-/// Refuses to start on a data dir older than what the other members saw of
-/// this node (crate::rollback). A dir that records no membership listing
-/// this node (new, or joining) has nothing to compare.
-async fn refuse_if_rolled_back(
-    config: &Config,
-    log: &raftlock_storage::LogStore,
-    sm_store: &raftlock_storage::StateMachineStore,
-    net: &PeerNetwork,
-) -> Result<(), Error> {
-    let Some(membership) = recorded_membership(log, sm_store) else {
-        return Ok(());
-    };
-    if membership.get_node(&config.id).is_none() {
-        return Ok(());
-    }
-    let peers: Vec<(NodeId, String)> = membership
-        .nodes()
-        .filter(|(id, _)| **id != config.id)
-        .map(|(id, addr)| (*id, addr.peer_addr.clone()))
-        .collect();
-    if peers.is_empty() {
-        return Ok(());
-    }
-    let own = log
-        .position()
-        .map_err(|e| Error::Storage(format!("cannot read the data dir's raft state: {e}")))?;
-    rollback::check_peers(net, config.id, &own, peers, &config.data_dir)
-        .await
-        .map_err(Error::Storage)
 }
 
 /// Serves the peer API until `stop`. With `tls`, every connection must

@@ -1,0 +1,98 @@
+//! What a node checks of its data dir against the cluster before its Raft
+//! starts: that no other process already runs as this node, and that the
+//! dir is not older than what the other members saw of it.
+
+use std::time::Duration;
+
+use raftlock_storage::NodeId;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::network::PeerNetwork;
+use crate::peer_probe::{probe, PeerProbe};
+use crate::rollback;
+
+/// Refuses to start when another process already answers as this node at
+/// the peer address the membership records for it: this data dir is then a
+/// copy of a running node's, and two processes with one id would each
+/// vote and acknowledge entries as that node.
+pub(crate) async fn refuse_if_running_elsewhere(
+    config: &Config,
+    log: &raftlock_storage::LogStore,
+    sm_store: &raftlock_storage::StateMachineStore,
+    net: &PeerNetwork,
+) -> Result<(), Error> {
+    let Some(membership) = recorded_membership(log, sm_store) else {
+        return Ok(());
+    };
+    let Some(recorded) = membership.get_node(&config.id) else {
+        return Ok(());
+    };
+    let own = config.node_addr().peer_addr;
+    if recorded.peer_addr == own {
+        // Then this process binds that address, or fails to.
+        return Ok(());
+    }
+    match probe(net, config.id, &recorded.peer_addr, Duration::from_secs(1)).await {
+        PeerProbe::Node {
+            id,
+            boot,
+            cluster_id,
+            ..
+        } if id == config.id => Err(Error::Storage(format!(
+            "node {id} is already running at {} (cluster {cluster_id}, boot {boot}), the \
+             address the cluster records for it; this process ({own}) would be a second \
+             node {id}. Is {} a copy of that node's data dir? Stop one of them; to move \
+             the node, stop the old process first",
+            recorded.peer_addr,
+            config.data_dir.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The newest membership the data dir records: in its log, else in its
+/// applied state.
+fn recorded_membership(
+    log: &raftlock_storage::LogStore,
+    sm_store: &raftlock_storage::StateMachineStore,
+) -> Option<raftlock_storage::Membership> {
+    match log.last_membership() {
+        Ok(Some(membership)) => Some(membership),
+        _ => sm_store
+            .applied()
+            .ok()
+            .map(|(_, stored)| stored.membership().clone()),
+    }
+}
+
+/// Refuses to start on a data dir older than what the other members saw of
+/// this node (crate::rollback). A dir that records no membership listing
+/// this node (new, or joining) has nothing to compare.
+pub(crate) async fn refuse_if_rolled_back(
+    config: &Config,
+    log: &raftlock_storage::LogStore,
+    sm_store: &raftlock_storage::StateMachineStore,
+    net: &PeerNetwork,
+) -> Result<(), Error> {
+    let Some(membership) = recorded_membership(log, sm_store) else {
+        return Ok(());
+    };
+    if membership.get_node(&config.id).is_none() {
+        return Ok(());
+    }
+    let peers: Vec<(NodeId, String)> = membership
+        .nodes()
+        .filter(|(id, _)| **id != config.id)
+        .map(|(id, addr)| (*id, addr.peer_addr.clone()))
+        .collect();
+    if peers.is_empty() {
+        return Ok(());
+    }
+    let own = log
+        .position()
+        .map_err(|e| Error::Storage(format!("cannot read the data dir's raft state: {e}")))?;
+    rollback::check_peers(net, config.id, &own, peers, &config.data_dir)
+        .await
+        .map_err(Error::Storage)
+}
