@@ -35,6 +35,7 @@ pub mod account;
 pub mod backup;
 pub mod codec;
 pub mod command;
+mod command_error;
 pub mod dir_lock;
 pub mod disk_sync;
 pub mod error;

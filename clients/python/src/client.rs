@@ -5,24 +5,13 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use raftlock_client::{
-    Acquire, Client, ClientOptions, ClientTls, Error, ReadWriteOp, SettingNames,
-};
+use raftlock_client::{Acquire, Client, Error};
 
-use crate::convert::{secs, LeadRecord, LeaderInfo, LeaseTtl, LockInfo};
+use crate::client_options::{client_options, ClientSettings};
+use crate::convert::{read_write_op, secs, LeadRecord, LeaderInfo, LeaseTtl, LockInfo};
 use crate::guards::{NativeGuard, NativeLeadership, NativeTaskGuard};
 use crate::observer::NativeObserver;
 use crate::run::{block, finish, to_py};
-
-/// How the client's messages name settings for Python users: the keyword
-/// arguments of `raftlock.Client` (never the command line's flags).
-const PYTHON_NAMES: SettingNames = SettingNames {
-    endpoints: "endpoints=",
-    cacert: "cacert=",
-    cert: "cert=",
-    key: "key=",
-    cacert_example: "raftlock.Client(..., cacert=\"ca.crt\")",
-};
 
 /// A connection to a raftlock cluster (`raftlock.Client` wraps it).
 #[pyclass(module = "raftlock._native", frozen)]
@@ -50,30 +39,15 @@ impl NativeClient {
         cert: Option<PathBuf>,
         key: Option<PathBuf>,
     ) -> PyResult<Self> {
-        let mut options = ClientOptions {
-            setting_names: PYTHON_NAMES,
-            ..ClientOptions::default()
-        };
-        if let Some(ttl) = session_ttl {
-            options.session_ttl = secs("session_ttl", ttl)?;
-        }
-        if let Some(margin) = safety_margin {
-            options.safety_margin = Some(secs("safety_margin", margin)?);
-        }
-        if let Some(retry) = retry_for {
-            options.retry_for = secs("retry_for", retry)?;
-        }
-        options.token = token;
-        if cacert.is_some() || cert.is_some() || key.is_some() {
-            let tls = ClientTls::from_files_named(
-                &PYTHON_NAMES,
-                cacert.as_deref(),
-                cert.as_deref(),
-                key.as_deref(),
-            )
-            .map_err(to_py)?;
-            options.tls = Some(tls);
-        }
+        let options = client_options(ClientSettings {
+            session_ttl,
+            safety_margin,
+            retry_for,
+            token,
+            cacert,
+            cert,
+            key,
+        })?;
         let client = block(py, Client::connect_with(endpoints, options))?;
         Ok(Self { client })
     }
@@ -508,21 +482,4 @@ impl NativeClient {
         let client = self.client.clone();
         finish(py, aio, async move { client.last_fired(&name).await })
     }
-}
-
-/// A read-write step by its Python name.
-fn read_write_op(op: &str) -> PyResult<ReadWriteOp> {
-    Ok(match op {
-        "read" => ReadWriteOp::Read,
-        "write" => ReadWriteOp::Write,
-        "release_read" => ReadWriteOp::ReleaseRead,
-        "release_write" => ReadWriteOp::ReleaseWrite,
-        "cancel_intent" => ReadWriteOp::CancelIntent,
-        "downgrade" => ReadWriteOp::Downgrade,
-        other => {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "unknown read-write step {other:?}"
-            )))
-        }
-    })
 }

@@ -1,13 +1,13 @@
-//! Values crossing to Python: durations in seconds, and the read-only
-//! records the client answers (a lock's holders and waiters, a leader, a
-//! lease's TTL).
+//! Values crossing to Python: durations in seconds, read-write steps by
+//! name, and the read-only records the client answers (a lock's holders
+//! and waiters, a leader, a lease's TTL, an election's record).
 
 use std::borrow::Cow;
 use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use raftlock_client::pb;
+use raftlock_client::{pb, ReadWriteOp};
 
 /// `value` seconds as a duration; `what` names the argument in the error.
 pub fn secs(what: &str, value: f64) -> PyResult<Duration> {
@@ -262,4 +262,21 @@ impl From<raftlock_client::LeadRecord> for LeadRecord {
             metadata: r.metadata,
         }
     }
+}
+
+/// A read-write step by its Python name.
+pub fn read_write_op(op: &str) -> PyResult<ReadWriteOp> {
+    Ok(match op {
+        "read" => ReadWriteOp::Read,
+        "write" => ReadWriteOp::Write,
+        "release_read" => ReadWriteOp::ReleaseRead,
+        "release_write" => ReadWriteOp::ReleaseWrite,
+        "cancel_intent" => ReadWriteOp::CancelIntent,
+        "downgrade" => ReadWriteOp::Downgrade,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown read-write step {other:?}"
+            )))
+        }
+    })
 }

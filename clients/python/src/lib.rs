@@ -21,6 +21,7 @@
 
 mod cli;
 mod client;
+mod client_options;
 mod convert;
 mod guards;
 mod observer;

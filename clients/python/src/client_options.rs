@@ -1,0 +1,61 @@
+//! The options of a `NativeClient` from `raftlock.Client`'s keywords.
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use raftlock_client::{ClientOptions, ClientTls, SettingNames};
+
+use crate::convert::secs;
+use crate::run::to_py;
+
+/// How the client's messages name settings for Python users: the keyword
+/// arguments of `raftlock.Client` (never the command line's flags).
+const PYTHON_NAMES: SettingNames = SettingNames {
+    endpoints: "endpoints=",
+    cacert: "cacert=",
+    cert: "cert=",
+    key: "key=",
+    cacert_example: "raftlock.Client(..., cacert=\"ca.crt\")",
+};
+
+/// `raftlock.Client`'s keywords; `None`: the client's default (or its
+/// `RAFTLOCK_*` variable).
+pub struct ClientSettings {
+    pub session_ttl: Option<f64>,
+    pub safety_margin: Option<f64>,
+    pub retry_for: Option<f64>,
+    pub token: Option<String>,
+    pub cacert: Option<PathBuf>,
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
+/// The client's options from `settings`, each checked.
+pub fn client_options(settings: ClientSettings) -> PyResult<ClientOptions> {
+    let mut options = ClientOptions {
+        setting_names: PYTHON_NAMES,
+        ..ClientOptions::default()
+    };
+    if let Some(ttl) = settings.session_ttl {
+        options.session_ttl = secs("session_ttl", ttl)?;
+    }
+    if let Some(margin) = settings.safety_margin {
+        options.safety_margin = Some(secs("safety_margin", margin)?);
+    }
+    if let Some(retry) = settings.retry_for {
+        options.retry_for = secs("retry_for", retry)?;
+    }
+    options.token = settings.token;
+    let (cacert, cert, key) = (settings.cacert, settings.cert, settings.key);
+    if cacert.is_some() || cert.is_some() || key.is_some() {
+        let tls = ClientTls::from_files_named(
+            &PYTHON_NAMES,
+            cacert.as_deref(),
+            cert.as_deref(),
+            key.as_deref(),
+        )
+        .map_err(to_py)?;
+        options.tls = Some(tls);
+    }
+    Ok(options)
+}
