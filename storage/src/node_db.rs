@@ -146,29 +146,36 @@ pub fn open(
     // An open that failed on a full disk leaves a `.generating` file that
     // sled would read as its newest snapshot: see [`sled_snap_files`].
     sled_snap_files::remove_incomplete(dir)?;
-    let db = sled::Config::new()
-        .path(dir)
-        .cache_capacity(CACHE_BYTES)
-        .open()
-        .map_err(|e| {
-            if is_locked(&e) {
-                // Opened by another process since the check above, or on a
-                // system without a lock table: not damage either way.
-                in_use(lock_holder(&db_path))
-            } else if matches!(&e, sled::Error::Io(io) if is_disk_full(io.kind())) {
-                disk_full(dir, &e)
-            } else {
-                refuse(db_path.clone(), sled_refusal(dir, &e))
-            }
-        })?;
-    let sync = Arc::new(DiskSync::new(db.clone(), dir, options.sync)?);
-    let log =
-        LogStore::open(&db, sync.clone()).map_err(|e| refuse(db_path.clone(), e.to_string()))?;
-    let sm = StateMachineStore::open(&db, sync.clone(), events)
-        .map_err(|e| refuse(db_path.clone(), e.to_string()))?;
-    let held = Held::read(&log, &sm).map_err(|e| refuse(db_path.clone(), e.to_string()))?;
-    held.check_consistent()
-        .map_err(|p| refuse(db_path.clone(), p))?;
+    // sled 0.34 can panic, instead of answering an error, on files it
+    // cannot recover after a crash ("cannot find pid N in view_for_key",
+    // spacejam/sled#1443): its open and the first reads of the dir run where
+    // such a panic becomes the refusal of a damaged dir.
+    let (sync, log, sm, held) = refuse_on_panic(&db_path, || {
+        let db = sled::Config::new()
+            .path(dir)
+            .cache_capacity(CACHE_BYTES)
+            .open()
+            .map_err(|e| {
+                if is_locked(&e) {
+                    // Opened by another process since the check above, or on a
+                    // system without a lock table: not damage either way.
+                    in_use(lock_holder(&db_path))
+                } else if matches!(&e, sled::Error::Io(io) if is_disk_full(io.kind())) {
+                    disk_full(dir, &e)
+                } else {
+                    refuse(db_path.clone(), sled_refusal(dir, &e))
+                }
+            })?;
+        let sync = Arc::new(DiskSync::new(db.clone(), dir, options.sync)?);
+        let log = LogStore::open(&db, sync.clone())
+            .map_err(|e| refuse(db_path.clone(), e.to_string()))?;
+        let sm = StateMachineStore::open(&db, sync.clone(), events)
+            .map_err(|e| refuse(db_path.clone(), e.to_string()))?;
+        let held = Held::read(&log, &sm).map_err(|e| refuse(db_path.clone(), e.to_string()))?;
+        held.check_consistent()
+            .map_err(|p| refuse(db_path.clone(), p))?;
+        Ok((sync, log, sm, held))
+    })?;
     let mut identity = match recorded {
         Some(identity) => {
             check_identity(&identity, options).map_err(|p| refuse(identity_path.clone(), p))?;
@@ -198,6 +205,28 @@ pub fn open(
     identity.write(dir).map_err(|e| disk_full_or(dir, e))?;
     let log = log.with_floor(Arc::new(FloorKeeper::new(dir, identity)));
     Ok((log, sm))
+}
+
+/// Runs `open`; a panic inside it (sled's, on files it cannot recover)
+/// becomes the refusal of `db_path` as damaged, with the way to rebuild the
+/// node, instead of ending the process with sled's internal message.
+fn refuse_on_panic<T>(db_path: &Path, open: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(open)).unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Err(Error::DataDir {
+            path: db_path.to_path_buf(),
+            problem: format!(
+                "sled cannot recover its files (it failed with \"{message}\"); \
+                 after a power loss this is sled 0.34's known recovery bug, \
+                 spacejam/sled#1443"
+            ),
+            action: REJOIN.to_string(),
+        })
+    })
 }
 
 /// What is wrong when sled refuses its files: sled's error, and for
@@ -379,5 +408,35 @@ fn describe(bootstrap: &Bootstrap) -> String {
         Bootstrap::SingleNode => "a one-node cluster".into(),
         Bootstrap::Cluster { members } => format!("--initial-cluster {members}"),
         Bootstrap::Join => "--join".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panic while sled opens or first reads a dir (as sled 0.34's
+    /// "cannot find pid N in view_for_key" after a crash) is the refusal of
+    /// a damaged dir with the way to rebuild the node, not a crash of the
+    /// process; without `refuse_on_panic` the panic ends the caller (seen).
+    #[test]
+    fn a_panic_while_opening_is_the_refusal_of_a_damaged_dir() {
+        let db = Path::new("/data/raftlock/db");
+        let refused = refuse_on_panic::<()>(db, || {
+            panic!("cannot find pid 5 in view_for_key, looking for key [0, 63] in tree")
+        });
+        let Err(Error::DataDir {
+            path,
+            problem,
+            action,
+        }) = refused
+        else {
+            panic!("not refused as a damaged dir: {refused:?}");
+        };
+        assert_eq!(path, db);
+        assert!(problem.contains("cannot find pid 5"), "{problem}");
+        assert!(problem.contains("spacejam/sled#1443"), "{problem}");
+        assert_eq!(action, REJOIN);
+        assert!(matches!(refuse_on_panic(db, || Ok(7)), Ok(7)));
     }
 }
