@@ -19,11 +19,12 @@ use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 
 /// Service names the health service knows.
-const SERVICES: [&str; 5] = [
+const SERVICES: [&str; 6] = [
     "",
     "raftlock.v1.Lease",
     "raftlock.v1.Lock",
     "raftlock.v1.Election",
+    "raftlock.v1.Coordination",
     "raftlock.v1.Cluster",
 ];
 
