@@ -19,6 +19,11 @@ use crate::sm_store::{read_state, AppliedMeta, SharedMeta, SharedState};
 use crate::state::{StateParts, StatePartsV5, StatePartsV6, StatePartsView};
 use crate::types::{LogId, Snapshot, SnapshotData, SnapshotMeta, StoredMembership, TypeConfig};
 
+/// The current snapshot: its meta and its bytes in one value (see
+/// [`SnapshotStore::store`]).
+const SNAPSHOT_KEY: &[u8] = b"current";
+/// Where earlier builds kept the meta and the bytes, under two keys; read
+/// while no [`SNAPSHOT_KEY`] is stored, removed once one is durable.
 const META_KEY: &[u8] = b"meta";
 const DATA_KEY: &[u8] = b"data";
 
@@ -330,18 +335,49 @@ impl SnapshotStore {
         })
     }
 
-    /// Stores `meta` and `data` as the current snapshot (one batch). Not
-    /// flushed: the caller flushes once everything it changed is written.
+    /// Stores `meta` and `data` as the current snapshot, in one value
+    /// under one key: after a power cut in the middle of a two-key batch,
+    /// sled 0.34 was seen to recover the new meta beside the old data (a
+    /// node then refused its dir). Not flushed: the caller flushes once
+    /// everything it changed is written. The two keys of earlier builds are
+    /// removed once a snapshot under this key is stored, so is durable: the
+    /// caller flushes after every store.
     pub(crate) fn store(&self, meta: &SnapshotMeta, data: &[u8]) -> Result<(), Error> {
-        let mut batch = sled::Batch::default();
-        batch.insert(META_KEY, encode("snapshot meta", meta)?);
-        batch.insert(DATA_KEY, seal(data));
-        self.tree.apply_batch(batch)?;
+        if self.tree.contains_key(SNAPSHOT_KEY)? {
+            self.tree.remove(META_KEY)?;
+            self.tree.remove(DATA_KEY)?;
+        }
+        let meta = encode("snapshot meta", meta)?;
+        let meta_len = u32::try_from(meta.len())
+            .map_err(|_| Error::corrupt("snapshot meta", "longer than 4 GiB"))?;
+        let mut value = Vec::with_capacity(4 + meta.len() + data.len());
+        value.extend_from_slice(&meta_len.to_le_bytes());
+        value.extend_from_slice(&meta);
+        value.extend_from_slice(data);
+        self.tree.insert(SNAPSHOT_KEY, seal(&value))?;
         Ok(())
     }
 
     /// The current snapshot, if one was built or installed.
     pub(crate) fn current(&self) -> Result<Option<StoredSnapshot>, Error> {
+        let Some(value) = self.tree.get(SNAPSHOT_KEY)? else {
+            return self.current_of_earlier_builds();
+        };
+        let value = unseal("snapshot", &value)?;
+        let (meta_len, rest) = value
+            .split_first_chunk::<4>()
+            .ok_or_else(|| Error::corrupt("snapshot", "shorter than its meta's length"))?;
+        let meta_len = u32::from_le_bytes(*meta_len) as usize;
+        if rest.len() < meta_len {
+            return Err(Error::corrupt("snapshot", "shorter than its meta"));
+        }
+        let (meta, data) = rest.split_at(meta_len);
+        let meta: SnapshotMeta = decode("snapshot meta", meta)?;
+        Ok(Some((meta, data.to_vec())))
+    }
+
+    /// The current snapshot as earlier builds stored it, under two keys.
+    fn current_of_earlier_builds(&self) -> Result<Option<StoredSnapshot>, Error> {
         let (meta, data) = match (self.tree.get(META_KEY)?, self.tree.get(DATA_KEY)?) {
             (Some(meta), Some(data)) => (meta, data),
             (None, None) => return Ok(None),
