@@ -13,7 +13,7 @@ use crate::run::{block, finish, to_py};
 
 /// How the client's messages name settings for Python users: the keyword
 /// arguments of `raftlock.Client` (never the command line's flags).
-const PYTHON_NAMES: SettingNames = SettingNames {
+pub(crate) const PYTHON_NAMES: SettingNames = SettingNames {
     endpoints: "endpoints=",
     cacert: "cacert=",
     cert: "cert=",
@@ -373,5 +373,12 @@ impl NativeClient {
     /// Watches election `name`: each `next` answers the leader after a change.
     fn observe(&self, name: String) -> NativeObserver {
         NativeObserver::new(self.client.election(name).observe())
+    }
+}
+
+impl NativeClient {
+    /// A client connected in Rust (an embedded node's own, `NativeNode::client`).
+    pub(crate) fn from_client(client: Client) -> Self {
+        Self { client }
     }
 }

@@ -16,6 +16,10 @@
 //! - `client`: `NativeClient`, the calls of `raftlock_client::Client`;
 //! - `guards`: what a program holds (lock, leadership, task lock);
 //! - `observer`: an election's leader changes;
+//! - `node`: `NativeNode`, a raftlock node run inside the Python process
+//!   on a runtime of its own; `node_options` reads its keywords as
+//!   `raftlock serve` reads its flags; `node_status` is its view of the
+//!   cluster;
 //! - `convert`: durations and the read-only records crossing to Python;
 //! - `run`: blocking or awaiting a call, and errors as exceptions.
 
@@ -23,6 +27,9 @@ mod cli;
 mod client;
 mod convert;
 mod guards;
+mod node;
+mod node_options;
+mod node_status;
 mod observer;
 mod run;
 
@@ -45,6 +52,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<guards::NativeLeadership>()?;
     m.add_class::<guards::NativeTaskGuard>()?;
     m.add_class::<observer::NativeObserver>()?;
+    m.add_class::<node::NativeNode>()?;
+    m.add_class::<node_status::NodeStatus>()?;
+    m.add_class::<node_status::Member>()?;
     m.add_class::<convert::LockInfo>()?;
     m.add_class::<convert::Holder>()?;
     m.add_class::<convert::Waiter>()?;

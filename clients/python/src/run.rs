@@ -116,6 +116,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::NotServed(_) => ("NotServed", e.to_string()),
         Error::Unavailable(m) => ("Unavailable", m.clone()),
         Error::Tls(m) => ("TlsError", m.clone()),
+        Error::Startup(m) => ("NodeError", m.clone()),
         _ => ("InternalError", e.to_string()),
     };
     Python::attach(|py| {
