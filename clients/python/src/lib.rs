@@ -47,6 +47,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli::run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(run::interpreter_exiting, m)?)?;
     m.add_class::<client::NativeClient>()?;
     m.add_class::<guards::NativeGuard>()?;
     m.add_class::<guards::NativeLeadership>()?;

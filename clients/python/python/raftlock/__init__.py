@@ -13,6 +13,7 @@ application's replicas form their own lock cluster.
 ...     write_report(fence=lock.fence)
 """
 
+from raftlock import _exit_hook  # noqa: F401 - first: its hook runs last
 from raftlock._native import Holder, LeaderInfo, LeaseTtl, LockInfo, Member, NodeStatus, Waiter
 from raftlock._sync import Client, Fenced, Lock, RwLock, Semaphore
 from raftlock._sync_leadership import Election, LeaderElection, Leadership, TaskGuard, TaskLock

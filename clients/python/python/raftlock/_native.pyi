@@ -12,6 +12,9 @@ def run_cli(argv: list[str]) -> int:
     """Runs the ``raftlock`` command line ``argv`` (``sys.argv``) in this
     process; returns its exit code."""
 
+def interpreter_exiting() -> None:
+    """From now on no runtime thread enters Python (an ``atexit`` hook)."""
+
 class Holder:
     owner: str
     lease: int
