@@ -183,6 +183,9 @@ def test_a_taken_port_is_refused(data_dir: Path) -> None:
         node.wait_ready(timeout=30)
 
 
+# Python 3.12+ warns that forking a process with threads may deadlock the
+# child: the refusal is what this test checks.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_fork_after_start_is_refused(data_dir: Path) -> None:
     with raftlock.Node(data_dir=data_dir, **addrs()) as node:
         node.wait_ready(timeout=30)
