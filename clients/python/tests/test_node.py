@@ -84,6 +84,8 @@ def test_bad_options_are_refused_and_start_nothing(
 
 def test_a_one_node_cluster_serves_its_own_client(data_dir: Path) -> None:
     with raftlock.Node(data_dir=data_dir, **addrs()) as node:
+        with pytest.raises(raftlock.InvalidArgument, match="timeout"):
+            node.wait_ready(timeout=-1)
         assert node.wait_ready(timeout=30) == 1
         assert node.is_leader
         assert node.leader_id == 1

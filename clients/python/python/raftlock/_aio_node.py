@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from raftlock._common import seconds
 from raftlock._node_base import NodeBase, NodeOption
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ class Node(NodeBase):
     async def wait_ready(self, timeout: float | None = None) -> int:
         """Waits until this node knows a leader; answers its id. Raises
         :class:`~raftlock.Timeout` after ``timeout`` seconds."""
-        leader: int = await self._native.wait_ready(timeout, aio=True)
+        leader: int = await self._native.wait_ready(seconds("timeout", timeout), aio=True)
         return leader
 
     def client(

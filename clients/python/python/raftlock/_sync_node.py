@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import TracebackType
 
+from raftlock._common import seconds
 from raftlock._node_base import NodeBase, NodeOption
 from raftlock._sync import Client
 
@@ -45,7 +46,7 @@ class Node(NodeBase):
         quorum and this node serves calls); answers the leader's id. Raises
         :class:`~raftlock.Timeout` after ``timeout`` seconds (``None``:
         waits until then, Ctrl-C interrupts)."""
-        leader: int = self._native.wait_ready(timeout)
+        leader: int = self._native.wait_ready(seconds("timeout", timeout))
         return leader
 
     def client(
