@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use raftlock_raft::bounded_listener::bounded_incoming;
-use raftlock_raft::node::NodeStatus;
+pub use raftlock_raft::node::NodeStatus;
 use raftlock_raft::storage::state::LockState;
 use raftlock_raft::tls::node_dns_name;
 use raftlock_raft::tls_acceptor::{tls_incoming, TlsAcceptor};
@@ -270,24 +270,35 @@ impl Node {
     /// # }
     /// ```
     pub async fn client(&self) -> Result<Client, Error> {
+        let options = ClientOptions {
+            tls: self.client_tls(),
+            ..ClientOptions::default()
+        };
+        Client::connect_with([self.client_endpoint()], options).await
+    }
+
+    /// Where a client in this process reaches this node: the bound client
+    /// address, over loopback when bound to every interface.
+    pub fn client_endpoint(&self) -> String {
         let mut addr = self.client_addr;
-        // Bound to every interface: reach it over loopback.
         if addr.ip().is_unspecified() {
             addr.set_ip(match addr {
                 SocketAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
                 SocketAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
             });
         }
-        let tls = self.raft.tls().map(|tls| ClientTls {
+        addr.to_string()
+    }
+
+    /// The TLS settings of [`client`](Self::client): trust the cluster CA,
+    /// expect this node's certificate (`node-ID.raftlock`), present the
+    /// node's own. `None` when the node speaks plain text.
+    pub fn client_tls(&self) -> Option<ClientTls> {
+        self.raft.tls().map(|tls| ClientTls {
             ca_pem: Some(tls.ca_pem().to_vec()),
             identity: Some((tls.cert_pem().to_vec(), tls.key_pem().to_vec())),
             server_name: Some(node_dns_name(self.id())),
-        });
-        let options = ClientOptions {
-            tls,
-            ..ClientOptions::default()
-        };
-        Client::connect_with([addr.to_string()], options).await
+        })
     }
 
     /// This node's view of the cluster.
@@ -361,7 +372,9 @@ impl Node {
             }
         }
         self.stop_admin().await;
+        let id = self.id();
         self.raft.shutdown().await;
+        tracing::info!(id, "node stopped");
     }
 }
 

@@ -9,7 +9,8 @@
 #      against the installed package, the test clusters served by the
 #      wheel's own `raftlock` command;
 #   3. the same wheel on every other CPython 3.10+ that pyenv (or PATH)
-#      has: install, import, and the `raftlock` command's tests.
+#      has: install, import, the `raftlock` command's tests and the
+#      embedded node's (raftlock.Node).
 # Needs the Rust toolchain, CPython >= 3.10 and PyPI; the venv lives in
 # clients/python/.venv, the wheel in $CARGO_TARGET_DIR/python-wheel.
 set -euo pipefail
@@ -28,11 +29,13 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 # Pinned: the versions these checks were written against (README.md,
-# "Versions"; cryptography makes an expired client certificate for a test).
+# "Versions"; cryptography makes an expired client certificate for a test,
+# kubernetes-validate checks examples/python's StatefulSet offline).
 test_tools=('pytest==9.2.0' 'pytest-asyncio==1.5.0' 'pytest-timeout==2.4.0')
 .venv/bin/pip install --quiet --upgrade pip
 .venv/bin/pip install --quiet "${test_tools[@]}" \
-  'maturin==1.16.0' 'ruff==0.17.6' 'mypy==2.4.1' 'cryptography==48.0.0' 'auditwheel==6.8.2'
+  'maturin==1.16.0' 'ruff==0.17.6' 'mypy==2.4.1' 'cryptography==48.0.0' 'auditwheel==6.8.2' \
+  'kubernetes-validate==1.37.0'
 
 # PATH without any directory that holds cargo or rustc: a machine with no
 # Rust toolchain, as the wheel's users have.
@@ -141,12 +144,13 @@ install_wheel() {
 echo "== install the wheel"
 install_wheel "$here/.venv"
 
-echo "== ruff"
-without_rust .venv/bin/ruff format --check python tests build_backend
-without_rust .venv/bin/ruff check python tests build_backend
+echo "== ruff (and examples/python, the app that embeds a node)"
+without_rust .venv/bin/ruff format --check python tests build_backend "$repo/examples/python"
+without_rust .venv/bin/ruff check python tests build_backend "$repo/examples/python"
 
 echo "== mypy --strict"
 without_rust .venv/bin/mypy python build_backend
+(cd "$repo/examples/python" && without_rust "$here/.venv/bin/mypy" --strict --config-file "$here/pyproject.toml" .)
 
 main_version=$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 echo "== pytest on CPython $main_version, clusters of the wheel's raftlock"
@@ -172,13 +176,13 @@ for minor in 10 11 12 13; do
     echo "== CPython 3.$minor: not on this machine, skipped"
     continue
   fi
-  echo "== CPython 3.$minor ($py): install the wheel, import, the command's and grelmicro's tests"
+  echo "== CPython 3.$minor ($py): install the wheel, import, the command's, the node's and grelmicro's tests"
   venv="$scratch/venv-3.$minor"
   "$py" -m venv "$venv"
   "$venv/bin/pip" install --quiet --upgrade pip
   "$venv/bin/pip" install --quiet "${test_tools[@]}" 'mypy==2.4.1'
   install_wheel "$venv"
-  tests=("$here/tests/test_cli.py")
+  tests=("$here/tests/test_cli.py" "$here/tests/test_node.py")
   if [ "${#skip_grelmicro[@]}" -eq 0 ]; then
     tests+=("$here/tests/test_grelmicro.py" "$here/tests/test_grelmicro_coordination.py")
     if "$venv/bin/python" -c 'import grelmicro.coordination' 2>/dev/null; then

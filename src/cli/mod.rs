@@ -1,7 +1,8 @@
 //! The `raftlock` command line. Every command is library code so tests can
 //! run it; `main.rs` only calls [`main`].
 //!
-//! One file per command group: `serve`, `certs`, `auth_cmd`, `cluster`, `lease_cmd`,
+//! One file per command group: `serve` (and `serve_options`, its
+//! settings for a node another program starts), `certs`, `auth_cmd`, `cluster`, `lease_cmd`,
 //! `locks_cmd`, `lock_cmd` (run a command under a lock), `elect_cmd`.
 //! Shared pieces: [`crate::duration`] (`500ms`, `10s`, `2m`), `failure` (how errors
 //! are worded), `signals`, `child_process` (the supervised command) and
@@ -30,6 +31,7 @@ mod lock_cmd;
 mod lock_view;
 mod locks_cmd;
 mod serve;
+mod serve_options;
 mod signals;
 mod snapshot_cmd;
 
@@ -45,6 +47,7 @@ use std::path::PathBuf;
 use crate::client::{Client, ClientOptions, ClientTls};
 
 pub use crate::duration::{format_duration, parse_duration};
+pub use serve_options::{serve_config, serve_options, ServeOption};
 
 /// Exit code: the command did what was asked.
 const EXIT_SUCCESS: u8 = 0;
@@ -258,8 +261,9 @@ fn run_args(args: &[OsString]) -> u8 {
         Ok(cli) => cli,
         Err(e) => return parse_failure(&e, args),
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RAFTLOCK_LOG").unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(match cli.command {
+    init_logs(
+        cli.log_format,
+        match cli.command {
             // openraft logs every unreachable peer at ERROR many times a
             // second; raftlock logs leadership changes itself. Raft
             // internals: RAFTLOCK_LOG=info,openraft=info.
@@ -267,19 +271,8 @@ fn run_args(args: &[OsString]) -> u8 {
             // Client commands speak through their output; logs only on
             // request (RAFTLOCK_LOG=debug).
             _ => "warn,openraft=off,sled=warn",
-        })
-    });
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    // `try_init`: a host process that runs a second command line (or set
-    // its own subscriber) keeps the subscriber it has instead of panicking.
-    let _ = match cli.log_format {
-        LogFormat::Text => logs
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .try_init(),
-        LogFormat::Json => logs.json().flatten_event(true).try_init(),
-    };
+        },
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -314,6 +307,24 @@ fn run_args(args: &[OsString]) -> u8 {
             EXIT_FAILURE
         }
     }
+}
+
+/// Sends log lines to stderr, filtered by `RAFTLOCK_LOG` or else by
+/// `default_filter` (an `EnvFilter` directive such as `warn,openraft=off`).
+/// `try_init`: a host process that runs a second command line, or set its
+/// own subscriber, keeps the subscriber it has instead of panicking.
+pub fn init_logs(format: LogFormat, default_filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RAFTLOCK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+        LogFormat::Json => logs.json().flatten_event(true).try_init(),
+    };
 }
 
 /// Prints what the argument parser said (a usage error, or `--help` /

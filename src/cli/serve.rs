@@ -163,6 +163,11 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// Whether `--print-config` was given.
+    pub fn print_config_requested(&self) -> bool {
+        self.print_config
+    }
+
     /// The config these flags describe, on top of the config file if any.
     pub fn to_config(&self) -> Result<Config, String> {
         let mut c = match &self.config {

@@ -483,3 +483,10 @@ impl NativeClient {
         finish(py, aio, async move { client.last_fired(&name).await })
     }
 }
+
+impl NativeClient {
+    /// A client connected in Rust (an embedded node's own, `NativeNode::client`).
+    pub(crate) fn from_client(client: Client) -> Self {
+        Self { client }
+    }
+}

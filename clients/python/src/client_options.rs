@@ -10,7 +10,7 @@ use crate::run::to_py;
 
 /// How the client's messages name settings for Python users: the keyword
 /// arguments of `raftlock.Client` (never the command line's flags).
-const PYTHON_NAMES: SettingNames = SettingNames {
+pub(crate) const PYTHON_NAMES: SettingNames = SettingNames {
     endpoints: "endpoints=",
     cacert: "cacert=",
     cert: "cert=",

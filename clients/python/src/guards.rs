@@ -110,7 +110,7 @@ impl<G: Hold> Held<G> {
                 Error::LockLost(why) => why,
                 other => other.to_string(),
             };
-            Python::attach(|py| {
+            crate::run::with_python(|py| {
                 if let Err(e) = callback.call1(py, (why,)) {
                     e.write_unraisable(py, Some(callback.bind(py)));
                 }

@@ -16,6 +16,10 @@
 //! - `client`: `NativeClient`, the calls of `raftlock_client::Client`;
 //! - `guards`: what a program holds (lock, leadership, task lock);
 //! - `observer`: an election's leader changes;
+//! - `node`: `NativeNode`, a raftlock node run inside the Python process
+//!   on a runtime of its own; `node_options` reads its keywords as
+//!   `raftlock serve` reads its flags; `node_status` is its view of the
+//!   cluster;
 //! - `convert`: durations and the read-only records crossing to Python;
 //! - `run`: blocking or awaiting a call, and errors as exceptions.
 
@@ -24,6 +28,9 @@ mod client;
 mod client_options;
 mod convert;
 mod guards;
+mod node;
+mod node_options;
+mod node_status;
 mod observer;
 mod run;
 
@@ -41,11 +48,15 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli::run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(run::interpreter_exiting, m)?)?;
     m.add_class::<client::NativeClient>()?;
     m.add_class::<guards::NativeGuard>()?;
     m.add_class::<guards::NativeLeadership>()?;
     m.add_class::<guards::NativeTaskGuard>()?;
     m.add_class::<observer::NativeObserver>()?;
+    m.add_class::<node::NativeNode>()?;
+    m.add_class::<node_status::NodeStatus>()?;
+    m.add_class::<node_status::Member>()?;
     m.add_class::<convert::LockInfo>()?;
     m.add_class::<convert::Holder>()?;
     m.add_class::<convert::Waiter>()?;

@@ -1,15 +1,19 @@
 //! Running the client's futures for Python: blocking (GIL released, Ctrl-C
-//! honoured) or as an asyncio awaitable, on the one tokio runtime of
-//! `pyo3-async-runtimes`; and the client's errors as `raftlock.errors`.
+//! honoured) or as an asyncio future, on the one tokio runtime of
+//! `pyo3-async-runtimes`; runtime threads entering Python only while the
+//! interpreter is not exiting; and the client's errors as `raftlock.errors`.
 
 use std::future::Future;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::types::PyCFunction;
 use pyo3::IntoPyObjectExt;
 use raftlock_client::Error;
+use tokio::sync::oneshot;
 
 /// How often a blocking call looks for a signal (Ctrl-C) while it waits.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
@@ -74,15 +78,99 @@ where
     }
 }
 
-/// `fut` as an asyncio awaitable of the running loop. Cancelling the
-/// awaitable drops the future (and so cancels the call).
+/// `fut` as an asyncio future of the running loop. Cancelling it drops
+/// `fut` (and so cancels the call) and leaves Python alone; otherwise the
+/// outcome is handed to the loop with `call_soon_threadsafe`, through
+/// [`with_python`], so a call that ends while the interpreter exits is
+/// dropped instead of entering a finalizing interpreter.
 pub fn awaitable<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = Result<T, Error>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    runtime()?;
-    pyo3_async_runtimes::tokio::future_into_py(py, async move { fut.await.map_err(to_py) })
+    let runtime = runtime()?;
+    let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+    let py_future = event_loop.call_method0("create_future")?;
+    let (cancel, cancelled) = oneshot::channel::<()>();
+    let cancel = Mutex::new(Some(cancel));
+    let on_done = PyCFunction::new_closure(py, None, None, move |args, _kwargs| -> PyResult<()> {
+        let done = args.get_item(0)?;
+        if done.call_method0("cancelled")?.is_truthy()? {
+            if let Some(cancel) = cancel.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                let _ = cancel.send(());
+            }
+        }
+        Ok(())
+    })?;
+    py_future.call_method1("add_done_callback", (on_done,))?;
+    let target = py_future.clone().unbind();
+    let event_loop = event_loop.unbind();
+    runtime.spawn(async move {
+        let result = tokio::select! {
+            result = fut => result,
+            _ = cancelled => return,
+        };
+        with_python(|py| {
+            let (ok, value) = match result.map_err(to_py).and_then(|v| v.into_py_any(py)) {
+                Ok(value) => (true, value),
+                Err(e) => (false, e.into_value(py).into_any()),
+            };
+            let resolved = py
+                .import("raftlock._common")
+                .and_then(|m| m.getattr("resolve"))
+                .and_then(|resolve| {
+                    event_loop.call_method1(
+                        py,
+                        "call_soon_threadsafe",
+                        (resolve, &target, ok, value),
+                    )
+                });
+            // A closed loop (its `asyncio.run` ended) has nobody to tell.
+            drop(resolved);
+        });
+    });
+    Ok(py_future)
+}
+
+/// Set once the interpreter starts exiting (`interpreter_exiting`): from
+/// then on no runtime thread enters Python. A thread that takes the GIL
+/// of a finalizing CPython is ended with `pthread_exit`, whose forced
+/// unwinding through Rust frames crashed the process (SIGSEGV) when a call
+/// ended just as an asyncio app exited.
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Runtime threads between their check of [`EXITING`] and leaving Python.
+static IN_PYTHON: AtomicUsize = AtomicUsize::new(0);
+
+/// Runs `f` with the GIL from a runtime thread, unless the interpreter is
+/// exiting (then `None`, and Python is not touched).
+pub fn with_python<R>(f: impl FnOnce(Python<'_>) -> R) -> Option<R> {
+    IN_PYTHON.fetch_add(1, Ordering::SeqCst);
+    let result = if EXITING.load(Ordering::SeqCst) {
+        None
+    } else {
+        Some(Python::attach(f))
+    };
+    IN_PYTHON.fetch_sub(1, Ordering::SeqCst);
+    result
+}
+
+/// How long `interpreter_exiting` waits for runtime threads inside Python.
+const EXIT_WAIT: Duration = Duration::from_secs(2);
+
+/// Called at interpreter exit (the package's last `atexit` hook): no
+/// runtime thread enters Python from now on, and the ones inside leave
+/// before this returns (the GIL released meanwhile), so none is there when
+/// finalization begins.
+#[pyfunction]
+pub fn interpreter_exiting(py: Python<'_>) {
+    EXITING.store(true, Ordering::SeqCst);
+    py.detach(|| {
+        let deadline = std::time::Instant::now() + EXIT_WAIT;
+        while IN_PYTHON.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
 }
 
 /// `fut` as a value (blocking) or, with `aio`, as an awaitable.
@@ -116,6 +204,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::NotServed(_) => ("NotServed", e.to_string()),
         Error::Unavailable(m) => ("Unavailable", m.clone()),
         Error::Tls(m) => ("TlsError", m.clone()),
+        Error::Startup(m) => ("NodeError", m.clone()),
         _ => ("InternalError", e.to_string()),
     };
     Python::attach(|py| {

@@ -4,6 +4,8 @@ raftlock cluster, in place of Redis locks.
 The blocking API is here; the same names for asyncio are in
 :mod:`raftlock.asyncio`; :mod:`raftlock.redis` has a redis-py-shaped
 ``Lock`` and :mod:`raftlock.grelmicro` a grelmicro ``SyncBackend``.
+:class:`Node` runs a raftlock node inside this process, so an
+application's replicas form their own lock cluster.
 
 >>> import raftlock
 >>> client = raftlock.Client("127.0.0.1:7379")      # doctest: +SKIP
@@ -11,15 +13,18 @@ The blocking API is here; the same names for asyncio are in
 ...     write_report(fence=lock.fence)
 """
 
-from raftlock._native import Holder, LeaderInfo, LeaseTtl, LockInfo, Waiter
+from raftlock import _exit_hook  # noqa: F401 - first: its hook runs last
+from raftlock._native import Holder, LeaderInfo, LeaseTtl, LockInfo, Member, NodeStatus, Waiter
 from raftlock._sync import Client, Fenced, Lock, RwLock, Semaphore
 from raftlock._sync_leadership import Election, LeaderElection, Leadership, TaskGuard, TaskLock
+from raftlock._sync_node import Node
 from raftlock.errors import (
     InternalError,
     InvalidArgument,
     LeaseExpired,
     LimitReached,
     LockLost,
+    NodeError,
     NotHeld,
     NotServed,
     OutcomeUnknown,
@@ -49,6 +54,10 @@ __all__ = [
     "Lock",
     "LockInfo",
     "LockLost",
+    "Member",
+    "Node",
+    "NodeError",
+    "NodeStatus",
     "NotHeld",
     "NotServed",
     "OutcomeUnknown",

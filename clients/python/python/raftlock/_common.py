@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Sequence
+from typing import Any
 
 from raftlock.errors import InvalidArgument
 
@@ -50,3 +52,15 @@ def wait_limit(blocking: bool, timeout: float | None, default: float | None) -> 
 def as_bytes(value: bytes | str) -> bytes:
     """An election value: bytes as given, text as UTF-8."""
     return value.encode() if isinstance(value, str) else bytes(value)
+
+
+def resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    """Completes an awaited native call on its loop (``call_soon_threadsafe``
+    from the Rust side): its result, or ``value`` raised; nothing if the
+    awaiting task gave up meanwhile."""
+    if future.done():
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)

@@ -12,6 +12,9 @@ def run_cli(argv: list[str]) -> int:
     """Runs the ``raftlock`` command line ``argv`` (``sys.argv``) in this
     process; returns its exit code."""
 
+def interpreter_exiting() -> None:
+    """From now on no runtime thread enters Python (an ``atexit`` hook)."""
+
 class Holder:
     owner: str
     lease: int
@@ -108,6 +111,53 @@ class NativeObserver:
     def next(self, *, aio: Literal[False] = False) -> tuple[bool, LeaderInfo | None]: ...
     @overload
     def next(self, *, aio: Literal[True]) -> Awaitable[tuple[bool, LeaderInfo | None]]: ...
+
+class Member:
+    id: int
+    peer_addr: str
+    client_addr: str
+    voter: bool
+
+class NodeStatus:
+    id: int
+    role: str
+    term: int
+    leader: int | None
+    last_log_index: int
+    applied_index: int
+    snapshot_index: int
+    members: list[Member]
+
+class NativeNode:
+    id: int
+    data_dir: PathLike[str]
+    def __init__(self, options: list[tuple[str, str | bool]]) -> None: ...
+    @staticmethod
+    def options() -> list[tuple[str, bool, str]]: ...
+    @overload
+    def start(self, *, aio: Literal[False] = False) -> None: ...
+    @overload
+    def start(self, *, aio: Literal[True]) -> Awaitable[None]: ...
+    @overload
+    def wait_ready(self, timeout: float | None = None, *, aio: Literal[False] = False) -> int: ...
+    @overload
+    def wait_ready(self, timeout: float | None = None, *, aio: Literal[True]) -> Awaitable[int]: ...
+    def status(self) -> NodeStatus: ...
+    def is_running(self) -> bool: ...
+    def addresses(self) -> tuple[str, str, str | None]: ...
+    def client(
+        self,
+        *,
+        session_ttl: float | None = None,
+        safety_margin: float | None = None,
+        retry_for: float | None = None,
+        token: str | None = None,
+    ) -> NativeClient: ...
+    @overload
+    def stop(self, *, aio: Literal[False] = False) -> None: ...
+    @overload
+    def stop(self, *, aio: Literal[True]) -> Awaitable[None]: ...
+    def stop_at_exit(self) -> None: ...
 
 class NativeClient:
     endpoints: list[str]

@@ -85,6 +85,12 @@ class Client:
             key=key,
         )
 
+    @classmethod
+    def _wrap(cls, native: _native.NativeClient) -> Client:
+        client = cls.__new__(cls)
+        client._native = native
+        return client
+
     @property
     def endpoints(self) -> list[str]:
         """The endpoints this client uses."""

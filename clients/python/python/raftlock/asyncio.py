@@ -2,7 +2,8 @@
 
 ``async with client.lock("jobs/nightly"):`` takes and releases a lock;
 ``abort_on_loss=True`` cancels the task that holds a lock when the lock is
-lost, as watchdog-renewed Redis locks do.
+lost, as watchdog-renewed Redis locks do. :class:`Node` runs a raftlock
+node inside this process, started and stopped with ``async with``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from raftlock._aio_leadership import (
     TaskGuard,
     TaskLock,
 )
+from raftlock._aio_node import Node
 from raftlock._base import (
     LockBase,
     OnLost,
@@ -403,6 +405,7 @@ __all__ = [
     "LeaderElection",
     "Leadership",
     "Lock",
+    "Node",
     "RwLock",
     "Semaphore",
     "TaskGuard",

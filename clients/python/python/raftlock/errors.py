@@ -79,6 +79,12 @@ class TlsError(RaftlockError):
     of ``Client`` to change (``cacert=``, ``cert=``, ``key=``)."""
 
 
+class NodeError(RaftlockError, RuntimeError):
+    """A ``raftlock.Node`` cannot start (its address in use, its data dir
+    open in another node of this process or another, or damaged), or was
+    used while not running."""
+
+
 class InternalError(RaftlockError):
     """A bug or a broken disk on the server side."""
 
@@ -89,6 +95,7 @@ __all__ = [
     "LeaseExpired",
     "LimitReached",
     "LockLost",
+    "NodeError",
     "NotHeld",
     "NotServed",
     "OutcomeUnknown",

@@ -1,0 +1,71 @@
+"""``raftlock.asyncio.Node``: a raftlock node inside this Python process,
+for asyncio applications."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from raftlock._common import seconds
+from raftlock._node_base import NodeBase, NodeOption
+
+if TYPE_CHECKING:
+    from raftlock.asyncio import Client
+
+
+class Node(NodeBase):
+    """:class:`raftlock.Node` for asyncio: the same keywords and
+    properties; ``start``, ``wait_ready`` and ``stop`` are awaited.
+
+    Made, it has read its options (a bad one raises
+    :class:`~raftlock.InvalidArgument`) but not started: ``await
+    node.start()``, or ``async with raftlock.asyncio.Node(...) as node:``,
+    which stops it on the way out. In a uvicorn/FastAPI app, start it in
+    the lifespan and stop it there: uvicorn turns SIGTERM into the
+    lifespan's shutdown.
+    """
+
+    def __init__(self, **options: NodeOption) -> None:
+        super().__init__(options)
+
+    async def start(self) -> Node:
+        """Binds the listeners, opens the data dir and starts Raft; raises
+        :class:`~raftlock.NodeError` when it cannot."""
+        await self._native.start(aio=True)
+        self._started()
+        return self
+
+    async def wait_ready(self, timeout: float | None = None) -> int:
+        """Waits until this node knows a leader; answers its id. Raises
+        :class:`~raftlock.Timeout` after ``timeout`` seconds."""
+        leader: int = await self._native.wait_ready(seconds("timeout", timeout), aio=True)
+        return leader
+
+    def client(
+        self,
+        *,
+        session_ttl: float | None = None,
+        safety_margin: float | None = None,
+        retry_for: float | None = None,
+        token: str | None = None,
+    ) -> Client:
+        """A :class:`raftlock.asyncio.Client` of this node (see
+        :meth:`raftlock.Node.client`)."""
+        from raftlock.asyncio import Client
+
+        return Client._wrap(self._client_native(session_ttl, safety_margin, retry_for, token))
+
+    async def stop(self) -> None:
+        """Stops the node in order (see :meth:`raftlock.Node.stop`)."""
+        await self._native.stop(aio=True)
+
+    async def __aenter__(self) -> Node:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
