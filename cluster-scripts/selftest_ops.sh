@@ -61,9 +61,15 @@ fences_ok() {
     # Every call succeeded, at least $2 of them, each fence above the last.
     python3 - "$1" "$2" <<'EOF'
 import sys
-lines = open(sys.argv[1]).read().split()
+lines = open(sys.argv[1]).read().splitlines()
 fails = [l for l in lines if not l.isdigit()]
 fences = [int(l) for l in lines if l.isdigit()]
+if fails:
+    # What the failed calls said, for the log.
+    try:
+        print(open(sys.argv[1] + ".err").read()[-4000:], file=sys.stderr)
+    except OSError:
+        pass
 ok = not fails and len(fences) >= int(sys.argv[2]) and all(a < b for a, b in zip(fences, fences[1:]))
 print(f"{len(fences)} locks, {len(fails)} failed, increasing: {all(a < b for a, b in zip(fences, fences[1:]))}")
 sys.exit(0 if ok else 1)
