@@ -22,7 +22,12 @@
 //!
 //! - [`node`]: [`Node`], a running node (replica + client API listener), for
 //!   `raftlock serve` and for embedding in an application.
-//! - [`service`]: the gRPC services Lease, Lock, Election and Cluster.
+//! - [`service`]: the gRPC services Lease, Lock, Election, Coordination
+//!   and Cluster: check input, call the serving layer, map the answer.
+//! - [`serving`]: the lock-serving layer: grant waits, the leader's lease
+//!   and lock-delay timers and their tasks, routing of applied events, a
+//!   lease's leader-only calls. It reaches replication only through
+//!   `raftlock_raft::Replica`'s methods.
 //! - [`auth`]: who a client call comes from (token or certificate) and
 //!   what its roles let it touch; the auth file format in [`auth::policy`].
 //! - `input`: bounds on client input, checked before anything is proposed.
@@ -42,9 +47,16 @@
 //! - [`pb`]: the generated `raftlock.v1` API (the client crate's messages
 //!   and the server stubs).
 //!
-//! Below this crate: `raftlock_raft` (replication, peer transport, lease
-//! timer) and `raftlock_storage` (the pure lock state machine and its sled
-//! persistence). Dependencies point down only.
+//! Below this crate: `raftlock_raft` (replication: openraft, the peer
+//! transport, forwarding, membership; nothing of leases or locks) and
+//! `raftlock_storage` (the pure lock state machine and its sled
+//! persistence). Dependencies point down only: services → serving →
+//! replication → storage.
+
+// The services' futures nest the serving layer's, which nest replication's
+// (forwarding, the leader's own path, openraft's calls): deeper than the
+// compiler's default layout depth of 128.
+#![recursion_limit = "256"]
 
 pub mod auth;
 pub mod certs;
@@ -55,6 +67,7 @@ pub mod node;
 pub mod observe;
 pub mod pb;
 pub mod service;
+pub mod serving;
 pub mod status;
 
 pub use node::{Node, NodeBuilder};

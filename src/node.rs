@@ -26,6 +26,7 @@ use crate::pb;
 use crate::service::{
     ClusterService, CoordinationService, ElectionService, LeaseService, LockService, StreamQuota,
 };
+use crate::serving::{Serving, ServingTasks};
 
 /// Most concurrent calls on one client connection.
 const MAX_STREAMS_PER_CONNECTION: u32 = 65_536;
@@ -38,6 +39,9 @@ const MAX_HEADER_LIST_BYTES: u32 = 64 << 10;
 /// it instead aborts its tasks, like a crash (the data on disk stays).
 pub struct Node {
     raft: RaftNode,
+    /// The lock-serving layer on the replica, and its tasks.
+    serving: Arc<Serving>,
+    serving_tasks: ServingTasks,
     client_addr: SocketAddr,
     stop: watch::Sender<bool>,
     server: Option<JoinHandle<()>>,
@@ -186,10 +190,12 @@ impl NodeBuilder {
         let client_tls = raft
             .tls()
             .map(|tls| tls.client_server_config(raft.inner().config().client_cert_auth));
+        let (serving, serving_tasks) =
+            Serving::start(raft.inner().clone()).map_err(|e| Error::Startup(e.to_string()))?;
         let (stop, stop_rx) = watch::channel(false);
         let auth_on = auth.enabled();
         let server = tokio::spawn(serve_clients(
-            raft.inner().clone(),
+            serving.clone(),
             auth,
             client_listener,
             client_tls,
@@ -197,7 +203,7 @@ impl NodeBuilder {
         ));
         let admin = match admin_listener {
             Some(l) => Some(serve_admin(
-                raft.inner().clone(),
+                serving.clone(),
                 raft.tls().cloned(),
                 l,
                 stop_rx,
@@ -215,6 +221,8 @@ impl NodeBuilder {
         );
         Ok(Node {
             raft,
+            serving,
+            serving_tasks,
             client_addr,
             stop,
             server: Some(server),
@@ -314,7 +322,7 @@ impl Node {
     /// This node's metrics in the Prometheus text format, as `/metrics` on
     /// the admin listener serves them.
     pub fn metrics_text(&self) -> String {
-        self.raft.inner().scrape_metrics()
+        self.serving.scrape_metrics()
     }
 
     /// Runs `f` on the lock state this node has applied, without a read
@@ -372,6 +380,7 @@ impl Node {
             }
         }
         self.stop_admin().await;
+        self.serving_tasks.stop().await;
         let id = self.id();
         self.raft.shutdown().await;
         tracing::info!(id, "node stopped");
@@ -390,6 +399,7 @@ impl Node {
         if let Some((_, admin)) = self.admin.take() {
             admin.abort();
         }
+        self.serving_tasks.abort();
         self.raft.shutdown().await;
     }
 
@@ -420,12 +430,13 @@ impl Drop for Node {
 }
 
 async fn serve_clients(
-    node: Arc<Replica>,
+    serving: Arc<Serving>,
     auth: Auth,
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let node = serving.replica().clone();
     // A node whose Raft core stopped on its own stops serving clients at
     // once, embedded or not: it must not answer as a zombie (forwarding
     // writes, say) until its process exits.
@@ -449,23 +460,23 @@ async fn serve_clients(
         // many waiting tasks shares one connection.
         .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
         .add_service(pb::lease_server::LeaseServer::new(LeaseService {
-            node: node.clone(),
+            node: serving.clone(),
             auth: auth.clone(),
             streams: streams.clone(),
         }))
         .add_service(pb::lock_server::LockServer::new(LockService {
-            node: node.clone(),
+            node: serving.clone(),
             auth: auth.clone(),
             streams: streams.clone(),
         }))
         .add_service(pb::election_server::ElectionServer::new(ElectionService {
-            node: node.clone(),
+            node: serving.clone(),
             auth: auth.clone(),
             streams,
         }))
         .add_service(pb::coordination_server::CoordinationServer::new(
             CoordinationService {
-                node: node.clone(),
+                node: serving,
                 auth: auth.clone(),
             },
         ))

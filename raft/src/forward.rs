@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use raftlock_storage::{Caller, LeaseId, NodeAddr, NodeId, Request, Response};
+use raftlock_storage::{NodeAddr, NodeId, Request, Response};
 
 use crate::error::Error;
 
@@ -14,14 +14,10 @@ pub enum Forwarded {
     /// Confirm leadership and name the log index a linearizable read must
     /// wait for.
     ReadIndex,
-    /// Renew a lease's deadline on the leader's timer, for `caller` (who
-    /// must own the lease or be an admin).
-    KeepAlive {
-        id: LeaseId,
-        caller: Caller,
-    },
-    /// Remaining time of a lease on the leader's timer.
-    Remaining(LeaseId),
+    /// A call of the layer above that only the leader serves (see
+    /// [`LeaderService`](crate::leader_service::LeaderService)); its bytes
+    /// are that layer's, carried here unread.
+    Service(Vec<u8>),
     /// Membership changes.
     AddLearner {
         id: NodeId,
@@ -38,8 +34,8 @@ pub enum ForwardReply {
     Written { index: u64, response: Response },
     /// Read index for a linearizable read.
     ReadIndex(u64),
-    /// Time left on a lease (keep-alive answers the full TTL).
-    LeaseTtl(Option<u64>),
+    /// The leader service's answer to a [`Forwarded::Service`] call.
+    Service(Vec<u8>),
     /// A membership change was committed at `index`.
     Membership { index: u64 },
 }

@@ -1,5 +1,6 @@
-//! Calls only the leader can serve — writes, read-index, keep-alive,
-//! membership — served locally on the leader and forwarded by followers.
+//! Calls only the leader can serve — writes, read-index, membership, and
+//! the layer above's [`LeaderService`](crate::leader_service::LeaderService)
+//! calls — served locally on the leader and forwarded by followers.
 //!
 //! A caller may reach any node. On a follower the call goes to the leader
 //! over the peer API; while no leader is known (an election is running) it
@@ -13,13 +14,10 @@ use openraft::async_runtime::WatchReceiver;
 use openraft::{ChangeMembers, ReadPolicy};
 use tokio::time::Instant;
 
-use raftlock_storage::{
-    Caller, Command, CommandError, LeaseId, NodeAddr, NodeId, Request, Response,
-};
+use raftlock_storage::{NodeAddr, NodeId, Request, Response};
 
 use crate::error::Error;
 use crate::forward::{ForwardReply, ForwardResult, Forwarded};
-use crate::lease_timer::KeepAliveRefused;
 use crate::membership_checks::{check_new_learner, check_promotable, Candidate, LEARNER_CONTACT};
 use crate::replica::Replica;
 
@@ -63,31 +61,23 @@ impl Replica {
             })
     }
 
-    /// Renews a lease on the leader for `caller`; answers its TTL. Only
-    /// the identity that granted the lease, or an admin, may renew it.
-    pub async fn keep_alive(&self, id: LeaseId, caller: &Caller) -> Result<u64, Error> {
-        let call = Forwarded::KeepAlive {
-            id,
-            caller: caller.clone(),
-        };
-        match self.call_leader(call).await? {
-            ForwardReply::LeaseTtl(Some(ttl)) => {
-                self.metrics.on_keep_alive();
-                Ok(ttl)
-            }
-            ForwardReply::LeaseTtl(None) => {
-                Err(raftlock_storage::CommandError::LeaseNotFound(id).into())
-            }
+    /// Serves `call` with the leader's [`LeaderService`]: here if this
+    /// node leads, else on the leader, through the peer API.
+    ///
+    /// [`LeaderService`]: crate::leader_service::LeaderService
+    pub async fn call_leader_service(&self, call: Vec<u8>) -> Result<Vec<u8>, Error> {
+        match self.call_leader(Forwarded::Service(call)).await? {
+            ForwardReply::Service(reply) => Ok(reply),
             other => Err(unexpected(other)),
         }
     }
 
-    /// Time left on a lease by the leader's timer.
-    pub async fn lease_remaining(&self, id: LeaseId) -> Result<Option<u64>, Error> {
-        match self.call_leader(Forwarded::Remaining(id)).await? {
-            ForwardReply::LeaseTtl(left) => Ok(left),
-            other => Err(unexpected(other)),
-        }
+    /// Replicates `request` from this node, which must lead: for the
+    /// leader's own tasks and its [`LeaderService`], which never forward.
+    ///
+    /// [`LeaderService`]: crate::leader_service::LeaderService
+    pub async fn propose_here(&self, request: Request) -> Result<(u64, Response), Error> {
+        self.proposer.write(request).await
     }
 
     /// Adds a non-voting member and waits until it has caught up.
@@ -193,47 +183,17 @@ impl Replica {
     pub async fn serve_as_leader(&self, call: Forwarded) -> ForwardResult {
         match call {
             Forwarded::Write(request) => {
-                if let Command::SetLeaseTtl { id, ttl_ms } = request.command {
-                    self.hold_for_ttl_change(id, ttl_ms)?;
-                }
                 let (index, response) = self.proposer.write(request).await?;
                 Ok(ForwardReply::Written { index, response })
             }
             Forwarded::ReadIndex => Ok(ForwardReply::ReadIndex(self.read_index().await?)),
-            Forwarded::KeepAlive { id, caller } => {
-                // Leadership must be confirmed by a quorum before renewing:
-                // a deposed leader renews nothing. A round confirmed moments
-                // ago still vouches for a renewal (leader lease); a lease
-                // that is missing or expiring is re-checked with a fresh
-                // round, so "gone" is only ever said by a confirmed leader
-                // whose applied state is current.
-                let leased = self.holds_leader_lease();
-                if !leased {
-                    self.linearize().await?;
-                }
-                let ttl = match self.renew(id, &caller)? {
-                    Err(KeepAliveRefused::NotFound | KeepAliveRefused::Expiring) if leased => {
-                        self.linearize().await?;
-                        self.renew(id, &caller)?
-                    }
-                    other => other,
-                };
-                match ttl {
-                    Ok(ttl) => Ok(ForwardReply::LeaseTtl(Some(ttl))),
-                    Err(KeepAliveRefused::NotFound) => Ok(ForwardReply::LeaseTtl(None)),
-                    // Retryable: `call_leader` asks again until the expiry
-                    // entry has committed or failed.
-                    Err(KeepAliveRefused::Expiring) => Err(Error::Unavailable(format!(
-                        "lease {id} is being expired; its outcome is not known yet"
-                    ))),
-                    Err(KeepAliveRefused::NotLeader) => Err(self.not_leader()),
-                }
-            }
-            Forwarded::Remaining(id) => {
-                self.linearize().await?;
-                let left = self.timer.remaining(id, Instant::now());
-                Ok(ForwardReply::LeaseTtl(left.map(|d| d.as_millis() as u64)))
-            }
+            Forwarded::Service(call) => match self.leader_service.get() {
+                Some(service) => Ok(ForwardReply::Service(service.serve(call).await?)),
+                None => Err(Error::Unavailable(format!(
+                    "node {} leads but does not serve clients yet",
+                    self.id
+                ))),
+            },
             Forwarded::AddLearner { id, node } => {
                 self.refuse_if_leaving()?;
                 let cluster = self.guard.cluster_id().map(|c| c.to_string());
@@ -294,7 +254,7 @@ impl Replica {
     /// committed before the call; then holds a leader lease for one election
     /// timeout from the call (see
     /// [`ReadIndexRounds::extend_lease`](crate::read_index::ReadIndexRounds::extend_lease)).
-    async fn linearize(&self) -> Result<(), Error> {
+    pub async fn linearize(&self) -> Result<(), Error> {
         let arrived = Instant::now();
         let term = self.raft.metrics().borrow_watched().current_term;
         let index = self.read_index().await?;
@@ -305,7 +265,7 @@ impl Replica {
     }
 
     /// Whether this node leads under a leader lease confirmed moments ago.
-    fn holds_leader_lease(&self) -> bool {
+    pub fn holds_leader_lease(&self) -> bool {
         let term = {
             let m = self.raft.metrics();
             let m = m.borrow_watched();
@@ -315,50 +275,6 @@ impl Replica {
             m.current_term
         };
         self.read_rounds.leased(term, Instant::now())
-    }
-
-    /// Keeps lease `id` from expiring while a change of its TTL to `ttl_ms`
-    /// is in flight; once applied, the change sets its deadline (see
-    /// `LeaseTimer::hold`). Without this, an expiry proposed meanwhile would
-    /// end the lease right after the change was answered.
-    fn hold_for_ttl_change(&self, id: LeaseId, ttl_ms: u64) -> Result<(), Error> {
-        // Bounded: the state machine refuses a TTL above the maximum anyway.
-        let ttl = Duration::from_millis(ttl_ms.min(raftlock_storage::limits::MAX_TTL_MS));
-        let hold = ttl + self.config.leader_wait;
-        match self.timer.hold(id, Instant::now(), hold) {
-            Ok(()) => Ok(()),
-            Err(KeepAliveRefused::Expiring) => Err(Error::Unavailable(format!(
-                "lease {id} is being expired; its outcome is not known yet"
-            ))),
-            Err(KeepAliveRefused::NotLeader) => Err(self.not_leader()),
-            Err(KeepAliveRefused::NotFound) => Ok(()),
-        }
-    }
-
-    /// Moves lease `id`'s deadline to now + TTL if the applied state has it
-    /// and `caller` may use it; refuses another identity's lease.
-    fn renew(&self, id: LeaseId, caller: &Caller) -> Result<Result<u64, KeepAliveRefused>, Error> {
-        let mut owner_refused = None;
-        let renewed = self.timer.keep_alive(id, Instant::now(), || {
-            let state = self.state.read().unwrap_or_else(|e| e.into_inner());
-            let lease = state.lease(id)?;
-            if !caller.may_use_lease_of(lease.identity.as_deref()) {
-                owner_refused = Some(lease.identity.clone().unwrap_or_default());
-                return None;
-            }
-            Some(lease.ttl_ms)
-        });
-        if let Some(owner) = owner_refused {
-            let who = caller
-                .identity
-                .as_deref()
-                .unwrap_or("an unauthenticated caller");
-            return Err(CommandError::PermissionDenied(format!(
-                "{who} may not keep lease {id} alive: it belongs to {owner}"
-            ))
-            .into());
-        }
-        Ok(renewed)
     }
 
     /// What this leader knows of member `id`, for [`check_promotable`].
@@ -413,7 +329,9 @@ impl Replica {
         }
     }
 
-    fn not_leader(&self) -> Error {
+    /// The error a call that needs the leader gets here: the leader's id
+    /// and address when known, else unavailable.
+    pub fn not_leader(&self) -> Error {
         match self.leader() {
             Some((id, addr)) if id != self.id => Error::NotLeader {
                 leader_id: id,

@@ -1,5 +1,7 @@
 //! Replication for raftlock: openraft wired to the sled stores, a tonic peer
-//! transport, forwarding to the leader, and the leader-side lease timer.
+//! transport, and forwarding to the leader. It knows nothing of leases,
+//! locks or grants: the serving layer above (`raftlock::serving`) proposes
+//! commands through [`Replica`] and reads what was applied.
 //!
 //! # Layout
 //!
@@ -29,20 +31,17 @@
 //!   peer whose certificate is refused (expired, not valid yet, ...).
 //! - [`forward`]: what a follower hands to the leader and what comes back.
 //! - [`leader_calls`]: calls only the leader serves, and forwarding them;
+//!   [`leader_service`]: the hook through which the layer above serves its
+//!   own leader-only calls (a lease's renewal);
 //!   [`membership_checks`]: what a typed membership change must find first
 //!   (a new learner answering as itself, a learner up and caught up).
 //! - [`removal`]: noticing this node was removed, so it stops.
 //! - [`proposer`]: group commit, many client writes per Raft entry.
 //! - [`read_index`]: one leadership round shared by concurrent reads.
-//! - [`lease_timer`]: deadlines of every lease, tracked by the leader only;
-//!   [`lock_delay_timer`]: the same for lock-delays.
-//! - `leader_tasks`: starts and stops those timers as leadership comes and
-//!   goes, and proposes the expiries and delay ends they find due.
 //! - [`replica`]: [`Replica`], the one handle `src/` has on a running
-//!   replica; [`grant_wait`] is its Acquire and Campaign: propose, then hold
-//!   the call open until the grant is applied here.
-//! - [`event_router`]: routes applied events to callers waiting for a grant,
-//!   the lease timer and election observers.
+//!   replica: write (propose and get the applied result), read barrier,
+//!   the applied stream, leadership changes, membership, status.
+//! - [`clock`]: the wall clock, read in one place.
 //! - [`metrics`]: the node's Prometheus metrics; [`scrape`] sets the state
 //!   gauges when they are read; `raft_watch` counts elections, leader
 //!   changes and snapshots and logs them.
@@ -52,17 +51,14 @@
 //!   errors to it, in one place.
 
 pub mod bounded_listener;
+pub mod clock;
 pub mod config;
 pub mod error;
-pub mod event_router;
 pub mod forward;
-pub mod grant_wait;
 pub mod health;
 pub mod leader_calls;
-mod leader_tasks;
-pub mod lease_timer;
+pub mod leader_service;
 mod link_filter;
-pub mod lock_delay_timer;
 pub mod membership_checks;
 pub mod message_codec;
 pub mod metrics;
@@ -94,7 +90,8 @@ pub mod pb {
 pub use config::{Config, ConfigError, InitialMember};
 pub use error::Error;
 pub use health::Health;
-pub use metrics::NodeMetrics;
+pub use leader_service::LeaderService;
+pub use metrics::{LockGauges, NodeMetrics};
 pub use network::LinkFilter;
 pub use node::{NodeStatus, RaftNode};
 pub use raftlock_storage as storage;
@@ -102,5 +99,5 @@ pub use raftlock_storage as storage;
 /// The openraft handle, over raftlock's type configuration and state
 /// machine.
 pub type Raft = openraft::Raft<raftlock_storage::TypeConfig, raftlock_storage::StateMachineStore>;
-pub use replica::Replica;
+pub use replica::{Leadership, Replica};
 pub use tls::NodeTls;

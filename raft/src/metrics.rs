@@ -44,6 +44,27 @@ fn long_durations() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 4.0, 13))
 }
 
+/// The lock state as the gauges show it, counted by the serving layer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LockGauges {
+    /// Leases in the applied state.
+    pub leases: u64,
+    /// Locks with at least one holder.
+    pub locks_held: u64,
+    /// Holders of all locks.
+    pub holders: u64,
+    /// Waiters of all locks.
+    pub waiters: u64,
+    /// Leases past their deadline whose expiry is not applied yet (leader
+    /// only).
+    pub expiry_backlog: Option<u64>,
+}
+
+/// A gauge value from a count or index (gauges are signed).
+pub(crate) fn clamp(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
 /// Every metric of one node.
 pub struct NodeMetrics {
     registry: Registry,
@@ -259,6 +280,22 @@ impl NodeMetrics {
     pub fn on_log_append(&self, entries: usize, took: Duration) {
         self.log_append.observe(took.as_secs_f64());
         self.log_append_entries.observe(entries as f64);
+    }
+
+    /// Sets the gauges of the applied lock state and, on the leader, the
+    /// lease timer's expiry backlog (`None` elsewhere, which clears it).
+    /// The serving layer calls this just before a scrape.
+    pub fn set_lock_gauges(&self, gauges: LockGauges) {
+        self.leases.set(clamp(gauges.leases));
+        self.locks_held.set(clamp(gauges.locks_held));
+        self.holders.set(clamp(gauges.holders));
+        self.waiters.set(clamp(gauges.waiters));
+        self.expiry_backlog.clear();
+        if let Some(backlog) = gauges.expiry_backlog {
+            self.expiry_backlog
+                .get_or_create(&Labels::new())
+                .set(clamp(backlog));
+        }
     }
 
     /// One keep-alive answered.

@@ -1,13 +1,12 @@
 //! A running replica: opens the stores, starts openraft and the peer
-//! listener, keeps the lease timer in step with leadership, and stops all of
-//! it in order.
+//! listener, and stops all of it in order.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tonic::service::interceptor::InterceptedService;
 
@@ -16,10 +15,6 @@ use raftlock_storage::{AppendTimer, NodeAddr, NodeId};
 use crate::bounded_listener::bounded_incoming;
 use crate::config::Config;
 use crate::error::Error;
-use crate::event_router::{route_events, Waiters};
-use crate::leader_tasks::{end_lock_delays, expire_leases, track_leadership};
-use crate::lease_timer::LeaseTimer;
-use crate::lock_delay_timer::LockDelayTimer;
 use crate::metrics::NodeMetrics;
 use crate::network::{LinkFilter, PeerNetwork};
 use crate::pb::peer_server::PeerServer;
@@ -175,7 +170,6 @@ impl RaftNode {
             .map_err(|e| Error::Internal(e.to_string()))?;
 
         let peer_tls = tls.as_ref().map(NodeTls::peer_server_config);
-        let (changed, _) = broadcast::channel(1024);
         let (stop, stop_rx) = watch::channel(false);
         let (proposer, proposing) = Proposer::start(
             raft.clone(),
@@ -188,10 +182,8 @@ impl RaftNode {
             config,
             raft,
             state,
-            waiters: Waiters::default(),
-            timer: LeaseTimer::default(),
-            delays: LockDelayTimer::default(),
-            changed,
+            applied: std::sync::Mutex::new(Some(events_rx)),
+            leader_service: Default::default(),
             net,
             guard,
             members,
@@ -205,18 +197,8 @@ impl RaftNode {
         });
         let tasks = vec![
             tokio::spawn(proposing),
-            tokio::spawn(route_events(
-                events_rx,
-                inner.waiters.clone(),
-                (inner.timer.clone(), inner.delays.clone()),
-                inner.changed.clone(),
-                inner.metrics.clone(),
-            )),
             tokio::spawn(watch_raft(inner.clone(), stop_rx.clone())),
             tokio::spawn(stop_when_removed(inner.clone(), stop_rx.clone())),
-            tokio::spawn(track_leadership(inner.clone(), stop_rx.clone())),
-            tokio::spawn(expire_leases(inner.clone(), stop_rx.clone())),
-            tokio::spawn(end_lock_delays(inner.clone(), stop_rx.clone())),
             tokio::spawn(serve_peers(inner.clone(), listener, peer_tls, stop_rx)),
         ];
 
@@ -290,9 +272,9 @@ impl RaftNode {
         self.tls.as_ref()
     }
 
-    /// Stops in order: the lease timer and leadership tracking, Raft, the
-    /// peer listener, then the event router once the state machine is gone
-    /// (which flushes sled when its last handle drops).
+    /// Stops in order: the node's tasks are told to stop, then Raft, the
+    /// peer listener, and sled is flushed when its last handle drops. The
+    /// applied stream ends when the state machine is gone.
     pub async fn shutdown(&mut self) {
         if self.inner.fatal.borrow().is_some() {
             // Before any handle on the storage drops: see `abandon`.
@@ -329,8 +311,7 @@ impl RaftNode {
             (false, None) => {}
         }
         for task in self.tasks.drain(..) {
-            // The router ends when the state machine's sender is dropped with
-            // Raft; the others watch `stop`.
+            // Each watches `stop`.
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
         }
     }
@@ -398,15 +379,6 @@ async fn serve_peers(
     if let Err(e) = result {
         tracing::error!("peer listener failed: {e}");
     }
-}
-
-/// Wall clock in ms since the Unix epoch: stamped on entries for display
-/// only, never used to decide anything.
-pub fn wall_clock_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// Feeds `raftlock_raft_log_append_seconds` with each append's time from

@@ -2,8 +2,8 @@
 //! counts elections, leader changes and snapshots, and logs each change
 //! of leader, membership and snapshot as one line with fields. As leader,
 //! it also keeps what each follower acknowledged (crate::rollback).
-//! (Becoming leader and stepping down are logged by the leadership tracker
-//! in [`crate::node`], which also starts and stops the lease timer.)
+//! When the Raft core stops on its own (a storage failure), it reports the
+//! node failed, so the node does not linger half-alive.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -70,8 +70,18 @@ pub(crate) async fn watch_raft(node: Arc<Replica>, mut stop: watch::Receiver<boo
         installs = installed;
         seen = Some(now);
         node.removal.check_applied().await;
+        let core_stopped = metrics.borrow_watched().state == openraft::ServerState::Shutdown;
+        if core_stopped && !*stop.borrow() {
+            node.report_fatal("the Raft core stopped".to_string());
+            return;
+        }
         tokio::select! {
-            changed = metrics.changed() => if changed.is_err() { return },
+            changed = metrics.changed() => if changed.is_err() {
+                if !*stop.borrow() {
+                    node.report_fatal("the Raft core ended".to_string());
+                }
+                return;
+            },
             _ = stop.changed() => return,
         }
     }

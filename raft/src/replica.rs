@@ -8,17 +8,15 @@ use std::time::Duration;
 
 use openraft::async_runtime::WatchReceiver;
 use openraft::ServerState;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{mpsc, watch};
 
 use raftlock_storage::backup::Backup;
 use raftlock_storage::state::LockState;
-use raftlock_storage::{NodeAddr, NodeId, SharedState};
+use raftlock_storage::{Applied, NodeAddr, NodeId, SharedState};
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::event_router::Waiters;
-use crate::lease_timer::LeaseTimer;
-use crate::lock_delay_timer::LockDelayTimer;
+use crate::leader_service::{LeaderService, LeaderServiceSlot};
 use crate::metrics::NodeMetrics;
 use crate::network::PeerNetwork;
 use crate::node::NodeStatus;
@@ -38,15 +36,11 @@ pub struct Replica {
     pub(crate) raft: Raft,
     /// The applied lock state, read by the serving layer.
     pub(crate) state: SharedState,
-    /// Callers waiting for grants.
-    pub(crate) waiters: Waiters,
-    /// Lease deadlines (active on the leader only).
-    pub(crate) timer: LeaseTimer,
-    /// Lock-delay deadlines (active on the leader only).
-    pub(crate) delays: LockDelayTimer,
-    /// Names of locks whose holders or value changed ("" = everything may
-    /// have changed), for election observers.
-    pub(crate) changed: broadcast::Sender<String>,
+    /// What the state machine applied, until the layer above takes it
+    /// ([`Replica::take_applied`]).
+    pub(crate) applied: std::sync::Mutex<Option<mpsc::UnboundedReceiver<Applied>>>,
+    /// The layer above's leader-only calls, once it registered them.
+    pub(crate) leader_service: LeaderServiceSlot,
     /// Peer clients, for forwarding.
     pub(crate) net: PeerNetwork,
     /// Seals and checks the envelope of every peer message.
@@ -160,7 +154,7 @@ impl Replica {
         }
         let (state, applied) = (self.state.clone(), self.members.clone());
         let cluster_id = self.cluster_id();
-        let taken_at_ms = crate::node::wall_clock_ms();
+        let taken_at_ms = crate::clock::wall_clock_ms();
         tokio::task::spawn_blocking(move || {
             Backup::capture(&state, &applied, cluster_id, taken_at_ms)
         })
@@ -273,10 +267,35 @@ impl Replica {
         f(&state)
     }
 
-    /// Names of locks whose holders or value changed from now on ("" =
-    /// everything may have changed), for election observers.
-    pub fn changes(&self) -> broadcast::Receiver<String> {
-        self.changed.subscribe()
+    /// The applied lock state, shared: for tasks that read it later.
+    pub fn shared_state(&self) -> SharedState {
+        self.state.clone()
+    }
+
+    /// What the state machine applies from now on, in log order (entries
+    /// with their events, and installed snapshots). One taker: the layer
+    /// above takes it once at start; later calls get `None`.
+    pub fn take_applied(&self) -> Option<mpsc::UnboundedReceiver<Applied>> {
+        self.applied
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    /// Registers the layer above's leader-only calls (see
+    /// [`LeaderService`]). Once per node: a second service is refused.
+    pub fn serve_leader_calls(&self, service: Arc<dyn LeaderService>) -> Result<(), Error> {
+        self.leader_service
+            .set(service)
+            .map_err(|_| Error::Internal("a leader service is already registered".into()))
+    }
+
+    /// Follows this node's leadership: see [`Leadership`].
+    pub fn leadership(&self) -> Leadership {
+        Leadership {
+            metrics: self.raft.metrics(),
+            id: self.id,
+        }
     }
 
     /// Waits until this node knows a leader, up to `timeout`; `None` if
@@ -298,5 +317,33 @@ impl Replica {
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!(node = self.id, "stopping the Raft core: {e}");
         }
+    }
+}
+
+/// Metrics as openraft publishes them.
+type MetricsWatch = openraft::type_config::alias::WatchReceiverOf<
+    raftlock_storage::TypeConfig,
+    openraft::RaftMetrics<raftlock_storage::TypeConfig>,
+>;
+
+/// This node's leadership as it changes, for tasks that run only while it
+/// leads (the layer above's lease timer).
+pub struct Leadership {
+    metrics: MetricsWatch,
+    id: NodeId,
+}
+
+impl Leadership {
+    /// The term this node leads in now, or `None` if it does not lead.
+    pub fn now(&mut self) -> Option<u64> {
+        let m = self.metrics.borrow_and_update();
+        let leading = m.state == ServerState::Leader && m.current_leader == Some(self.id);
+        leading.then_some(m.current_term)
+    }
+
+    /// Waits until openraft's state may have changed; `false` once the
+    /// Raft core has ended.
+    pub async fn changed(&mut self) -> bool {
+        self.metrics.changed().await.is_ok()
     }
 }

@@ -1,22 +1,21 @@
 //! What `/metrics` reads at scrape time: the gauges that describe the
-//! node's state now (term, leader, indexes, members, leases, locks,
-//! per-peer lag), set from openraft's metrics and the applied lock state
-//! just before the registry is encoded.
+//! replica's state now (term, leader, indexes, members, per-peer lag), set
+//! from openraft's metrics just before the registry is encoded. The layer
+//! above sets its own gauges (leases, locks) before it asks for the text.
 
 use std::collections::BTreeSet;
 
 use openraft::async_runtime::WatchReceiver;
 use openraft::ServerState;
-use tokio::time::Instant;
 
 use raftlock_storage::NodeId;
 
-use crate::metrics::Labels;
+use crate::metrics::{clamp, Labels};
 use crate::replica::Replica;
 
 impl Replica {
-    /// The node's metrics, state gauges brought up to date, in the
-    /// Prometheus text format.
+    /// The node's metrics, the replica's state gauges brought up to date,
+    /// in the Prometheus text format.
     pub fn scrape_metrics(&self) -> String {
         self.refresh_gauges();
         self.metrics.encode()
@@ -47,7 +46,6 @@ impl Replica {
 
         m.commit_index.clear();
         m.peer_lag.clear();
-        m.expiry_backlog.clear();
         if leading {
             if let Some(replication) = &raft.replication {
                 let matched = |id: &NodeId| {
@@ -75,27 +73,6 @@ impl Replica {
                         .set(clamp(commit));
                 }
             }
-            let backlog = self.timer.backlog(Instant::now());
-            m.expiry_backlog
-                .get_or_create(&Labels::new())
-                .set(clamp(backlog as u64));
         }
-
-        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
-        m.leases.set(clamp(state.leases().count() as u64));
-        let (mut held, mut holders, mut waiters) = (0u64, 0u64, 0u64);
-        for lock in state.locks() {
-            held += u64::from(!lock.holders.is_empty());
-            holders += lock.holders.len() as u64;
-            waiters += lock.waiters.len() as u64;
-        }
-        m.locks_held.set(clamp(held));
-        m.holders.set(clamp(holders));
-        m.waiters.set(clamp(waiters));
     }
-}
-
-/// A gauge value from a count or index (gauges are signed).
-fn clamp(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
 }

@@ -15,12 +15,12 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::serving::Serving;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use raftlock_raft::Replica;
 use raftlock_raft::{Health, NodeTls};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -34,7 +34,7 @@ const STATUS_PAGE: &str = include_str!("status_page.html");
 
 /// What the handlers share.
 struct Admin {
-    node: Arc<Replica>,
+    node: Arc<Serving>,
     status: StatusSource,
 }
 
@@ -48,7 +48,7 @@ pub async fn bind_admin(addr: &str) -> Result<TcpListener, Error> {
 /// Serves the admin endpoints of `node` on `listener` until `stop` turns
 /// true. `tls`: how the status page reaches the other members.
 pub fn serve_admin(
-    node: Arc<Replica>,
+    node: Arc<Serving>,
     tls: Option<NodeTls>,
     listener: TcpListener,
     mut stop: watch::Receiver<bool>,
@@ -65,7 +65,7 @@ pub fn serve_admin(
         );
     }
     let admin = Arc::new(Admin {
-        status: StatusSource::new(node.clone(), tls),
+        status: StatusSource::new(node.replica().clone(), tls),
         node,
     });
     let app = Router::new()
@@ -102,11 +102,11 @@ async fn metrics(State(admin): State<Arc<Admin>>) -> Response {
 }
 
 async fn healthz(State(admin): State<Arc<Admin>>) -> Response {
-    health_answer(&admin.node.liveness())
+    health_answer(&admin.node.replica().liveness())
 }
 
 async fn readyz(State(admin): State<Arc<Admin>>) -> Response {
-    health_answer(&admin.node.readiness())
+    health_answer(&admin.node.replica().readiness())
 }
 
 /// 200 or 503, with the check as JSON.

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use raftlock_raft::node::wall_clock_ms;
+use raftlock_raft::clock::wall_clock_ms;
 use raftlock_raft::tls::node_dns_name;
 use raftlock_raft::NodeTls;
 use raftlock_raft::Replica;

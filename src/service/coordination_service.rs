@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use raftlock_raft::Replica;
+use crate::serving::Serving;
 use raftlock_storage::state::ElectionRecord;
 use raftlock_storage::{Command, ReadWriteOp, ReadWriteOutcome, Response};
 use tonic::{Request, Response as Reply, Status};
@@ -17,7 +17,7 @@ use crate::status::to_status;
 
 /// Serves `raftlock.v1.Coordination`.
 pub struct CoordinationService {
-    pub(crate) node: Arc<Replica>,
+    pub(crate) node: Arc<Serving>,
     pub(crate) auth: Auth,
 }
 

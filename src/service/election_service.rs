@@ -5,8 +5,8 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
+use crate::serving::Serving;
 use futures::Stream;
-use raftlock_raft::Replica;
 use raftlock_storage::command::CancelOutcome;
 use raftlock_storage::state::LockState;
 use raftlock_storage::{Command, CommandError, Mode, Response};
@@ -18,12 +18,12 @@ use super::{header, read, unexpected, write, StreamPermit, StreamQuota};
 use crate::auth::Auth;
 use crate::input;
 use crate::pb;
+use crate::serving::grant_wait::AcquireSpec;
 use crate::status::to_status;
-use raftlock_raft::grant_wait::AcquireSpec;
 
 /// Serves `raftlock.v1.Election`.
 pub struct ElectionService {
-    pub(crate) node: Arc<Replica>,
+    pub(crate) node: Arc<Serving>,
     pub(crate) auth: Auth,
     /// Campaign calls and Observe streams held open, per account.
     pub(crate) streams: StreamQuota,
@@ -194,7 +194,7 @@ impl pb::election_server::Election for ElectionService {
 /// Sends every change of `name`'s leader (or value) until the caller
 /// leaves, holding the stream's place in its account's quota (`_permit`).
 async fn observe(
-    node: Arc<Replica>,
+    node: Arc<Serving>,
     name: String,
     mut changes: broadcast::Receiver<String>,
     first: pb::LeaderResponse,
@@ -216,14 +216,14 @@ async fn observe(
                 Err(broadcast::error::RecvError::Closed) => return,
             },
             _ = tx.closed() => return,
-            _ = node.stopped() => {
+            _ = node.replica().stopped() => {
                 let _ = tx.send(Err(Status::unavailable("node is shutting down; observe another node"))).await;
                 return;
             }
         }
         let (current, revision) = (
-            node.read_state(|state| leader_of(state, &name)),
-            node.applied_index(),
+            node.replica().read_state(|state| leader_of(state, &name)),
+            node.replica().applied_index(),
         );
         if current != last {
             last = current.clone();

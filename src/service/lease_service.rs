@@ -4,8 +4,8 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
+use crate::serving::Serving;
 use raftlock_raft::Error;
-use raftlock_raft::Replica;
 use raftlock_storage::{Caller, Command, CommandError, Response};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -20,7 +20,7 @@ use crate::status::to_status;
 
 /// Serves `raftlock.v1.Lease`.
 pub struct LeaseService {
-    pub(crate) node: Arc<Replica>,
+    pub(crate) node: Arc<Serving>,
     pub(crate) auth: Auth,
     /// Keep-alive streams held open, per account.
     pub(crate) streams: StreamQuota,
@@ -226,14 +226,14 @@ type KeepAliveReplies =
     Pin<Box<dyn Stream<Item = Result<pb::LeaseKeepAliveResponse, Status>> + Send>>;
 
 /// Renews lease `id` for `caller`; answers its TTL.
-async fn renew(node: &Replica, id: u64, caller: &Caller) -> Result<u64, Error> {
+async fn renew(node: &Serving, id: u64, caller: &Caller) -> Result<u64, Error> {
     input::lease(id)?;
     node.keep_alive(id, caller).await
 }
 
-fn keep_alive_reply(node: &Replica, id: u64, ttl_ms: u64) -> pb::LeaseKeepAliveResponse {
+fn keep_alive_reply(node: &Serving, id: u64, ttl_ms: u64) -> pb::LeaseKeepAliveResponse {
     pb::LeaseKeepAliveResponse {
-        header: header(node, node.applied_index()),
+        header: header(node, node.replica().applied_index()),
         id,
         ttl_ms,
     }
@@ -243,7 +243,7 @@ fn keep_alive_reply(node: &Replica, id: u64, ttl_ms: u64) -> pb::LeaseKeepAliveR
 /// a renewal fails for a reason other than "lease gone", or the node stops;
 /// holds the stream's place in its account's quota (`_permit`) until then.
 async fn serve_keep_alives(
-    node: Arc<Replica>,
+    node: Arc<Serving>,
     caller: Caller,
     mut requests: Streaming<pb::LeaseKeepAliveRequest>,
     replies: mpsc::Sender<Result<pb::LeaseKeepAliveResponse, Status>>,
@@ -252,7 +252,7 @@ async fn serve_keep_alives(
     loop {
         let next = tokio::select! {
             next = requests.message() => next,
-            _ = node.stopped() => {
+            _ = node.replica().stopped() => {
                 let _ = replies.send(Err(to_status(Error::ShuttingDown))).await;
                 return;
             }

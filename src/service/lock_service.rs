@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use raftlock_raft::node::wall_clock_ms;
-use raftlock_raft::Replica;
+use crate::serving::Serving;
+use raftlock_raft::clock::wall_clock_ms;
 use raftlock_storage::command::CancelOutcome;
 use raftlock_storage::state::Lock;
 use raftlock_storage::{Command, Mode, Response};
@@ -15,15 +15,15 @@ use super::{header, read, unexpected, write, StreamQuota};
 use crate::auth::Auth;
 use crate::input;
 use crate::pb;
+use crate::serving::grant_wait::AcquireSpec;
 use crate::status::to_status;
-use raftlock_raft::grant_wait::AcquireSpec;
 
 /// Most locks one List answers.
 const DEFAULT_LIST_LIMIT: usize = 1000;
 
 /// Serves `raftlock.v1.Lock`.
 pub struct LockService {
-    pub(crate) node: Arc<Replica>,
+    pub(crate) node: Arc<Serving>,
     pub(crate) auth: Auth,
     /// Acquire calls that wait, held open per account.
     pub(crate) streams: StreamQuota,
@@ -45,7 +45,7 @@ impl pb::lock_server::Lock for LockService {
         let lock_delay = input::lock_delay(req.lock_delay_ms).map_err(to_status)?;
         if let Some(ttl_ms) = req.ttl_ms {
             input::own_ttl(ttl_ms, req.lease, req.wait).map_err(to_status)?;
-            let delay = lock_delay.unwrap_or(self.node.config().lock_delay);
+            let delay = lock_delay.unwrap_or(self.node.replica().config().lock_delay);
             let command = Command::AcquireWithTtl {
                 name: req.name,
                 owner: req.owner,

@@ -12,9 +12,9 @@ mod stream_quota;
 
 use std::sync::Arc;
 
-use raftlock_raft::node::wall_clock_ms;
+use crate::serving::Serving;
+use raftlock_raft::clock::wall_clock_ms;
 use raftlock_raft::Error;
-use raftlock_raft::Replica;
 use raftlock_storage::state::LockState;
 use raftlock_storage::{Caller, ClientSeq, Command, Request, Response};
 
@@ -28,11 +28,11 @@ pub use stream_quota::{StreamPermit, StreamQuota};
 use crate::pb;
 
 /// The answer header for something that happened at `revision`.
-fn header(node: &Replica, revision: u64) -> Option<pb::Header> {
-    let term = node.term();
+fn header(node: &Serving, revision: u64) -> Option<pb::Header> {
+    let term = node.replica().term();
     Some(pb::Header {
         revision,
-        node_id: node.id(),
+        node_id: node.replica().id(),
         term,
     })
 }
@@ -40,7 +40,7 @@ fn header(node: &Replica, revision: u64) -> Option<pb::Header> {
 /// Replicates a client command for `caller`; a state-machine refusal
 /// becomes an error.
 async fn write(
-    node: &Replica,
+    node: &Serving,
     origin: ClientSeq,
     caller: &Caller,
     command: Command,
@@ -60,16 +60,16 @@ async fn write(
 /// Runs `f` on the state after a linearizable barrier (or at once when the
 /// caller opted into a local read); returns the revision read at.
 async fn read<T>(
-    node: &Arc<Replica>,
+    node: &Arc<Serving>,
     local: bool,
     f: impl FnOnce(&LockState) -> T,
 ) -> Result<(u64, T), Error> {
     let revision = if local {
-        node.applied_index()
+        node.replica().applied_index()
     } else {
-        node.read_barrier().await?
+        node.replica().read_barrier().await?
     };
-    Ok((revision, node.read_state(f)))
+    Ok((revision, node.replica().read_state(f)))
 }
 
 fn unexpected(response: Response) -> Error {

@@ -358,11 +358,16 @@ fn corpus(cluster: &TestCluster, leader: u64, member: u64, target: u64) -> Vec<(
     let forwards = [
         Forwarded::Write(write(Command::GrantLease { ttl_ms: 5_000 })),
         Forwarded::ReadIndex,
-        Forwarded::Remaining(1 << 16),
-        Forwarded::KeepAlive {
-            id: 1 << 16,
-            caller: Caller::default(),
-        },
+        // The serving layer's lease calls, as it encodes them: variant 1
+        // (time left) and variant 0 (renew) of a lease nobody has.
+        Forwarded::Service([vec![1], postcard::to_stdvec(&(1u64 << 16)).unwrap()].concat()),
+        Forwarded::Service(
+            [
+                vec![0],
+                postcard::to_stdvec(&(1u64 << 16, Caller::default())).unwrap(),
+            ]
+            .concat(),
+        ),
     ];
     let mut corpus = vec![
         (Call::Append, encode(&append).unwrap()),

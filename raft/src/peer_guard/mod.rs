@@ -26,6 +26,7 @@ use uuid::Uuid;
 
 use raftlock_storage::{LogStore, NodeId};
 
+use crate::clock::wall_clock_ms;
 use crate::pb::Blob;
 use crate::peer_auth::{ClusterKey, Direction, REPLAY_WINDOW};
 
@@ -448,13 +449,6 @@ impl PeerGuard {
         }
         Err(refusal)
     }
-}
-
-/// Milliseconds since the Unix epoch on this machine's clock.
-fn wall_clock_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn parse(blob: &Blob) -> Result<Sender, Refusal> {

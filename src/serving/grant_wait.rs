@@ -19,15 +19,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::Error;
-use crate::event_router::Signal;
-use crate::node::wall_clock_ms;
-use crate::replica::Replica;
+use raftlock_raft::clock::wall_clock_ms;
+use raftlock_raft::Error;
 use raftlock_storage::command::CancelOutcome;
 use raftlock_storage::{
     Caller, Claim, ClientSeq, Command, EndReason, Fence, LeaseId, Mode, Request, Response,
 };
 use tokio::time::Instant;
+
+use super::event_router::Signal;
+use super::Serving;
 
 /// What to acquire.
 #[derive(Debug, Clone)]
@@ -59,7 +60,7 @@ pub struct Grant {
     pub revision: u64,
 }
 
-impl Replica {
+impl Serving {
     /// Acquires per `spec`: `Ok(Some(grant))`, or `Ok(None)` for a try-lock that
     /// found the lock busy.
     pub async fn acquire(self: &Arc<Self>, spec: AcquireSpec) -> Result<Option<Grant>, Error> {
@@ -79,7 +80,7 @@ impl Replica {
                 value: spec.value.clone(),
                 lock_delay_ms: spec
                     .lock_delay
-                    .unwrap_or(node.config.lock_delay)
+                    .unwrap_or(node.replica.config().lock_delay)
                     .as_millis()
                     .try_into()
                     .unwrap_or(u64::MAX),
@@ -88,7 +89,7 @@ impl Replica {
         let (index, response) = node.write(request).await?;
         match response {
             Response::Granted { fence, count } => {
-                node.metrics().on_granted_after(started.elapsed());
+                node.replica.metrics().on_granted_after(started.elapsed());
                 return Ok(Some(Grant {
                     fence,
                     count,
@@ -115,14 +116,14 @@ impl Replica {
         };
         let deadline = spec.timeout.map(|t| Instant::now() + t);
         // A forwarded write is applied here a little after the leader.
-        node.wait_applied(index).await?;
+        node.replica.wait_applied(index).await?;
         loop {
             match standing(node, &spec.name, &spec.owner) {
                 Standing::Holding(fence, count) => {
                     cancel.armed = false;
-                    node.metrics().on_granted_after(started.elapsed());
+                    node.replica.metrics().on_granted_after(started.elapsed());
                     // At least `index`: the wait above saw it applied.
-                    let revision = node.applied_index().max(index);
+                    let revision = node.replica.applied_index().max(index);
                     return Ok(Some(Grant {
                         fence,
                         count,
@@ -148,7 +149,7 @@ impl Replica {
                     Some(_) => {} // granted, hold ended or snapshot: re-read the state
                     None => return Err(Error::ShuttingDown),
                 },
-                _ = node.stopped() => {
+                _ = node.replica.stopped() => {
                     // The caller's retry (same request id) on another node
                     // finds its place in the queue again.
                     cancel.armed = false;
@@ -169,18 +170,19 @@ enum Standing {
     Gone,
 }
 
-fn standing(node: &Replica, name: &str, owner: &str) -> Standing {
-    let state = node.state.read().unwrap_or_else(|e| e.into_inner());
-    let Some(lock) = state.lock(name) else {
-        return Standing::Gone;
-    };
-    if let Some(h) = lock.holders.iter().find(|h| h.owner == owner) {
-        return Standing::Holding(h.fence, h.count);
-    }
-    if lock.waiters.iter().any(|w| w.owner == owner) {
-        return Standing::Waiting;
-    }
-    Standing::Gone
+fn standing(node: &Serving, name: &str, owner: &str) -> Standing {
+    node.replica.read_state(|state| {
+        let Some(lock) = state.lock(name) else {
+            return Standing::Gone;
+        };
+        if let Some(h) = lock.holders.iter().find(|h| h.owner == owner) {
+            return Standing::Holding(h.fence, h.count);
+        }
+        if lock.waiters.iter().any(|w| w.owner == owner) {
+            return Standing::Waiting;
+        }
+        Standing::Gone
+    })
 }
 
 fn describe(reason: EndReason) -> &'static str {
@@ -194,7 +196,7 @@ fn describe(reason: EndReason) -> &'static str {
 
 /// Ends a call whose wait ran out of time: cancels on its behalf. Only a
 /// committed cancel makes the answer a definite `Timeout`.
-async fn timed_out(node: &Arc<Replica>, spec: &AcquireSpec) -> Error {
+async fn timed_out(node: &Arc<Serving>, spec: &AcquireSpec) -> Error {
     let waited = format!(
         "waited {:?} for {}",
         spec.timeout.unwrap_or_default(),
@@ -227,7 +229,7 @@ async fn timed_out(node: &Arc<Replica>, spec: &AcquireSpec) -> Error {
 
 /// Proposes a Cancel of `owner`'s wait or hold on `name` on behalf of `call`.
 async fn cancel(
-    node: &Replica,
+    node: &Serving,
     name: &str,
     owner: &str,
     call: Claim,
@@ -254,13 +256,13 @@ async fn cancel(
 /// Proposes the Cancel for `call` in the background until it commits or the
 /// node stops. Harmless if the call's client retried meanwhile: the retry's
 /// higher attempt makes the cancel leave the wait alone.
-fn keep_cancelling(node: Arc<Replica>, name: String, owner: String, call: Claim, caller: Caller) {
+fn keep_cancelling(node: Arc<Serving>, name: String, owner: String, call: Claim, caller: Caller) {
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
         return;
     };
     rt.spawn(async move {
         let mut pause = Duration::from_millis(100);
-        while !node.is_stopping() {
+        while !node.replica.is_stopping() {
             match cancel(&node, &name, &owner, call, &caller).await {
                 Ok(_) => return,
                 Err(e) => {
@@ -275,7 +277,7 @@ fn keep_cancelling(node: Arc<Replica>, name: String, owner: String, call: Claim,
 
 /// Cancels the wait if the call's future is dropped (the caller went away).
 struct CancelOnDrop {
-    node: Arc<Replica>,
+    node: Arc<Serving>,
     name: String,
     owner: String,
     call: Claim,
@@ -285,7 +287,7 @@ struct CancelOnDrop {
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if !self.armed || self.node.is_stopping() {
+        if !self.armed || self.node.replica.is_stopping() {
             return;
         }
         keep_cancelling(

@@ -5,42 +5,36 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::async_runtime::WatchReceiver;
-use openraft::ServerState;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use raftlock_storage::{Command, LeaseId, Request};
 
-use crate::node::wall_clock_ms;
-use crate::replica::Replica;
+use raftlock_raft::clock::wall_clock_ms;
+
+use super::Serving;
 
 /// Starts the lease timer when this node becomes leader and stops it when it
 /// steps down.
-pub(crate) async fn track_leadership(node: Arc<Replica>, mut stop: watch::Receiver<bool>) {
-    let mut metrics = node.raft.metrics();
+pub(crate) async fn track_leadership(node: Arc<Serving>, mut stop: watch::Receiver<bool>) {
+    let id = node.replica.id();
+    let mut leadership = node.replica.leadership();
     let mut leading_term = None;
     loop {
-        let (leading, term) = {
-            let m = metrics.borrow_and_update();
-            (
-                m.state == ServerState::Leader && m.current_leader == Some(node.id),
-                m.current_term,
-            )
-        };
-        if leading && leading_term != Some(term) {
+        let leading = leadership.now();
+        if let Some(term) = leading.filter(|term| leading_term != Some(*term)) {
             tracing::info!(
-                node = node.id,
+                node = id,
                 term,
                 "became leader; restarting every lease deadline at now + ttl"
             );
-            let state = node.state.clone();
+            let state = node.replica.shared_state();
             node.timer.activate(Instant::now(), move || {
                 let state = state.read().unwrap_or_else(|e| e.into_inner());
                 state.leases().map(|l| (l.id, l.ttl_ms)).collect::<Vec<_>>()
             });
-            let state = node.state.clone();
+            let state = node.replica.shared_state();
             node.delays.activate(Instant::now(), move || {
                 let state = state.read().unwrap_or_else(|e| e.into_inner());
                 state
@@ -49,24 +43,15 @@ pub(crate) async fn track_leadership(node: Arc<Replica>, mut stop: watch::Receiv
                     .collect::<Vec<_>>()
             });
             leading_term = Some(term);
-        } else if !leading && leading_term.is_some() {
-            tracing::info!(node = node.id, "stepped down; lease timer stopped");
+        } else if leading.is_none() && leading_term.is_some() {
+            tracing::info!(node = id, "stepped down; lease timer stopped");
             node.timer.deactivate();
             node.delays.deactivate();
             leading_term = None;
         }
-        let stopped = metrics.borrow_watched().state == ServerState::Shutdown;
-        if stopped && !*stop.borrow() {
-            node.report_fatal("the Raft core stopped".to_string());
-            break;
-        }
+        // The Raft core ending is reported by replication itself.
         tokio::select! {
-            changed = metrics.changed() => if changed.is_err() {
-                if !*stop.borrow() {
-                    node.report_fatal("the Raft core ended".to_string());
-                }
-                break;
-            },
+            alive = leadership.changed() => if !alive { break },
             _ = stop.changed() => break,
         }
     }
@@ -80,7 +65,7 @@ const EXPIRY_IN_FLIGHT: usize = 4;
 
 /// Proposes expiry entries whenever lease deadlines pass (leader only; the
 /// timer is empty elsewhere).
-pub(crate) async fn expire_leases(node: Arc<Replica>, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn expire_leases(node: Arc<Serving>, mut stop: watch::Receiver<bool>) {
     // Dropped on return, which aborts proposals still waiting.
     let mut in_flight = JoinSet::new();
     loop {
@@ -105,9 +90,9 @@ pub(crate) async fn expire_leases(node: Arc<Replica>, mut stop: watch::Receiver<
 
 /// Proposes the expiry of `due` (marked expiring by the timer) and settles
 /// the marks with the outcome.
-async fn expire(node: Arc<Replica>, due: Vec<LeaseId>) {
+async fn expire(node: Arc<Serving>, due: Vec<LeaseId>) {
     tracing::info!(
-        node = node.id,
+        node = node.replica.id(),
         count = due.len(),
         "proposing a lease expiry batch"
     );
@@ -117,7 +102,7 @@ async fn expire(node: Arc<Replica>, due: Vec<LeaseId>) {
         time_ms: wall_clock_ms(),
         command: Command::ExpireLeases { ids: due.clone() },
     };
-    match node.proposer.write(req).await {
+    match node.replica.propose_here(req).await {
         Ok(_) => due.iter().for_each(|id| node.timer.on_ended(*id)),
         Err(e) => {
             tracing::warn!("cannot propose lease expiry: {e}");
@@ -130,7 +115,7 @@ async fn expire(node: Arc<Replica>, due: Vec<LeaseId>) {
 /// Proposes the end of every lock-delay whose time has passed (leader only;
 /// the timer is empty elsewhere). A delay stays tracked until its end is
 /// applied, so a failed proposal is retried on the next pass.
-pub(crate) async fn end_lock_delays(node: Arc<Replica>, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn end_lock_delays(node: Arc<Serving>, mut stop: watch::Receiver<bool>) {
     loop {
         let (due, next) = node.delays.due(Instant::now());
         for (name, since) in due {
@@ -144,7 +129,7 @@ pub(crate) async fn end_lock_delays(node: Arc<Replica>, mut stop: watch::Receive
                 },
             };
             tokio::select! {
-                result = node.proposer.write(req) => match result {
+                result = node.replica.propose_here(req) => match result {
                     // Applied: the event router has stopped tracking it.
                     Ok(_) => node.delays.on_ended(&name, since),
                     Err(e) => {

@@ -13,9 +13,10 @@ use tokio::sync::{broadcast, mpsc};
 
 use raftlock_storage::{Applied, EndReason, Event, Fence};
 
-use crate::lease_timer::LeaseTimer;
-use crate::lock_delay_timer::LockDelayTimer;
-use crate::metrics::NodeMetrics;
+use raftlock_raft::Replica;
+
+use super::lease_timer::LeaseTimer;
+use super::lock_delay_timer::LockDelayTimer;
 
 /// What a registered (name, owner) pair is told.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,8 +129,9 @@ pub async fn route_events(
     waiters: Waiters,
     timers: (LeaseTimer, LockDelayTimer),
     changed: broadcast::Sender<String>,
-    metrics: Arc<NodeMetrics>,
+    replica: Arc<Replica>,
 ) {
+    let metrics = replica.metrics();
     while let Some(applied) = rx.recv().await {
         match applied {
             Applied::Snapshot { .. } => {
