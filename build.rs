@@ -10,7 +10,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_client(false)
         .extern_path(".raftlock.v1", "::raftlock_client::pb")
         // A request that does not decode is INVALID_ARGUMENT, not INTERNAL.
-        .codec_path("raftlock_raft::message_codec::MessageCodec")
+        .codec_path("raftlock_raft::transport::message_codec::MessageCodec")
         .compile_protos(&["proto/raftlock/v1/raftlock.proto"], &["proto"])?;
     Ok(())
 }

@@ -6,7 +6,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::env::set_var("PROTOC", protoc);
     println!("cargo:rerun-if-changed=proto/peer.proto");
     tonic_prost_build::configure()
-        .codec_path("crate::message_codec::MessageCodec")
+        .codec_path("crate::transport::message_codec::MessageCodec")
         .compile_protos(&["proto/peer.proto"], &["proto"])?;
     Ok(())
 }

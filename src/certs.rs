@@ -27,7 +27,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, UnixTime};
 use time::{Duration, OffsetDateTime};
 
-use raftlock_raft::tls::{client_uri, node_dns_name, node_id_of_dns_name};
+use raftlock_raft::transport::tls::{client_uri, node_dns_name, node_id_of_dns_name};
 
 use crate::error::Error;
 
@@ -347,7 +347,7 @@ mod tests {
 
     #[test]
     fn certificates_name_their_node_or_client() {
-        use raftlock_raft::tls::{cert_identity, CertIdentity};
+        use raftlock_raft::transport::tls::{cert_identity, CertIdentity};
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         create_ca(d, false).unwrap();

@@ -74,5 +74,5 @@ pub use node::{Node, NodeBuilder};
 /// The Rust client: the `raftlock-client` crate, re-exported.
 pub use raftlock_client as client;
 pub use raftlock_client::{blocking, error, Client, Error};
-pub use raftlock_raft::peer_auth::ClusterKey;
+pub use raftlock_raft::peer::auth::ClusterKey;
 pub use raftlock_raft::{Config, InitialMember, LinkFilter};

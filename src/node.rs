@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use raftlock_raft::bounded_listener::bounded_incoming;
-pub use raftlock_raft::node::NodeStatus;
 use raftlock_raft::storage::state::LockState;
-use raftlock_raft::tls::node_dns_name;
-use raftlock_raft::tls_acceptor::{tls_incoming, TlsAcceptor};
+use raftlock_raft::transport::bounded_listener::bounded_incoming;
+use raftlock_raft::transport::tls::node_dns_name;
+use raftlock_raft::transport::tls_acceptor::{tls_incoming, TlsAcceptor};
+pub use raftlock_raft::NodeStatus;
 use raftlock_raft::Replica;
 use raftlock_raft::{Config, InitialMember, LinkFilter, RaftNode};
 use tokio::net::TcpListener;

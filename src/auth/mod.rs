@@ -18,7 +18,7 @@ pub mod policy;
 
 use std::sync::Arc;
 
-use raftlock_raft::tls::{cert_identity, node_dns_name, CertIdentity};
+use raftlock_raft::transport::tls::{cert_identity, node_dns_name, CertIdentity};
 use raftlock_storage::{Account, Caller};
 use tonic::{Request, Status};
 

@@ -108,7 +108,7 @@ pub fn run(args: CertsArgs) -> Result<u8, String> {
 /// `raftlock certs create-join-token`: prints a new token, or writes it to
 /// `out` (owner-only, never over an existing file).
 fn create_join_token(out: Option<&std::path::Path>) -> Result<u8, String> {
-    let key = raftlock_raft::peer_auth::ClusterKey::generate();
+    let key = raftlock_raft::peer::auth::ClusterKey::generate();
     match out {
         Some(path) if path.exists() => {
             return Err(format!("{} exists; nothing written", path.display()))

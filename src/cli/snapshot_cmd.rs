@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{print_json, Endpoints, Output, EXIT_SUCCESS};
-use raftlock_raft::peer_auth::{key_path, plan_key};
+use raftlock_raft::peer::auth::{key_path, plan_key};
 use raftlock_raft::{Config, InitialMember};
 use raftlock_storage::backup::{restore, Backup, Restored, Seed};
 

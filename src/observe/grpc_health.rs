@@ -1,7 +1,7 @@
 //! The standard gRPC health service (`grpc.health.v1.Health`) on the
 //! client listener, for load balancers and `grpc_health_probe`.
 //!
-//! SERVING means ready (see `raftlock_raft::health`): the node knows a
+//! SERVING means ready (see `raftlock_raft::replica::health`): the node knows a
 //! leader and has applied its log. The overall service (`""`) and each
 //! `raftlock.v1` service answer alike; other names are unknown. The
 //! answer is computed when asked, so no task keeps it up to date; `Watch`

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use raftlock_raft::clock::wall_clock_ms;
-use raftlock_raft::tls::node_dns_name;
+use raftlock_raft::transport::tls::node_dns_name;
 use raftlock_raft::NodeTls;
 use raftlock_raft::Replica;
 use raftlock_storage::Mode;

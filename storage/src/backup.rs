@@ -32,8 +32,8 @@ use crate::disk_sync::{io_error, DiskSync, SyncMode};
 use crate::error::Error;
 use crate::identity::{Bootstrap, Identity};
 use crate::log_store::LogStore;
+use crate::sm_store::snapshot::{SnapshotPayload, SnapshotStore};
 use crate::sm_store::{read_state, AppliedMembers, SharedState};
-use crate::snapshot::{SnapshotPayload, SnapshotStore};
 use crate::state::{StateParts, StatePartsV5, StatePartsV6};
 use crate::types::{
     CommittedLeaderId, LogId, Membership, NodeAddr, NodeId, SnapshotMeta, StoredMembership,

@@ -53,6 +53,7 @@ fn unseal_as<'a>(what: &str, bytes: &'a [u8], expected: u8) -> Result<&'a [u8], 
         return Err(Error::Format {
             what: what.to_string(),
             found: format,
+            reads: FORMAT,
         });
     }
     if rest.len() < HEADER_LEN - 1 {

@@ -46,16 +46,17 @@ pub enum Error {
     },
     /// A stored record is in a format this build does not read.
     #[error(
-        "{what} is in record format {found}, this build reads format {}: \
+        "{what} is in record format {found}, this build reads format {reads}: \
          the data dir was written by another raftlock version{}",
-        crate::codec::FORMAT,
-        upgrade_hint(*found)
+        upgrade_hint(*found, *reads)
     )]
     Format {
         /// Which record.
         what: String,
         /// Its first byte.
         found: u8,
+        /// The format this build reads (`codec::FORMAT`).
+        reads: u8,
     },
     /// A file operation in the data dir failed.
     #[error("cannot {doing} {}: {source}", path.display())]
@@ -147,8 +148,8 @@ impl Error {
 
 /// Decodes JSON `bytes`, naming `what` on failure.
 /// The way forward from a data dir of the format before this build's.
-fn upgrade_hint(found: u8) -> &'static str {
-    if found == crate::codec::PREVIOUS_FORMAT {
+fn upgrade_hint(found: u8, reads: u8) -> &'static str {
+    if found.checked_add(1) == Some(reads) {
         " (to carry its state over: `raftlock snapshot save` with that version, then \
          `raftlock snapshot restore` with this one, which reads its backups)"
     } else {

@@ -137,6 +137,7 @@ impl Identity {
             return Err(Error::Format {
                 what: what.into(),
                 found: identity.format,
+                reads: FORMAT,
             });
         }
         Ok(Some(identity))

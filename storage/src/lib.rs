@@ -13,7 +13,7 @@
 //!   validation and the state machine's own checks, and the per-account
 //!   [`Quotas`].
 //! - [`state`]: the lock state machine itself. Pure logic: no IO, no clock.
-//! - [`node_db`]: the node's one sled database, its trees, and [`open`],
+//! - [`node_db`]: the node's one sled database and [`open`],
 //!   which refuses a data dir that lost or damaged acknowledged state.
 //! - [`codec`]: how records are framed on disk (format byte, CRC32C).
 //! - [`dir_lock`]: who has a data dir open (the holder of sled's lock).
@@ -22,9 +22,12 @@
 //! - [`disk_sync`]: sled's flush plus the `fsync`/`fdatasync` that make it
 //!   durable.
 //! - [`identity`]: the data dir's identity file and state floor.
-//! - [`log_store`]: the sled Raft log and vote store.
-//! - [`sm_store`]: the state machine, durable through snapshots and the log.
-//! - [`snapshot`]: snapshot bytes, the stored current snapshot, the builder.
+//! - [`log_store`]: the sled Raft log and vote store, and the thread that
+//!   syncs its appends.
+//! - [`sm_store`]: the state machine, durable through snapshots and the log;
+//!   [`sm_store::snapshot`]: snapshot bytes, the stored current snapshot,
+//!   the builder.
+//! - `trees`: the names of the sled trees.
 //! - [`backup`]: a backup file of the whole state, and seeding a new data
 //!   dir from one.
 //! - [`error`]: the crate's [`Error`].
@@ -35,20 +38,18 @@ pub mod account;
 pub mod backup;
 pub mod codec;
 pub mod command;
-mod command_error;
 pub mod dir_lock;
 pub mod disk_sync;
 pub mod error;
 pub mod event;
 pub mod identity;
 pub mod limits;
-mod log_flusher;
 pub mod log_store;
 pub mod node_db;
 mod sled_snap_files;
 pub mod sm_store;
-pub mod snapshot;
 pub mod state;
+mod trees;
 pub mod types;
 
 pub use account::Account;
@@ -61,11 +62,10 @@ pub use error::Error;
 pub use event::{Applied, EndReason, Event};
 pub use identity::{Bootstrap, Identity, IDENTITY_FILE};
 pub use limits::{Quota, Quotas};
-pub use log_flusher::AppendTimer;
-pub use log_store::{LogStore, Position};
+pub use log_store::{AppendTimer, LogStore, Position};
 pub use node_db::{open, OpenOptions};
+pub use sm_store::snapshot::{encode_snapshot, verify_snapshot, SnapshotBuilder};
 pub use sm_store::{AppliedMembers, AppliedState, SharedState, StateMachineStore};
-pub use snapshot::{encode_snapshot, verify_snapshot, SnapshotBuilder};
 pub use types::{
     CommittedLeaderId, Entry, EntryPayload, LogId, Membership, NodeAddr, NodeId, Snapshot,
     SnapshotData, SnapshotMeta, StoredMembership, TypeConfig, Vote,

@@ -31,15 +31,6 @@ use crate::sled_snap_files;
 use crate::sm_store::StateMachineStore;
 use crate::types::NodeId;
 
-/// Name of the Raft log tree.
-pub(crate) const LOG_TREE: &str = "log";
-/// Name of the tree holding vote, committed and last purged log ids.
-pub(crate) const RAFT_META_TREE: &str = "raft_meta";
-/// Name of the per-record state machine tree of earlier builds.
-pub(crate) const LEGACY_SM_TREE: &str = "sm";
-/// Name of the tree holding the current snapshot.
-pub(crate) const SNAPSHOT_TREE: &str = "snapshot";
-
 /// sled's page cache. Its default (1 GiB) lets a node's memory grow with
 /// everything it ever touched; the lock state itself lives in memory
 /// ([`crate::state::LockState`]) and the log is read back only for recent

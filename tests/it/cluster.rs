@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use raftlock::client::{ClientOptions, ClientTls};
 use raftlock::{Client, Config, InitialMember, LinkFilter, Node};
-use raftlock_raft::peer_auth::ClusterKey;
+use raftlock_raft::peer::auth::ClusterKey;
 use raftlock_storage::NodeAddr;
 use tempfile::TempDir;
 use tokio::net::TcpListener;

@@ -201,7 +201,7 @@ async fn lagging_node_catches_up_by_snapshot() {
     cluster.shutdown().await;
 }
 
-/// A snapshot larger than one piece (raftlock_raft::snapshot_transfer::
+/// A snapshot larger than one piece (raftlock_raft::peer::snapshot_transfer::
 /// SNAPSHOT_CHUNK_BYTES) crosses in pieces and is installed whole: 40
 /// elections with 48 KiB values make a snapshot of several MiB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,11 +21,11 @@ use openraft::raft::{AppendEntriesRequest, VoteRequest};
 use openraft::vote::RaftLeaderId;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use raftlock_raft::forward::Forwarded;
-use raftlock_raft::network::{decode, encode};
 use raftlock_raft::pb::peer_client::PeerClient;
 use raftlock_raft::pb::Blob;
-use raftlock_raft::snapshot_transfer::SnapshotChunk;
+use raftlock_raft::peer::forward::Forwarded;
+use raftlock_raft::peer::payload::{decode, encode};
+use raftlock_raft::peer::snapshot_transfer::SnapshotChunk;
 use raftlock_storage::{
     encode_snapshot, Caller, Command, CommittedLeaderId, Entry, EntryPayload, LogId, Proposal,
     Request, SnapshotMeta, TypeConfig, Vote,
@@ -35,7 +35,7 @@ use tonic::Code;
 
 use crate::cluster::TestCluster;
 use crate::peer_attacks::{now_ms, peer_client, signed, still_serves, term_of};
-use raftlock_raft::peer_auth::Direction;
+use raftlock_raft::peer::auth::Direction;
 
 /// Which peer call carries a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +128,7 @@ fn envelope() -> impl Strategy<Value = Envelope> {
         1 => Just(Envelope::OtherCluster),
         1 => Just(Envelope::OtherAddressee),
         1 => Just(Envelope::NotAMember),
-        1 => (raftlock_raft::peer_guard::MAX_BOOT + 1..=u64::MAX).prop_map(Envelope::HugeBoot),
+        1 => (raftlock_raft::peer::guard::MAX_BOOT + 1..=u64::MAX).prop_map(Envelope::HugeBoot),
         1 => Just(Envelope::BadIncarnation),
         1 => Just(Envelope::OlderBoot),
     ]

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use openraft::raft::VoteRequest;
 use openraft::vote::RaftLeaderId;
-use raftlock_raft::network::encode;
 use raftlock_raft::pb::Blob;
-use raftlock_raft::snapshot_transfer::SnapshotChunk;
+use raftlock_raft::peer::payload::encode;
+use raftlock_raft::peer::snapshot_transfer::SnapshotChunk;
 use raftlock_storage::{encode_snapshot, CommittedLeaderId, LogId, SnapshotMeta, TypeConfig, Vote};
 use tonic::Code;
 

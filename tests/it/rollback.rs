@@ -8,9 +8,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use raftlock::client::Acquire;
-use raftlock_raft::network::{decode, encode};
 use raftlock_raft::pb::Blob;
-use raftlock_raft::rollback::Seen;
+use raftlock_raft::peer::payload::{decode, encode};
+use raftlock_raft::peer::witness::Seen;
 use raftlock_storage::Identity;
 use tonic::Code;
 

@@ -331,7 +331,7 @@ async fn a_node_certificate_cannot_speak_as_another_node() {
         None,
     );
     let blob = Blob {
-        data: raftlock_raft::network::encode(&rpc).unwrap(),
+        data: raftlock_raft::peer::payload::encode(&rpc).unwrap(),
         cluster_id: cluster
             .node(target)
             .cluster_id()

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bounded_listener::ListenerLimits;
+use crate::transport::bounded_listener::ListenerLimits;
 use raftlock_storage::limits::{
     DEFAULT_QUOTA_CLIENTS, DEFAULT_QUOTA_LEASES, DEFAULT_QUOTA_WAITERS,
 };

@@ -4,11 +4,22 @@
 use std::collections::VecDeque;
 
 use super::lease_table::LeaseTable;
-use super::lock_table::Touched;
 use super::queue::{self, count_u32, Grant, Occupancy};
 use super::{Lock, Step, Waiter};
 use crate::command::{CommandError, LeaseId, Mode, Response};
 use crate::limits::MAX_WAITERS_PER_LOCK;
+
+/// What a command did to one lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Touched {
+    /// Nothing.
+    Nothing,
+    /// The lock changed, its holders did not (count, queue); it may now be
+    /// empty.
+    Record,
+    /// The holders or a holder's value changed: observers hear of it.
+    Holders,
+}
 
 /// The fields of [`Command::Acquire`](crate::command::Command::Acquire).
 pub(super) struct AcquireRequest<'a> {

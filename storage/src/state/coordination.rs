@@ -20,8 +20,9 @@ use std::collections::BTreeSet;
 use super::bounds::{check_due, check_metadata, check_name, check_owner, check_ttl};
 use super::own_ttl::OwnTtlHold;
 use super::queue::count_u32;
-use super::records::{ElectionRecord, Intent, ReadWriteState};
+use super::records::{Intent, ReadWriteState};
 use super::{granter_key, grantor, LockState, Step};
+use crate::command::ElectionRecord;
 use crate::command::{
     CommandError, Fence, LeaseId, Mode, ReadWriteOp, ReadWriteOutcome, Request, Response,
 };

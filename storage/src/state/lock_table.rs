@@ -7,25 +7,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::acquisition::{acquire_existing, acquire_new, AcquireRequest};
+use super::acquisition::{acquire_existing, acquire_new, AcquireRequest, Touched};
 use super::bounds::{check_lock_delay, check_mode, check_name, check_owner, check_value};
 use super::lease_table::LeaseTable;
 use super::queue::{self, count_u32};
 use super::{Holder, Lock, LockDelay, Step, Waiter};
 use crate::command::{CancelOutcome, Claim, CommandError, LeaseId, Mode, Response};
 use crate::event::{EndReason, Event};
-
-/// What a command did to one lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Touched {
-    /// Nothing.
-    Nothing,
-    /// The lock changed, its holders did not (count, queue); it may now be
-    /// empty.
-    Record,
-    /// The holders or a holder's value changed: observers hear of it.
-    Holders,
-}
 
 /// Every lock with at least one holder or waiter, by name.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

@@ -56,6 +56,7 @@ use crate::command::{Claim, Command, CommandError, Fence, LeaseId, Request, Resp
 use crate::event::{EndReason, Event};
 use crate::limits::{Quotas, MAX_REVOKED_PER_ENTRY};
 
+pub use crate::command::ElectionRecord;
 use acquisition::AcquireRequest;
 use coordination::LeadRequest;
 use lease_table::{Grantor, LeaseTable};
@@ -65,8 +66,8 @@ use named_table::NamedTable;
 use own_ttl::OwnTtlHold;
 pub use parts::{StateParts, StatePartsView};
 pub use records::{
-    AccountUse, ClientSession, ElectionRecord, Holder, Intent, Kept, Lease, Lock, LockDelay,
-    NamedRecords, ReadWriteRecord, ReadWriteState, SessionKey, StoredReply, Waiter,
+    AccountUse, ClientSession, Holder, Intent, Kept, Lease, Lock, LockDelay, NamedRecords,
+    ReadWriteRecord, ReadWriteState, SessionKey, StoredReply, Waiter,
 };
 use session_table::{Admission, SessionTable};
 

@@ -6,8 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::lease_table::check_quota;
-use super::records::{ElectionRecord, Kept, NamedRecords, ReadWriteRecord};
+use super::records::{Kept, NamedRecords, ReadWriteRecord};
 use crate::account::Account;
+use crate::command::ElectionRecord;
 use crate::command::{CommandError, LeaseId};
 use crate::limits::{Quota, Quotas, MAX_NAMED_RECORDS};
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::account::Account;
-use crate::command::{Claim, Fence, LeaseId, Mode, Response};
+use crate::command::{Claim, ElectionRecord, Fence, LeaseId, Mode, Response};
 
 /// A live lease.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -173,27 +173,6 @@ pub struct AccountUse {
     pub clients: usize,
     /// Named records charged to it.
     pub records: usize,
-}
-
-/// The record of an election led through
-/// [`Command::Lead`](crate::command::Command::Lead), kept after its lease
-/// ends so that the next leader counts one more transition; gone when its
-/// holder releases it. Times are the proposing leader's clock, carried in
-/// the entry.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ElectionRecord {
-    /// The owner token that leads (or led last).
-    pub holder: String,
-    /// The lead's TTL, from its last renewal.
-    pub ttl_ms: u64,
-    /// When `holder` took the lead, ms since the Unix epoch.
-    pub acquired_at_ms: u64,
-    /// When `holder` last renewed it.
-    pub renewed_at_ms: u64,
-    /// How many times the lead passed to another owner.
-    pub transitions: u64,
-    /// What the holder published, sorted by key.
-    pub metadata: Vec<(String, String)>,
 }
 
 /// What a read-write lock taken through

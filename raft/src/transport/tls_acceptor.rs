@@ -34,7 +34,7 @@ use tokio_rustls::rustls::{
 use tokio_rustls::server::TlsStream;
 use tonic::transport::server::Connected;
 
-use crate::bounded_listener::BoundedConn;
+use crate::transport::bounded_listener::BoundedConn;
 
 /// How long a TLS handshake may take before the connection is dropped.
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

@@ -7,7 +7,7 @@
 //! task that watches openraft's metrics (elections, leader changes,
 //! snapshots). Gauges that describe state (term, indexes, leases, locks,
 //! per-peer lag) are set from the node when `/metrics` is scraped, by
-//! [`crate::scrape`]. The pure state machine knows none of this.
+//! [`crate::replica::scrape`]. The pure state machine knows none of this.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,7 +21,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use crate::bounded_listener::ListenerMetrics;
+use crate::transport::bounded_listener::ListenerMetrics;
 use raftlock_storage::{EndReason, Event, NodeId};
 
 /// A label set: (name, value) pairs.

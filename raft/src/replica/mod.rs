@@ -1,8 +1,24 @@
-//! [`Replica`]: a running replica as the serving layer sees it. `src/`
-//! talks to the node only through its methods — write, read, wait for a
-//! grant, changes, status — never through its parts, which are private to
-//! this crate.
+//! [`Replica`]: a running replica as the layer above sees it, through its
+//! methods only (its parts are private to this crate): write (propose and
+//! get the applied result, forwarded to the leader), read barrier, the
+//! applied stream, leadership changes, the leader-call hook, membership
+//! changes, status.
+//!
+//! - `leader_calls`: the calls only the leader serves, and forwarding them;
+//!   [`proposer`]: group commit, many client writes per Raft entry;
+//!   [`read_index`]: one leadership round shared by concurrent reads.
+//! - [`health`]: liveness and readiness; `scrape`: the replica's gauges
+//!   set when `/metrics` is read; `raft_errors`: openraft's errors mapped to
+//!   this crate's, in one place.
 
+pub mod health;
+mod leader_calls;
+pub mod proposer;
+mod raft_errors;
+pub mod read_index;
+mod scrape;
+
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,14 +33,28 @@ use raftlock_storage::{Applied, NodeAddr, NodeId, SharedState};
 use crate::config::Config;
 use crate::error::Error;
 use crate::leader_service::{LeaderService, LeaderServiceSlot};
+use crate::membership::removal::Removal;
 use crate::metrics::NodeMetrics;
-use crate::network::PeerNetwork;
-use crate::node::NodeStatus;
-use crate::peer_guard::PeerGuard;
-use crate::proposer::Proposer;
-use crate::read_index::ReadIndexRounds;
-use crate::removal::Removal;
+use crate::peer::guard::PeerGuard;
+use crate::peer::network::PeerNetwork;
+use crate::replica::proposer::Proposer;
+use crate::replica::read_index::ReadIndexRounds;
 use crate::Raft;
+
+/// A node's view of the cluster, for `cluster status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    pub id: NodeId,
+    /// "leader", "follower", "candidate", "learner" or "shutdown".
+    pub role: &'static str,
+    pub term: u64,
+    pub leader: Option<NodeId>,
+    pub last_log_index: u64,
+    pub applied_index: u64,
+    pub snapshot_index: u64,
+    /// id -> (addresses, is voter).
+    pub members: BTreeMap<NodeId, (NodeAddr, bool)>,
+}
 
 /// State shared by the node's tasks and services.
 pub struct Replica {

@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::LeaseId;
 use crate::account::Account;
-use crate::command::LeaseId;
 use crate::limits::Quota;
 
 /// Why a request was refused. Deterministic: every replica refuses alike.

@@ -22,7 +22,7 @@ pub struct Local {
     pub committed: Option<LogId>,
 }
 
-use crate::snapshot_transfer::SnapshotChunk;
+use crate::peer::snapshot_transfer::SnapshotChunk;
 
 /// How far above this node's term a peer's term may be. A node cut off
 /// from its cluster raises its term by one per failed election, about one

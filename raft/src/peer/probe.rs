@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use raftlock_storage::{NodeAddr, NodeId};
 
-use crate::network::{decode, PeerNetwork};
 use crate::pb::peer_client::PeerClient;
+use crate::peer::network::PeerNetwork;
+use crate::peer::payload::decode;
 
 /// What answers at an address given as node `expect`'s peer address.
 #[derive(Debug, Clone, PartialEq, Eq)]

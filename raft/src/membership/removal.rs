@@ -22,12 +22,6 @@ use tokio::sync::watch;
 
 use raftlock_storage::{AppliedMembers, LogStore, NodeId};
 
-use crate::replica::Replica;
-
-/// Metadata on a peer's "not a member" refusal: the log index of the
-/// committed membership it judged by.
-pub const MEMBERSHIP_INDEX_KEY: &str = "raftlock-membership-index";
-
 /// Whether, and why, this node was removed. Clones share the verdict.
 #[derive(Clone)]
 pub(crate) struct Removal {
@@ -117,16 +111,5 @@ impl Removal {
             // The sender lives as long as `self`; unreachable in practice.
             None => std::future::pending().await,
         }
-    }
-}
-
-/// Stops serving once the node learns it was removed; runs until `stop`.
-pub(crate) async fn stop_when_removed(node: Arc<Replica>, mut stop: watch::Receiver<bool>) {
-    tokio::select! {
-        why = node.removal.wait() => {
-            tracing::warn!(node = node.id, "removed from the cluster: {why}; this node stops serving");
-            node.mark_stopping();
-        }
-        _ = stop.changed() => {}
     }
 }

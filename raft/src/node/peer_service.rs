@@ -1,5 +1,5 @@
 //! Server side of the peer API: checks each message's envelope
-//! ([`crate::peer_guard`]) and contents ([`crate::peer_checks`]; a whole
+//! ([`crate::peer::guard`]) and contents ([`crate::peer::checks`]; a whole
 //! snapshot's data too), records its sender only once every check passed,
 //! then hands Raft messages to openraft and forwarded calls to the node,
 //! which serves them only if it is the leader.
@@ -14,18 +14,18 @@ use openraft::error::RaftError;
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse};
 use raftlock_storage::{verify_snapshot, NodeId, Snapshot, TypeConfig};
 
-use crate::network::{decode, encode};
 use crate::pb::peer_server::Peer;
 use crate::pb::Blob;
-use crate::peer_checks::{
+use crate::peer::checks::{
     check_append, check_snapshot, check_snapshot_position, check_vote, Local,
 };
-use crate::peer_guard::{Refusal, Sender};
-use crate::removal::MEMBERSHIP_INDEX_KEY;
+use crate::peer::guard::{Refusal, Sender};
+use crate::peer::payload::{decode, encode};
+use crate::peer::snapshot_transfer::{Assembly, SnapshotChunk};
+use crate::peer::witness;
+use crate::peer::MEMBERSHIP_INDEX_KEY;
 use crate::replica::Replica;
-use crate::rollback;
-use crate::snapshot_transfer::{Assembly, SnapshotChunk};
-use crate::tls::peer_node_id;
+use crate::transport::tls::peer_node_id;
 
 /// The peer gRPC service of one node.
 pub struct PeerService {
@@ -162,7 +162,7 @@ impl PeerService {
         admitted.map_err(|e| {
             let mut status = refused(e);
             if not_member {
-                // Lets a removed sender tell it was removed (crate::removal).
+                // Lets a removed sender tell it was removed (crate::membership::removal).
                 if let Ok(v) = self.node.members.index().to_string().parse() {
                     status.metadata_mut().insert(MEMBERSHIP_INDEX_KEY, v);
                 }
@@ -319,8 +319,8 @@ impl Peer for PeerService {
         self.check_certificate(&req)?;
         let from = req.get_ref().from;
         let mut seen = self.node.net.witness().of(from);
-        let leading = rollback::acked_as_leader(&self.node.raft.metrics().borrow_watched(), from);
-        seen.acked = rollback::later(seen.acked, leading);
+        let leading = witness::acked_as_leader(&self.node.raft.metrics().borrow_watched(), from);
+        seen.acked = witness::later(seen.acked, leading);
         self.reply("recall", req.get_ref(), from, &seen)
     }
 

@@ -1,7 +1,7 @@
 //! Watches openraft's metrics for the changes an operator cares about:
 //! counts elections, leader changes and snapshots, and logs each change
 //! of leader, membership and snapshot as one line with fields. As leader,
-//! it also keeps what each follower acknowledged (crate::rollback).
+//! it also keeps what each follower acknowledged (crate::node::rollback).
 //! When the Raft core stops on its own (a storage failure), it reports the
 //! node failed, so the node does not linger half-alive.
 

@@ -10,6 +10,8 @@
 //! committed entries after it, as etcd replays its WAL after its backend's
 //! consistent index. `docs/decisions.md` says why.
 
+pub mod snapshot;
+
 use std::io::{self, Cursor};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
@@ -24,13 +26,13 @@ use crate::error::Error;
 use crate::event::Applied;
 use crate::limits::MAX_REVOKED_PER_ENTRY;
 use crate::log_store::LogStore;
-use crate::node_db::LEGACY_SM_TREE;
-use crate::snapshot::{ClusterSource, SnapshotBuilder, SnapshotPayload, SnapshotStore};
 use crate::state::{Changes, LockState};
+use crate::trees::LEGACY_SM_TREE;
 use crate::types::{
     Entry, EntryPayload, LogId, NodeId, Snapshot, SnapshotData, SnapshotMeta, StoredMembership,
     TypeConfig,
 };
+use snapshot::{ClusterSource, SnapshotBuilder, SnapshotPayload, SnapshotStore};
 
 /// The in-memory lock state, shared with the serving layer for reads. Take
 /// the read lock briefly and never across an `.await`.

@@ -17,8 +17,8 @@ use tokio::time::Instant;
 use raftlock_storage::{NodeAddr, NodeId, Request, Response};
 
 use crate::error::Error;
-use crate::forward::{ForwardReply, ForwardResult, Forwarded};
-use crate::membership_checks::{check_new_learner, check_promotable, Candidate, LEARNER_CONTACT};
+use crate::membership::checks::{check_new_learner, check_promotable, Candidate, LEARNER_CONTACT};
+use crate::peer::forward::{ForwardReply, ForwardResult, Forwarded};
 use crate::replica::Replica;
 
 /// Pause between attempts while the cluster has no reachable leader.
@@ -232,9 +232,9 @@ impl Replica {
 
     /// A read index confirmed by a quorum round that started after this
     /// call (rounds are shared by concurrent callers, see
-    /// [`ReadIndexRounds`](crate::read_index::ReadIndexRounds)).
+    /// [`ReadIndexRounds`](crate::replica::read_index::ReadIndexRounds)).
     /// At least this leader's log end when it first answered one in its
-    /// term ([`ReadIndexRounds::floor`](crate::read_index::ReadIndexRounds::floor)).
+    /// term ([`ReadIndexRounds::floor`](crate::replica::read_index::ReadIndexRounds::floor)).
     async fn read_index(&self) -> Result<u64, Error> {
         self.read_rounds
             .read_index(|| async {
@@ -253,7 +253,7 @@ impl Replica {
     /// Confirms this node leads and waits until it applied everything
     /// committed before the call; then holds a leader lease for one election
     /// timeout from the call (see
-    /// [`ReadIndexRounds::extend_lease`](crate::read_index::ReadIndexRounds::extend_lease)).
+    /// [`ReadIndexRounds::extend_lease`](crate::replica::read_index::ReadIndexRounds::extend_lease)).
     pub async fn linearize(&self) -> Result<(), Error> {
         let arrived = Instant::now();
         let term = self.raft.metrics().borrow_watched().current_term;

@@ -8,9 +8,9 @@ use raftlock_storage::NodeId;
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::network::PeerNetwork;
-use crate::peer_probe::{probe, PeerProbe};
-use crate::rollback;
+use crate::node::rollback;
+use crate::peer::network::PeerNetwork;
+use crate::peer::probe::{probe, PeerProbe};
 
 /// Refuses to start when another process already answers as this node at
 /// the peer address the membership records for it: this data dir is then a
@@ -67,7 +67,7 @@ fn recorded_membership(
 }
 
 /// Refuses to start on a data dir older than what the other members saw of
-/// this node (crate::rollback). A dir that records no membership listing
+/// this node (crate::node::rollback). A dir that records no membership listing
 /// this node (new, or joining) has nothing to compare.
 pub(crate) async fn refuse_if_rolled_back(
     config: &Config,

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use openraft::storage::IOFlushed;
 use std::sync::mpsc;
 
-use crate::log_store::LogStore;
+use super::LogStore;
 use crate::types::TypeConfig;
 
 /// Told of every append once it is durable: how many entries, and how

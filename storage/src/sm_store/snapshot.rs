@@ -9,14 +9,14 @@ use serde::{Deserialize, Serialize};
 
 use uuid::Uuid;
 
+use super::{read_state, AppliedMeta, SharedMeta, SharedState};
 use crate::codec::{decode, encode, seal, unseal};
 use crate::command::slot_index;
 use crate::disk_sync::DiskSync;
 use crate::error::{from_json, Error};
 use crate::log_store::LogStore;
-use crate::node_db::SNAPSHOT_TREE;
-use crate::sm_store::{read_state, AppliedMeta, SharedMeta, SharedState};
 use crate::state::{StateParts, StatePartsV5, StatePartsV6, StatePartsView};
+use crate::trees::SNAPSHOT_TREE;
 use crate::types::{LogId, Snapshot, SnapshotData, SnapshotMeta, StoredMembership, TypeConfig};
 
 /// The current snapshot: its meta and its bytes in one value (see

@@ -7,6 +7,9 @@
 //! [`Request::time_ms`], the proposer's wall clock, kept for display (hold
 //! durations) and never used to decide anything.
 
+mod election_record;
+mod error;
+
 use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
@@ -14,8 +17,9 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use crate::account::Account;
-pub use crate::command_error::CommandError;
 use crate::limits::Quotas;
+pub use election_record::ElectionRecord;
+pub use error::CommandError;
 
 /// Lease ids are the [`slot`] of the request that granted the lease, so they
 /// are unique for the life of the cluster.
@@ -419,7 +423,7 @@ pub enum Response {
     /// [`Command::ReadWrite`]'s outcome.
     ReadWrite(ReadWriteOutcome),
     /// [`Command::Lead`]: the election's record after it (whoever leads).
-    Led(crate::state::ElectionRecord),
+    Led(ElectionRecord),
     /// [`Command::ClaimFire`]: whether this claim won the fire.
     FireClaimed { won: bool },
 }

@@ -6,6 +6,8 @@
 //! `raft_meta` tree. Everything openraft must be able to trust after a power
 //! loss is synced ([`DiskSync`]) before openraft hears it was done.
 
+mod flusher;
+
 use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
@@ -22,9 +24,10 @@ use crate::codec::{decode, encode};
 use crate::disk_sync::DiskSync;
 use crate::error::Error;
 use crate::identity::FloorKeeper;
-use crate::log_flusher::{AppendTimer, Flusher};
-use crate::node_db::{LOG_TREE, RAFT_META_TREE};
+use crate::trees::{LOG_TREE, RAFT_META_TREE};
 use crate::types::{Entry, EntryPayload, LogId, Membership, TypeConfig, Vote};
+pub use flusher::AppendTimer;
+use flusher::Flusher;
 
 const VOTE_KEY: &[u8] = b"vote";
 const COMMITTED_KEY: &[u8] = b"committed";

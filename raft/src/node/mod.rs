@@ -1,5 +1,17 @@
 //! A running replica: opens the stores, starts openraft and the peer
 //! listener, and stops all of it in order.
+//!
+//! - [`start_checks`]: what must hold before Raft starts (no other live
+//!   process with this id, no rolled-back dir); [`rollback`]: the latter,
+//!   asked of the peers.
+//! - [`peer_service`]: the server side of the peer API.
+//! - `raft_watch`: logs and counts what openraft's metrics show change, and
+//!   reports a Raft core that stopped on its own.
+
+pub mod peer_service;
+mod raft_watch;
+pub mod rollback;
+mod start_checks;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,39 +24,23 @@ use tonic::service::interceptor::InterceptedService;
 
 use raftlock_storage::{AppendTimer, NodeAddr, NodeId};
 
-use crate::bounded_listener::bounded_incoming;
 use crate::config::Config;
 use crate::error::Error;
+use crate::membership::removal::Removal;
 use crate::metrics::NodeMetrics;
-use crate::network::{LinkFilter, PeerNetwork};
 use crate::pb::peer_server::PeerServer;
-use crate::peer_auth::{key_path, plan_key, KeyPlan};
-use crate::peer_guard::PeerGuard;
-use crate::peer_service::PeerService;
-use crate::proposer::Proposer;
-use crate::raft_watch::watch_raft;
-use crate::read_index::ReadIndexRounds;
-use crate::removal::{stop_when_removed, Removal};
+use crate::peer::auth::{key_path, plan_key, KeyPlan};
+use crate::peer::guard::PeerGuard;
+use crate::peer::network::{LinkFilter, PeerNetwork};
+use crate::replica::proposer::Proposer;
+use crate::replica::read_index::ReadIndexRounds;
 use crate::replica::Replica;
-use crate::start_checks;
-use crate::tls::{peer_node_id, NodeTls};
-use crate::tls_acceptor::{tls_incoming, TlsAcceptor};
+use crate::transport::bounded_listener::bounded_incoming;
+use crate::transport::tls::{peer_node_id, NodeTls};
+use crate::transport::tls_acceptor::{tls_incoming, TlsAcceptor};
 use crate::Raft;
-
-/// A node's view of the cluster, for `cluster status`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeStatus {
-    pub id: NodeId,
-    /// "leader", "follower", "candidate", "learner" or "shutdown".
-    pub role: &'static str,
-    pub term: u64,
-    pub leader: Option<NodeId>,
-    pub last_log_index: u64,
-    pub applied_index: u64,
-    pub snapshot_index: u64,
-    /// id -> (addresses, is voter).
-    pub members: BTreeMap<NodeId, (NodeAddr, bool)>,
-}
+use peer_service::PeerService;
+use raft_watch::watch_raft;
 
 /// A running replica. Dropping it without [`shutdown`](Self::shutdown)
 /// aborts its tasks, like a crash.
@@ -145,7 +141,10 @@ impl RaftNode {
             config.max_peer_message_bytes,
             tls.clone(),
             metrics.clone(),
-            removal.clone(),
+            {
+                let removal = removal.clone();
+                Arc::new(move |peer, index| removal.refused_by(peer, index))
+            },
         );
         start_checks::refuse_if_running_elsewhere(&config, &log_store, &sm_store, &net).await?;
         start_checks::refuse_if_rolled_back(&config, &log_store, &sm_store, &net).await?;
@@ -387,4 +386,15 @@ fn append_timer(metrics: Arc<NodeMetrics>) -> AppendTimer {
     AppendTimer(Arc::new(move |entries, took| {
         metrics.on_log_append(entries, took)
     }))
+}
+
+/// Stops serving once the node learns it was removed; runs until `stop`.
+pub(crate) async fn stop_when_removed(node: Arc<Replica>, mut stop: watch::Receiver<bool>) {
+    tokio::select! {
+        why = node.removal.wait() => {
+            tracing::warn!(node = node.id, "removed from the cluster: {why}; this node stops serving");
+            node.mark_stopping();
+        }
+        _ = stop.changed() => {}
+    }
 }

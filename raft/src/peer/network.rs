@@ -29,15 +29,16 @@ use tonic::transport::{Channel, Endpoint};
 
 use raftlock_storage::{NodeAddr, NodeId, Snapshot, SnapshotData, TypeConfig, Vote};
 
-use crate::forward::{ForwardResult, Forwarded};
-pub use crate::link_filter::LinkFilter;
+use super::forward::{ForwardResult, Forwarded};
+use super::guard::PeerGuard;
+pub use super::link_filter::LinkFilter;
+use super::payload::{decode, encode};
+use super::snapshot_transfer;
+use super::witness::Witness;
+use super::{OnRefusedAsNonMember, MEMBERSHIP_INDEX_KEY};
 use crate::metrics::NodeMetrics;
 use crate::pb::peer_client::PeerClient;
-use crate::peer_guard::PeerGuard;
-use crate::removal::{Removal, MEMBERSHIP_INDEX_KEY};
-use crate::rollback::Witness;
-use crate::snapshot_transfer;
-use crate::tls::NodeTls;
+use crate::transport::tls::NodeTls;
 
 /// Largest append-entries message this node sends with more than one
 /// entry: above it only a prefix of the entries is sent and openraft hears
@@ -64,7 +65,7 @@ pub struct PeerNetwork {
     /// Counts failed Raft RPCs per peer.
     metrics: Arc<NodeMetrics>,
     /// Told when a peer refuses this node as a removed member.
-    removal: Removal,
+    on_refused: OnRefusedAsNonMember,
     /// What this node saw of each peer, for a peer's rollback check.
     witness: Arc<Witness>,
 }
@@ -77,7 +78,7 @@ impl PeerNetwork {
         max_message: usize,
         tls: Option<NodeTls>,
         metrics: Arc<NodeMetrics>,
-        removal: Removal,
+        on_refused: OnRefusedAsNonMember,
     ) -> Self {
         PeerNetwork {
             id,
@@ -87,12 +88,12 @@ impl PeerNetwork {
             max_message,
             tls,
             metrics,
-            removal,
+            on_refused,
             witness: Arc::default(),
         }
     }
 
-    /// What this node saw of each peer (crate::rollback).
+    /// What this node saw of each peer (see [`Witness`]).
     pub(crate) fn witness(&self) -> &Witness {
         &self.witness
     }
@@ -273,13 +274,13 @@ impl PeerConnection {
         };
         let reply = reply.map_err(|status| {
             // A vote or an append refused as from a non-member may mean
-            // this node was removed (crate::removal decides).
+            // this node was removed (the membership layer decides).
             let cited = status
                 .metadata()
                 .get(MEMBERSHIP_INDEX_KEY)
                 .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
             if let (tonic::Code::PermissionDenied, Some(index)) = (status.code(), cited) {
-                self.net.removal.refused_by(self.target, index);
+                (self.net.on_refused)(self.target, index);
             }
             if status.code() == tonic::Code::Unavailable {
                 RPCError::Unreachable(Unreachable::new(&status))
@@ -412,16 +413,6 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
     }
 }
 
-/// Serializes a peer message's payload.
-pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, postcard::Error> {
-    postcard::to_stdvec(msg)
-}
-
-/// Deserializes a peer message's payload.
-pub fn decode<T: DeserializeOwned>(data: &[u8]) -> Result<T, postcard::Error> {
-    postcard::from_bytes(data)
-}
-
 #[cfg(test)]
 mod tests {
     use openraft::error::{Fatal, RaftError};
@@ -429,7 +420,7 @@ mod tests {
 
     use super::*;
     use crate::error::Error;
-    use crate::forward::ForwardReply;
+    use crate::peer::forward::ForwardReply;
 
     fn round_trip<T: Serialize + DeserializeOwned + std::fmt::Debug>(value: T) {
         let back: T = decode(&encode(&value).unwrap()).unwrap();
@@ -445,7 +436,7 @@ mod tests {
         round_trip::<Result<(), RaftError<TypeConfig>>>(Err(RaftError::Fatal(
             Fatal::StorageError(storage),
         )));
-        round_trip(crate::snapshot_transfer::SnapshotChunk {
+        round_trip(crate::peer::snapshot_transfer::SnapshotChunk {
             vote: Vote::new_committed(3, 1),
             meta: raftlock_storage::SnapshotMeta::default(),
             offset: 1 << 20,

@@ -21,116 +21,17 @@
 //! while at least one peer that saw the newer state is up, the case where
 //! starting would do harm.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
-use openraft::{RaftMetrics, ServerState};
-use serde::{Deserialize, Serialize};
+use raftlock_storage::{NodeId, Position};
 
-use raftlock_storage::{LogId, NodeId, Position, TypeConfig};
-
-use crate::network::{decode, encode, PeerNetwork};
 use crate::pb::peer_client::PeerClient;
+use crate::peer::network::PeerNetwork;
+use crate::peer::payload::{decode, encode};
+use crate::peer::witness::Seen;
 
 /// How long a starting node waits for each peer's answer.
 pub const RECALL_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// Most peers a node keeps a record of (members only are recorded; the
-/// bound keeps a misconfigured cluster from growing the table).
-const MAX_RECORDS: usize = 1024;
-
-/// What one node saw of one peer.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Seen {
-    /// The highest boot count in the peer's messages or replies.
-    pub boot: Option<u64>,
-    /// The highest term in which the peer granted this node a vote.
-    pub vote_term: Option<u64>,
-    /// The latest acknowledgement the peer gave this node as leader.
-    pub acked: Option<Acked>,
-}
-
-/// A leader's record of what a follower synced in the leader's term.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Acked {
-    pub term: u64,
-    pub log_id: LogId,
-}
-
-/// The in-memory record of what this node saw of its peers.
-#[derive(Debug, Default)]
-pub struct Witness {
-    seen: Mutex<HashMap<NodeId, Seen>>,
-}
-
-impl Witness {
-    /// A message or reply from `peer` carried boot count `boot`; call only
-    /// once its envelope passed every check.
-    pub fn saw_boot(&self, peer: NodeId, boot: u64) {
-        self.update(peer, |seen| seen.boot = seen.boot.max(Some(boot)));
-    }
-
-    /// `peer` granted this node its vote in `term`.
-    pub fn saw_vote(&self, peer: NodeId, term: u64) {
-        self.update(peer, |seen| seen.vote_term = seen.vote_term.max(Some(term)));
-    }
-
-    /// As leader, this node saw `peer` acknowledge `acked`; kept after it
-    /// steps down (the peer's dir still promised it).
-    pub fn saw_ack(&self, peer: NodeId, acked: Acked) {
-        self.update(peer, |seen| seen.acked = later(seen.acked, Some(acked)));
-    }
-
-    /// Records what the leader's replication metrics show each follower
-    /// acknowledged (called on every change of the metrics).
-    pub fn saw_leading(&self, metrics: &RaftMetrics<TypeConfig>) {
-        let Some(replication) = metrics.replication.as_ref() else {
-            return;
-        };
-        for peer in replication.keys() {
-            if let Some(acked) = acked_as_leader(metrics, *peer) {
-                self.saw_ack(*peer, acked);
-            }
-        }
-    }
-
-    /// What this node saw of `peer`.
-    pub fn of(&self, peer: NodeId) -> Seen {
-        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        seen.get(&peer).copied().unwrap_or_default()
-    }
-
-    fn update(&self, peer: NodeId, change: impl FnOnce(&mut Seen)) {
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(record) = seen.get_mut(&peer) {
-            change(record);
-        } else if seen.len() < MAX_RECORDS {
-            change(seen.entry(peer).or_default());
-        }
-    }
-}
-
-/// The later of two acknowledgements (by term, then index).
-pub fn later(a: Option<Acked>, b: Option<Acked>) -> Option<Acked> {
-    match (a, b) {
-        (Some(x), Some(y)) if (y.term, y.log_id.index) > (x.term, x.log_id.index) => Some(y),
-        (Some(x), _) => Some(x),
-        (None, y) => y,
-    }
-}
-
-/// As leader, the last log id `peer` acknowledged in this leader's term.
-pub fn acked_as_leader(metrics: &RaftMetrics<TypeConfig>, peer: NodeId) -> Option<Acked> {
-    if metrics.state != ServerState::Leader {
-        return None;
-    }
-    let log_id = (*metrics.replication.as_ref()?.get(&peer)?)?;
-    Some(Acked {
-        term: metrics.vote.leader_id().term,
-        log_id,
-    })
-}
 
 /// Why a dir is older than what `peer` saw of node `node`; `None` when it
 /// is not.
@@ -244,8 +145,9 @@ pub async fn check_peers(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peer::witness::{Acked, Witness};
     use openraft::vote::RaftLeaderId;
-    use raftlock_storage::CommittedLeaderId;
+    use raftlock_storage::{CommittedLeaderId, LogId};
 
     fn own(boots: u64, vote_term: u64, last: Option<u64>) -> Position {
         Position {

@@ -12,7 +12,7 @@
 //! id claimed by two live processes at once (a copied data dir started as
 //! a second member), and a node that comes back with an older copy of its
 //! data dir. They are not authentication: that is the cluster secret's
-//! tag on every message ([`crate::peer_auth`], checked here before anything
+//! tag on every message ([`crate::peer::auth`], checked here before anything
 //! else) or mTLS (a certificate that names the sender); with `--insecure`
 //! a forger who knows the cluster id and a silent member's id passes
 //! them. See docs/security.md.
@@ -28,7 +28,7 @@ use raftlock_storage::{LogStore, NodeId};
 
 use crate::clock::wall_clock_ms;
 use crate::pb::Blob;
-use crate::peer_auth::{ClusterKey, Direction, REPLAY_WINDOW};
+use crate::peer::auth::{ClusterKey, Direction, REPLAY_WINDOW};
 
 use speakers::Speakers;
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 use raftlock_storage::{NodeAddr, NodeId};
 
 use crate::error::Error;
-use crate::network::PeerNetwork;
-use crate::peer_probe::{probe, PeerProbe};
+use crate::peer::network::PeerNetwork;
+use crate::peer::probe::{probe, PeerProbe};
 
 /// How long the leader waits for a new node to answer at its peer address.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);

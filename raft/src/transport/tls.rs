@@ -1,7 +1,7 @@
 //! TLS for a node: the certificate files named in [`Config`], read and
 //! checked once at start; the rustls settings of the peer listener (mutual
 //! TLS), of peer channels and of the client listener (the listeners'
-//! handshakes are in [`crate::tls_acceptor`]); and the names a certificate
+//! handshakes are in [`crate::transport::tls_acceptor`]); and the names a certificate
 //! carries to say which node or client it belongs to.
 //!
 //! # Certificate names
@@ -27,7 +27,7 @@ use raftlock_storage::NodeId;
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::tls_acceptor::{TlsAcceptor, HANDSHAKE_TIMEOUT};
+use crate::transport::tls_acceptor::{TlsAcceptor, HANDSHAKE_TIMEOUT};
 
 /// The DNS name under which node certificates name their node.
 const NODE_NAME_SUFFIX: &str = ".raftlock";
