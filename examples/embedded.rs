@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clap::Parser;
-use raftlock::{Client, Error, InitialMember, Node};
+use raftlock::{Client, Config, Error, InitialMember, Node};
 use tokio::time::{sleep, timeout};
 
 /// The election every copy campaigns in.
@@ -75,15 +75,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .data_dir
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("embedded-data/node-{}", args.id)));
-    let node = Node::builder()
-        .id(args.id)
-        .data_dir(data_dir)
-        .client_addr(me.addr.client_addr)
-        .peer_addr(me.addr.peer_addr)
-        .initial_cluster(args.members.clone())
-        .join_token(args.join_token.clone())
-        .start()
-        .await?;
+    let node = Node::start(Config {
+        id: args.id,
+        data_dir,
+        client_addr: me.addr.client_addr,
+        peer_addr: me.addr.peer_addr,
+        initial_cluster: args.members.clone(),
+        join_token: Some(args.join_token.clone()),
+        ..Config::default()
+    })
+    .await?;
     let client = node.client().await?;
     println!("app {}: node started on {}", args.id, node.client_addr());
 

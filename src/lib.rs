@@ -39,9 +39,15 @@
 //!   [`error`]: its error type and the one mapping back from gRPC statuses.
 //!   They are the `raftlock-client` crate (`clients/rust`), which has no
 //!   server dependencies, re-exported here so existing code keeps compiling.
-//! - [`certs`]: a cluster's CA, node and client certificates (`raftlock
-//!   certs`).
-//! - [`cli`]: the `raftlock` command line (the binary only parses and calls).
+//! - [`config_layers`]: a node's [`Config`] filled in layers (defaults, a
+//!   TOML file, then overlays such as `raftlock serve`'s flags and
+//!   `RAFTLOCK_*` variables), merged key by key by serde, never by hand.
+//! - `certs` (feature `certs`, part of `cli`): a cluster's CA, node and
+//!   client certificates (`raftlock certs`).
+//! - `cli` (feature `cli`, on by default): the `raftlock` command line (the
+//!   binary only parses and calls). An application that embeds a node
+//!   depends on `raftlock` with `default-features = false`, and builds
+//!   without clap, rcgen, the log subscriber or mimalloc.
 //! - [`duration`]: durations as the command line writes them (`500ms`,
 //!   `10s`, `2m`), also used by the chaos tool.
 //! - [`pb`]: the generated `raftlock.v1` API (the client crate's messages
@@ -59,8 +65,11 @@
 #![recursion_limit = "256"]
 
 pub mod auth;
+#[cfg(feature = "certs")]
 pub mod certs;
+#[cfg(feature = "cli")]
 pub mod cli;
+pub mod config_layers;
 pub mod duration;
 mod input;
 pub mod node;
@@ -70,9 +79,10 @@ pub mod service;
 pub mod serving;
 pub mod status;
 
+pub use config_layers::ConfigLayers;
 pub use node::{Node, NodeBuilder};
 /// The Rust client: the `raftlock-client` crate, re-exported.
 pub use raftlock_client as client;
 pub use raftlock_client::{blocking, error, Client, Error};
 pub use raftlock_raft::peer::auth::ClusterKey;
-pub use raftlock_raft::{Config, InitialMember, LinkFilter};
+pub use raftlock_raft::{Config, ConfigError, InitialMember, LinkFilter};

@@ -2,7 +2,6 @@
 //! `raftlock serve` runs and what an application embeds.
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +11,7 @@ use raftlock_raft::transport::tls::node_dns_name;
 use raftlock_raft::transport::tls_acceptor::{tls_incoming, TlsAcceptor};
 pub use raftlock_raft::NodeStatus;
 use raftlock_raft::Replica;
-use raftlock_raft::{Config, InitialMember, LinkFilter, RaftNode};
+use raftlock_raft::{Config, LinkFilter, RaftNode};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -49,7 +48,24 @@ pub struct Node {
     admin: Option<(SocketAddr, JoinHandle<()>)>,
 }
 
-/// Builds a [`Node`]: the same settings as `raftlock serve`'s flags.
+/// Builds a [`Node`] from a [`Config`] — the settings `raftlock serve`
+/// reads from its flags, `RAFTLOCK_*` variables and TOML file (see
+/// [`ConfigLayers`](crate::ConfigLayers)) — and what only a program can
+/// hand over: listeners it bound itself, a link filter.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), raftlock::Error> {
+/// use raftlock::{Config, Node};
+/// let config = Config {
+///     id: 1,
+///     data_dir: "app-data/raftlock".into(),
+///     ..Config::default()
+/// };
+/// let node = Node::builder().config(config).start().await?;
+/// # let _ = node;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Default)]
 pub struct NodeBuilder {
     config: Config,
@@ -65,33 +81,6 @@ impl NodeBuilder {
         self.config = config;
         self
     }
-    /// This node's Raft id.
-    pub fn id(mut self, id: u64) -> Self {
-        self.config.id = id;
-        self
-    }
-    /// Where data lives.
-    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.config.data_dir = dir.into();
-        self
-    }
-    /// Where to serve the client API (`host:port`).
-    pub fn client_addr(mut self, addr: impl Into<String>) -> Self {
-        self.config.client_addr = addr.into();
-        self
-    }
-    /// Where to serve the peer (Raft) API (`host:port`).
-    pub fn peer_addr(mut self, addr: impl Into<String>) -> Self {
-        self.config.peer_addr = addr.into();
-        self
-    }
-    /// The members of a new cluster, this node included (the same list on
-    /// every node). Ignored once the data dir holds a cluster. Empty: a
-    /// one-node cluster of this node.
-    pub fn initial_cluster(mut self, members: impl IntoIterator<Item = InitialMember>) -> Self {
-        self.config.initial_cluster = members.into_iter().collect();
-        self
-    }
     /// Serve the client API on an already bound listener (e.g. port 0).
     pub fn client_listener(mut self, listener: TcpListener) -> Self {
         self.client_listener = Some(listener);
@@ -100,46 +89,6 @@ impl NodeBuilder {
     /// Serve the peer API on an already bound listener (e.g. port 0).
     pub fn peer_listener(mut self, listener: TcpListener) -> Self {
         self.peer_listener = Some(listener);
-        self
-    }
-    /// Serve both listeners over TLS: this node's certificate and key and
-    /// the cluster CA (PEM files, as `raftlock certs` writes them). Peers
-    /// must then present a certificate from the CA that names a node.
-    pub fn tls(
-        mut self,
-        cert: impl Into<PathBuf>,
-        key: impl Into<PathBuf>,
-        ca: impl Into<PathBuf>,
-    ) -> Self {
-        self.config.tls_cert = Some(cert.into());
-        self.config.tls_key = Some(key.into());
-        self.config.tls_ca = Some(ca.into());
-        self
-    }
-    /// Require a client certificate from the cluster CA on the client
-    /// listener too (needs [`tls`](Self::tls)).
-    pub fn client_cert_auth(mut self, required: bool) -> Self {
-        self.config.client_cert_auth = required;
-        self
-    }
-    /// Authenticate clients and check their roles with this auth file (see
-    /// docs/security.md); without it every client may do anything.
-    pub fn auth_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.config.auth_file = Some(path.into());
-        self
-    }
-    /// Authenticate peers with this join token (`rlj1-...`, the same on
-    /// every member; [`ClusterKey::generate`](crate::ClusterKey) makes
-    /// one). Needed by a cluster of several nodes without [`tls`](Self::tls),
-    /// unless [`insecure`](Self::insecure).
-    pub fn join_token(mut self, token: impl Into<String>) -> Self {
-        self.config.join_token = Some(token.into());
-        self
-    }
-    /// Run without peer authentication (no TLS, no join token): anyone who
-    /// reaches the peer port can rewrite every lock.
-    pub fn insecure(mut self, insecure: bool) -> Self {
-        self.config.insecure = insecure;
         self
     }
     /// Serve the admin endpoints (metrics, health, status page) on an
@@ -270,7 +219,7 @@ impl Node {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), raftlock::Error> {
-    /// let node = raftlock::Node::builder().id(1).start().await?;
+    /// let node = raftlock::Node::start(raftlock::Config::default()).await?;
     /// let client = node.client().await?;
     /// let lease = client.grant_lease(std::time::Duration::from_secs(10)).await?;
     /// # let _ = lease;

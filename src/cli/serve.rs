@@ -6,21 +6,29 @@
 use std::path::PathBuf;
 
 use raftlock_raft::{Config, InitialMember};
+use serde::Serialize;
 
 use super::signals::Interrupts;
 use super::EXIT_SUCCESS;
+use crate::config_layers::ConfigLayers;
 use crate::node::Node;
 
 /// Flags of `raftlock serve`; each also reads `RAFTLOCK_<NAME>`.
-#[derive(Debug, clap::Args)]
+///
+/// Serialized, the settings among them are one layer of [`ConfigLayers`]:
+/// a field's name is its TOML key, and a flag not given (`None`, a switch
+/// left off, an empty list) leaves the key to the file and the defaults.
+#[derive(Debug, clap::Args, Serialize)]
 pub struct ServeArgs {
     /// TOML file with any of the settings below: the flag names with `_` for
     /// `-` (`heartbeat_ms = 50`). Unknown keys are refused.
     #[arg(long, env = "RAFTLOCK_CONFIG")]
+    #[serde(skip)]
     config: Option<PathBuf>,
     /// Print the effective settings, and where each came from (default,
     /// file, env, flag), as TOML; then exit without starting.
     #[arg(long)]
+    #[serde(skip)]
     print_config: bool,
     /// Node id (at least 1, unique in the cluster). Default 1.
     #[arg(long, env = "RAFTLOCK_ID")]
@@ -47,9 +55,11 @@ pub struct ServeArgs {
     /// Members of a new cluster: ID=PEER_ADDR/CLIENT_ADDR,... (same on every
     /// node). Default: a one-node cluster of this node.
     #[arg(long, env = "RAFTLOCK_INITIAL_CLUSTER", value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     initial_cluster: Vec<InitialMember>,
     /// Start empty and wait to be added with `raftlock cluster add-learner`.
     #[arg(long, env = "RAFTLOCK_JOIN")]
+    #[serde(skip_serializing_if = "is_off")]
     join: bool,
     /// Leader heartbeat period in ms. Default 50.
     #[arg(long, env = "RAFTLOCK_HEARTBEAT_MS")]
@@ -124,6 +134,7 @@ pub struct ServeArgs {
     /// UNSAFE, for tests only: acknowledge writes without fsync (sled's
     /// sync_file_range only). A power loss can lose acknowledged locks.
     #[arg(long, env = "RAFTLOCK_UNSAFE_NO_FSYNC", hide_short_help = true)]
+    #[serde(skip_serializing_if = "is_off")]
     unsafe_no_fsync: bool,
     /// This node's certificate (PEM; `raftlock certs create-node`). With
     /// --tls-key and --tls-ca: TLS on both listeners, and peers must
@@ -138,6 +149,7 @@ pub struct ServeArgs {
     tls_ca: Option<PathBuf>,
     /// Clients must present a certificate signed by --tls-ca, too.
     #[arg(long, env = "RAFTLOCK_CLIENT_CERT_AUTH")]
+    #[serde(skip_serializing_if = "is_off")]
     client_cert_auth: bool,
     /// Client authentication and roles: a TOML file of users (token hash
     /// or certificate name) and roles (admin, or lock-name patterns). See
@@ -159,6 +171,7 @@ pub struct ServeArgs {
     /// no join token): anyone who reaches the peer port can rewrite every
     /// lock. Announced in the log and on the status page.
     #[arg(long, env = "RAFTLOCK_INSECURE")]
+    #[serde(skip_serializing_if = "is_off")]
     insecure: bool,
 }
 
@@ -168,143 +181,29 @@ impl ServeArgs {
         self.print_config
     }
 
+    /// The layers of settings: the config file if any, under these flags
+    /// and the `RAFTLOCK_*` variables clap read with them (one overlay:
+    /// the fields that were given, by their TOML keys).
+    fn layers(&self) -> Result<ConfigLayers, String> {
+        let mut layers = ConfigLayers::default();
+        if let Some(path) = &self.config {
+            layers = layers.file(path).map_err(|e| e.to_string())?;
+        }
+        layers.overlay("flags", self).map_err(|e| e.to_string())
+    }
+
     /// The config these flags describe, on top of the config file if any.
     pub fn to_config(&self) -> Result<Config, String> {
-        let mut c = match &self.config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
-                toml::from_str(&text).map_err(|e| {
-                    format!(
-                        "config file {}: {}",
-                        path.display(),
-                        e.to_string().trim_end()
-                    )
-                })?
-            }
-            None => Config::default(),
-        };
-        if let Some(v) = self.id {
-            c.id = v;
-        }
-        if let Some(v) = &self.data_dir {
-            c.data_dir = v.clone();
-        }
-        if let Some(v) = &self.client_addr {
-            c.client_addr = v.clone();
-        }
-        if let Some(v) = &self.peer_addr {
-            c.peer_addr = v.clone();
-        }
-        if self.advertise_client_addr.is_some() {
-            c.advertise_client_addr = self.advertise_client_addr.clone();
-        }
-        if self.advertise_peer_addr.is_some() {
-            c.advertise_peer_addr = self.advertise_peer_addr.clone();
-        }
-        if !self.initial_cluster.is_empty() {
-            c.initial_cluster = self.initial_cluster.clone();
-        }
-        c.join |= self.join;
-        c.unsafe_no_fsync |= self.unsafe_no_fsync;
-        c.client_cert_auth |= self.client_cert_auth;
-        if self.tls_cert.is_some() {
-            c.tls_cert = self.tls_cert.clone();
-        }
-        if self.tls_key.is_some() {
-            c.tls_key = self.tls_key.clone();
-        }
-        if self.tls_ca.is_some() {
-            c.tls_ca = self.tls_ca.clone();
-        }
-        if self.auth_file.is_some() {
-            c.auth_file = self.auth_file.clone();
-        }
-        if self.join_token.is_some() {
-            c.join_token = self.join_token.clone();
-        }
-        if self.join_token_file.is_some() {
-            c.join_token_file = self.join_token_file.clone();
-        }
-        c.insecure |= self.insecure;
-        if let Some(v) = self.heartbeat_ms {
-            c.heartbeat = std::time::Duration::from_millis(v);
-        }
-        if let Some(v) = self.election_timeout_ms {
-            c.election_timeout = std::time::Duration::from_millis(v);
-        }
-        if let Some(v) = self.snapshot_after {
-            c.snapshot_after_entries = v;
-        }
-        if let Some(v) = self.keep_entries_after_snapshot {
-            c.keep_entries_after_snapshot = v;
-        }
-        if let Some(v) = self.leader_wait_ms {
-            c.leader_wait = std::time::Duration::from_millis(v);
-        }
-        if let Some(v) = self.lock_delay_ms {
-            c.lock_delay = std::time::Duration::from_millis(v);
-        }
-        if let Some(v) = self.max_peer_message_bytes {
-            c.max_peer_message_bytes = v;
-        }
-        if let Some(v) = self.max_client_connections {
-            c.max_client_connections = v;
-        }
-        if let Some(v) = self.max_connections_per_ip {
-            c.max_connections_per_ip = v;
-        }
-        if let Some(v) = self.handshake_timeout_ms {
-            c.handshake_timeout = std::time::Duration::from_millis(v);
-        }
-        if let Some(v) = self.idle_timeout_ms {
-            c.idle_timeout = std::time::Duration::from_millis(v);
-        }
-        if let Some(v) = self.quota_leases {
-            c.quota_leases = v;
-        }
-        if let Some(v) = self.quota_clients {
-            c.quota_clients = v;
-        }
-        if let Some(v) = self.quota_waiters {
-            c.quota_waiters = v;
-        }
-        if let Some(v) = self.quota_streams {
-            c.quota_streams = v;
-        }
-        if let Some(v) = &self.admin_addr {
-            c.admin_addr = (v != "off" && !v.is_empty()).then(|| v.clone());
-        }
-        // A member of --initial-cluster listens where its entry says unless
-        // told otherwise; told otherwise, `validate` checks they agree.
-        let file = self.file_table()?;
-        let named = |listen: &Option<String>, advertise: &Option<String>, key: &str| {
-            listen.is_some()
-                || advertise.is_some()
-                || file.contains_key(key)
-                || file.contains_key(&format!("advertise_{key}"))
-        };
-        c.listen_on_own_entry(
-            !named(
-                &self.client_addr,
-                &self.advertise_client_addr,
-                "client_addr",
-            ),
-            !named(&self.peer_addr, &self.advertise_peer_addr, "peer_addr"),
-        );
-        c.validate().map_err(|e| e.to_string())?;
-        Ok(c)
+        self.layers()?.build().map_err(|e| e.to_string())
     }
-}
 
-impl ServeArgs {
     /// The admin listener `raftlock serve` opens when no flag, variable or
     /// config file names one: loopback, two ports above the client port
     /// (127.0.0.1:7381 beside the default 7379/7380). `None` when one was
     /// named (or turned `off`). The embedded [`Node`] has no such default.
-    fn default_admin_addr(&self, config: &Config) -> Result<Option<String>, String> {
-        if self.admin_addr.is_some() || self.file_table()?.contains_key("admin_addr") {
-            return Ok(None);
+    fn default_admin_addr(layers: &ConfigLayers, config: &Config) -> Option<String> {
+        if layers.origin("admin_addr").is_some() {
+            return None;
         }
         let port = config
             .client_addr
@@ -312,26 +211,15 @@ impl ServeArgs {
             .and_then(|(_, port)| port.parse::<u16>().ok())
             .and_then(|port| port.checked_add(2))
             .filter(|&port| port > 2);
-        Ok(port.map(|port| format!("127.0.0.1:{port}")))
-    }
-
-    /// The config file's settings as a table (empty without a file).
-    fn file_table(&self) -> Result<toml::Table, String> {
-        match &self.config {
-            Some(path) => std::fs::read_to_string(path)
-                .map_err(|e| e.to_string())?
-                .parse()
-                .map_err(|e: toml::de::Error| e.to_string()),
-            None => Ok(toml::Table::new()),
-        }
+        port.map(|port| format!("127.0.0.1:{port}"))
     }
 
     /// The effective settings as TOML, each with where it came from: a flag,
     /// a `RAFTLOCK_*` variable, the config file, or the default. `matches`
     /// are the parsed `serve` arguments (they know flag from env).
     pub fn print_config(&self, matches: Option<&clap::ArgMatches>) -> Result<String, String> {
-        let config = self.to_config()?;
-        let from_file = self.file_table()?;
+        let layers = self.layers()?;
+        let config = layers.build().map_err(|e| e.to_string())?;
         let effective = toml::Table::try_from(&config).map_err(|e| e.to_string())?;
         let mut out = String::new();
         for (key, value) in &effective {
@@ -340,7 +228,7 @@ impl ServeArgs {
                 Some(clap::parser::ValueSource::EnvVariable) => {
                     format!("env RAFTLOCK_{}", key.to_uppercase())
                 }
-                _ if from_file.contains_key(key) => "file".to_string(),
+                _ if layers.origin(key).is_some_and(|o| o != "flags") => "file".to_string(),
                 _ => "default".to_string(),
             };
             let line = toml::Table::from_iter([(key.clone(), value.clone())]).to_string();
@@ -348,6 +236,11 @@ impl ServeArgs {
         }
         Ok(out)
     }
+}
+
+/// A switch left off: not a setting of this layer.
+fn is_off(on: &bool) -> bool {
+    !on
 }
 
 /// Runs a node until SIGINT or SIGTERM, then shuts it down in order.
@@ -359,9 +252,10 @@ pub async fn run(args: ServeArgs, matches: Option<&clap::ArgMatches>) -> Result<
     // Watch the signals first, so one arriving during startup still gets
     // an orderly shutdown instead of killing the process.
     let mut interrupts = Interrupts::watch()?;
-    let config = args.to_config()?;
+    let layers = args.layers()?;
+    let config = layers.build().map_err(|e| e.to_string())?;
     let mut builder = Node::builder();
-    if let Some(addr) = args.default_admin_addr(&config)? {
+    if let Some(addr) = ServeArgs::default_admin_addr(&layers, &config) {
         // Nothing asked for an admin listener: serve one on loopback, as
         // etcd serves its metrics beside the client port. A second node on
         // the same host finds the port taken and runs without one.

@@ -17,6 +17,7 @@ mod coordination;
 mod disk_full;
 mod exactly_once;
 mod failover;
+mod features;
 mod group_commit;
 mod lease_expiry;
 mod leases;

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use raftlock::client::{ClientOptions, ClientTls};
-use raftlock::{Client, Error, Node};
+use raftlock::{Client, Config, Error, Node};
 use raftlock_raft::pb::peer_client::PeerClient;
 use raftlock_raft::pb::Blob;
 use raftlock_raft::NodeTls;
@@ -262,13 +262,16 @@ async fn a_node_with_unusable_certificates_does_not_start() {
     raftlock::certs::create_ca(other.path(), false).expect("other CA");
     let data = tempfile::tempdir().expect("temp dir");
     let start = |cert: &str, key: &str, ca: std::path::PathBuf| {
-        Node::builder()
-            .id(2)
-            .data_dir(data.path().join("n2"))
-            .client_addr("127.0.0.1:0")
-            .peer_addr("127.0.0.1:0")
-            .tls(certs.join(cert), certs.join(key), ca)
-            .start()
+        Node::start(Config {
+            id: 2,
+            data_dir: data.path().join("n2"),
+            client_addr: "127.0.0.1:0".into(),
+            peer_addr: "127.0.0.1:0".into(),
+            tls_cert: Some(certs.join(cert)),
+            tls_key: Some(certs.join(key)),
+            tls_ca: Some(ca),
+            ..Config::default()
+        })
     };
     let cases = [
         (

@@ -59,6 +59,13 @@ pub enum ConfigError {
     ConnectionLimits { total: usize, per_ip: usize },
     #[error("handshake timeout ({handshake:?}) must be at least 100ms and idle timeout ({idle:?}) at least 1s")]
     ConnectionTimeouts { handshake: Duration, idle: Duration },
+    /// A config file that cannot be read.
+    #[error("cannot read config file {path}: {reason}")]
+    ReadFile { path: String, reason: String },
+    /// A layer of settings (a config file, or flags) that does not fit:
+    /// an unknown key, or a value of the wrong type. `layer` names it.
+    #[error("{layer}: {reason}")]
+    Layer { layer: String, reason: String },
 }
 
 impl Config {

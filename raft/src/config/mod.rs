@@ -174,7 +174,9 @@ pub struct Config {
     /// Admin HTTP listener (`/metrics`, `/healthz`, `/readyz`, the status
     /// page), `host:port`. `None` (the default): no admin listener. It has
     /// no TLS or auth and shows every lock name and owner, so keep it on
-    /// loopback or behind a firewall (docs/operations.md).
+    /// loopback or behind a firewall (docs/operations.md). `"off"` (or
+    /// `""`) in a file, variable or flag reads as `None`.
+    #[serde(deserialize_with = "off_is_none")]
     pub admin_addr: Option<String>,
     /// Client connections this node holds open at once; one more is
     /// accepted and closed at once. Keep it below the process's open-file
@@ -393,6 +395,12 @@ impl Config {
         };
         cfg.validate().map_err(|e| e.to_string())
     }
+}
+
+/// An address setting where `"off"` and `""` mean none.
+fn off_is_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let addr = Option::<String>::deserialize(d)?;
+    Ok(addr.filter(|a| a != "off" && !a.is_empty()))
 }
 
 mod millis {

@@ -165,3 +165,32 @@ fn print_config_names_each_source_and_reads_back() {
     let back: raftlock_raft::Config = toml::from_str(&printed).expect("printed config parses");
     assert_eq!(back, serve.to_config().expect("valid"));
 }
+
+/// Every setting flag of `serve` is a key of `Config`, by the same name:
+/// the flags are one layer of `ConfigLayers`, read by `Config`'s own
+/// `Deserialize`, so a flag whose field is misnamed is refused here
+/// rather than dropped.
+#[test]
+fn every_setting_flag_is_a_config_key() {
+    let options = crate::cli::serve_options();
+    let mut argv = vec![];
+    for option in options.iter().filter(|o| o.flag != "config") {
+        argv.push(format!("--{}", option.flag));
+        if !option.switch {
+            let value = match option.flag.as_str() {
+                "initial-cluster" => "1=127.0.0.1:7380/127.0.0.1:7379",
+                _ => "1",
+            };
+            argv.push(value.to_owned());
+        }
+    }
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let (serve, _) = args_of(&argv);
+    let layers = crate::config_layers::ConfigLayers::default()
+        .overlay("flags", &serve)
+        .expect("every flag is a config key");
+    for option in options.iter().filter(|o| o.flag != "config") {
+        let key = option.flag.replace('-', "_");
+        assert_eq!(layers.origin(&key), Some("flags"), "--{}", option.flag);
+    }
+}

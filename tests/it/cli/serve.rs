@@ -182,3 +182,61 @@ async fn the_shipped_example_config_is_valid() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("id = 1"), "{text}");
 }
+
+/// One setting given in the file, as a `RAFTLOCK_*` variable and as a
+/// flag lands in one field, flag over variable over file over default,
+/// and `--print-config` says which gave it; a key the file does not know
+/// stops `serve` with the key named (`heartbeat` for `heartbeat_ms`).
+#[tokio::test]
+async fn file_variable_and_flag_fill_one_setting_in_order() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("node.toml");
+    std::fs::write(
+        &file,
+        "heartbeat_ms = 60\nelection_timeout_ms = 600\nquota_leases = 7\n",
+    )
+    .expect("write config");
+    let file = file.to_str().expect("utf-8 path");
+    let serve = |args: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("serve")
+            .args(args)
+            .env_remove("RAFTLOCK_LOG")
+            .env("RAFTLOCK_HEARTBEAT_MS", "70")
+            .env("RAFTLOCK_ELECTION_TIMEOUT_MS", "700");
+        for name in ["RAFTLOCK_CONFIG", "RAFTLOCK_QUOTA_LEASES", "RAFTLOCK_ID"] {
+            cmd.env_remove(name);
+        }
+        cmd
+    };
+    let out = serve(&["--config", file, "--heartbeat-ms", "80", "--print-config"])
+        .output()
+        .await
+        .expect("run raftlock serve --print-config");
+    assert!(out.status.success(), "{}", describe(&out));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let line = |key: &str| {
+        printed
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|| panic!("{key} missing from\n{printed}"))
+    };
+    assert_eq!(line("heartbeat_ms"), "heartbeat_ms = 80 # flag");
+    assert_eq!(
+        line("election_timeout_ms"),
+        "election_timeout_ms = 700 # env RAFTLOCK_ELECTION_TIMEOUT_MS"
+    );
+    assert_eq!(line("quota_leases"), "quota_leases = 7 # file");
+    assert_eq!(line("snapshot_after"), "snapshot_after = 10000 # default");
+
+    std::fs::write(file, "heartbeat = 60\n").expect("write config");
+    let out = serve(&["--config", file, "--print-config"])
+        .output()
+        .await
+        .expect("run raftlock serve --print-config");
+    assert!(!out.status.success(), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unknown field `heartbeat`"), "{stderr}");
+    assert!(stderr.contains(file), "{stderr}");
+}

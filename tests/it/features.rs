@@ -1,0 +1,59 @@
+//! The library without the command line: an application that embeds a
+//! node depends on `raftlock` with `default-features = false` and gets
+//! none of what only the `raftlock` binary needs.
+
+use std::process::Command;
+
+/// Crates only the command line and the binary use: argument parsing, its
+/// man page and completions, certificate generation (`raftlock certs`),
+/// the log subscriber (an application sets its own) and mimalloc (an
+/// application keeps its allocator).
+const COMMAND_LINE_ONLY: [&str; 6] = [
+    "clap",
+    "clap_mangen",
+    "clap_complete",
+    "rcgen",
+    "tracing-subscriber",
+    "mimalloc",
+];
+
+/// `cargo tree -p raftlock -e normal --no-default-features` lists none of
+/// [`COMMAND_LINE_ONLY`]. Fails when one of them is made a plain
+/// dependency again (or another normal dependency pulls it in); it failed
+/// so before the `cli` feature, listing clap, clap_complete, clap_mangen,
+/// rcgen, tracing-subscriber and mimalloc.
+#[test]
+fn the_library_alone_has_no_command_line_crates() {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "-p",
+            "raftlock",
+            "-e",
+            "normal",
+            "--no-default-features",
+        ])
+        .args(["--prefix", "none", "--format", "{p}"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cargo tree");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Vec<&str> = stdout
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    assert!(names.contains(&"raftlock-raft"), "{stdout}");
+    let found: Vec<&str> = COMMAND_LINE_ONLY
+        .into_iter()
+        .filter(|name| names.contains(name))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "the library without its default features depends on {found:?}"
+    );
+}
