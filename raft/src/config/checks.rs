@@ -117,14 +117,13 @@ impl Config {
     }
 
     /// The join token's settings fit together (whether one is needed
-    /// depends on the data dir: [`crate::peer::auth::plan_key`]).
+    /// depends on the data dir: `peer::auth::plan_key`).
     fn validate_peer_auth(&self) -> Result<(), ConfigError> {
         if self.join_token.is_some() && self.join_token_file.is_some() {
             return Err(ConfigError::TwoJoinTokens);
         }
         if let Some(token) = &self.join_token {
-            crate::peer::auth::ClusterKey::from_token(token)
-                .map_err(|e| ConfigError::JoinToken(e.to_string()))?;
+            super::join_token::parse(token).map_err(ConfigError::JoinToken)?;
         }
         if self.insecure && self.tls_enabled() {
             return Err(ConfigError::InsecureWithTls);

@@ -8,14 +8,17 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::transport::bounded_listener::ListenerLimits;
 use raftlock_storage::limits::{
     DEFAULT_QUOTA_CLIENTS, DEFAULT_QUOTA_LEASES, DEFAULT_QUOTA_WAITERS,
 };
 use raftlock_storage::{Bootstrap, NodeAddr, NodeId, OpenOptions, Quotas, SyncMode};
 
 mod checks;
+pub mod join_token;
+mod listener_limits;
+
 pub use checks::ConfigError;
+pub use listener_limits::ListenerLimits;
 
 /// Default of [`Config::max_peer_message_bytes`].
 pub const DEFAULT_MAX_PEER_MESSAGE_BYTES: usize = 16 << 20;

@@ -26,7 +26,7 @@ use std::time::Duration;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::config::Config;
+use crate::config::{join_token, Config};
 use crate::pb::Blob;
 
 /// The secret's file in the data dir.
@@ -34,8 +34,6 @@ pub const KEY_FILE: &str = "raftlock.key";
 
 /// How far a request's sending time may be from the receiver's clock.
 pub const REPLAY_WINDOW: Duration = Duration::from_secs(300);
-
-const TOKEN_PREFIX: &str = "rlj1-";
 
 /// A cluster's peer secret.
 #[derive(Clone, PartialEq, Eq)]
@@ -71,28 +69,12 @@ impl ClusterKey {
 
     /// Reads a join token (`rlj1-` and 64 hex digits).
     pub fn from_token(token: &str) -> Result<Self, KeyError> {
-        let bad = || {
-            KeyError(
-                "a join token is `rlj1-` and 64 hex digits (`raftlock certs create-join-token` \
-                 makes one)"
-                    .into(),
-            )
-        };
-        let hex = token.trim().strip_prefix(TOKEN_PREFIX).ok_or_else(bad)?;
-        if hex.len() != 64 || !hex.is_ascii() {
-            return Err(bad());
-        }
-        let mut bytes = [0u8; 32];
-        for (i, byte) in bytes.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
-        }
-        Ok(ClusterKey(bytes))
+        join_token::parse(token).map(ClusterKey).map_err(KeyError)
     }
 
     /// The join token that carries this secret.
     pub fn to_token(&self) -> String {
-        let hex: String = self.0.iter().map(|b| format!("{b:02x}")).collect();
-        format!("{TOKEN_PREFIX}{hex}")
+        join_token::format(&self.0)
     }
 
     /// Reads the token in `path` (a token file, or a data dir's key file).

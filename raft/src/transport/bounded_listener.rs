@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+pub use crate::config::ListenerLimits;
 use futures::Stream;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
@@ -45,49 +46,6 @@ const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
 
 /// At most one "refused a connection" warning per listener in this time.
 const WARN_EVERY: Duration = Duration::from_secs(10);
-
-/// The budget of one listener.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListenerLimits {
-    /// Connections open at once; one more is accepted and closed.
-    pub max_connections: usize,
-    /// Connections open at once from one source IP address.
-    pub max_connections_per_ip: usize,
-    /// Time a new connection has to send its first [`HANDSHAKE_BYTES`].
-    pub handshake_timeout: Duration,
-    /// A connection that sends nothing for this long is closed. Longer than
-    /// `keepalive_interval + keepalive_timeout`, so that a live peer, which
-    /// answers the server's pings, is never closed by it.
-    pub idle_timeout: Duration,
-    /// The server pings every connection this often (HTTP/2 keep-alive).
-    pub keepalive_interval: Duration,
-    /// A connection that does not answer a ping within this is closed.
-    pub keepalive_timeout: Duration,
-}
-
-impl ListenerLimits {
-    /// Defaults for the client listener.
-    pub fn client_default() -> Self {
-        ListenerLimits {
-            max_connections: 10_000,
-            max_connections_per_ip: 1_000,
-            handshake_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
-            keepalive_interval: Duration::from_secs(15),
-            keepalive_timeout: Duration::from_secs(10),
-        }
-    }
-
-    /// Defaults for the peer listener: a member holds a few connections to
-    /// each other member (replication, forwarded calls, start-up checks).
-    pub fn peer_default() -> Self {
-        ListenerLimits {
-            max_connections: 256,
-            max_connections_per_ip: 64,
-            ..Self::client_default()
-        }
-    }
-}
 
 /// What the listener reports to the node's metrics.
 #[derive(Clone, Default)]
