@@ -45,7 +45,7 @@ pub fn to_status(e: Error) -> Status {
         Error::Timeout(_) => Status::deadline_exceeded(message),
         Error::WaitEnded(_) => Status::aborted(message),
         Error::InvalidArgument(_) => Status::invalid_argument(message),
-        _ => Status::internal(message),
+        Error::Internal(_) => Status::internal(message),
     }
 }
 
@@ -65,9 +65,6 @@ fn command_code(e: &CommandError) -> Code {
         | CommandError::TooManyRecords(_)
         | CommandError::QuotaExceeded { .. } => Code::ResourceExhausted,
         CommandError::PermissionDenied(_) => Code::PermissionDenied,
-        // `CommandError` is non-exhaustive across crates; every variant
-        // there is today is named above.
-        _ => Code::Internal,
     }
 }
 
@@ -155,7 +152,11 @@ mod tests {
                 CommandError::PermissionDenied("x".into()),
                 Code::PermissionDenied,
             ),
+            (CommandError::TooManyRecords(1), Code::ResourceExhausted),
         ];
+        let listed: std::collections::BTreeSet<usize> =
+            cases.iter().map(|(e, _)| rejection_index(e)).collect();
+        assert_eq!(listed.len(), REJECTIONS, "a refusal is not listed");
         for (e, code) in cases {
             let unknown = outcome_unknown(&e);
             let status = to_status(Error::Rejected(e.clone()));
@@ -180,6 +181,74 @@ mod tests {
                 "{e}: {back:?}"
             );
             assert!(!back.is_retryable(), "{e}: {back:?}");
+        }
+    }
+
+    /// How many variants `CommandError` has; [`rejection_index`] does not
+    /// compile when one is added, so the list above must grow with it.
+    const REJECTIONS: usize = 13;
+
+    fn rejection_index(e: &CommandError) -> usize {
+        match e {
+            CommandError::InvalidArgument(_) => 0,
+            CommandError::LeaseNotFound(_) => 1,
+            CommandError::NotHolder { .. } => 2,
+            CommandError::TooManyWaiters { .. } => 3,
+            CommandError::TooManyLeases(_) => 4,
+            CommandError::Conflict { .. } => 5,
+            CommandError::StaleRequest { .. } => 6,
+            CommandError::SessionExpired { .. } => 7,
+            CommandError::RequestIdReused { .. } => 8,
+            CommandError::TooManyClients(_) => 9,
+            CommandError::PermissionDenied(_) => 10,
+            CommandError::QuotaExceeded { .. } => 11,
+            CommandError::TooManyRecords(_) => 12,
+        }
+    }
+
+    /// Every variant of the replication layer's error, with its code; the
+    /// match in [`error_index`] fails to compile when one is added.
+    #[test]
+    fn every_error_has_its_code() {
+        let cases = [
+            (
+                Error::Rejected(CommandError::LeaseNotFound(1)),
+                Code::NotFound,
+            ),
+            (
+                Error::NotLeader {
+                    leader_id: 2,
+                    leader_addr: "127.0.0.1:1".into(),
+                },
+                Code::Unavailable,
+            ),
+            (Error::Unavailable("no leader".into()), Code::Unavailable),
+            (Error::Timeout("waited 1s".into()), Code::DeadlineExceeded),
+            (Error::WaitEnded("lease expired".into()), Code::Aborted),
+            (Error::InvalidArgument("x".into()), Code::InvalidArgument),
+            (Error::ShuttingDown, Code::Unavailable),
+            (Error::Internal("x".into()), Code::Internal),
+        ];
+        let listed: std::collections::BTreeSet<usize> =
+            cases.iter().map(|(e, _)| error_index(e)).collect();
+        assert_eq!(listed.len(), 8, "an error is not listed");
+        for (e, code) in cases {
+            let status = to_status(e.clone());
+            assert_eq!(status.code(), code, "{e}");
+            assert!(!status.message().is_empty(), "{e}");
+        }
+    }
+
+    fn error_index(e: &Error) -> usize {
+        match e {
+            Error::Rejected(_) => 0,
+            Error::NotLeader { .. } => 1,
+            Error::Unavailable(_) => 2,
+            Error::Timeout(_) => 3,
+            Error::WaitEnded(_) => 4,
+            Error::InvalidArgument(_) => 5,
+            Error::ShuttingDown => 6,
+            Error::Internal(_) => 7,
         }
     }
 }

@@ -4,8 +4,13 @@ use serde::{Deserialize, Serialize};
 
 use raftlock_storage::{CommandError, NodeId};
 
-/// Why a replicated call did not produce an answer.
-#[non_exhaustive]
+/// Why a replicated call did not produce an answer. It crosses the peer
+/// API (a follower hands the leader's refusal on), so it carries words,
+/// not sources.
+///
+/// Not `#[non_exhaustive]`: the one mapping to `tonic::Status`
+/// (`raftlock::status`) names every variant, so a new one does not compile
+/// until it is mapped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum Error {
     /// The state machine refused the request; nothing changed.
@@ -34,20 +39,6 @@ pub enum Error {
     /// The node is shutting down.
     #[error("node is shutting down")]
     ShuttingDown,
-    /// The data dir cannot be used (damaged, lost state, another node's or
-    /// cluster's): the node does not start. The message names the file,
-    /// the problem and what to do.
-    #[error("{0}")]
-    Storage(String),
-    /// A TLS certificate, key or CA file cannot be used: the node does not
-    /// start. The message names the setting, the file and the problem.
-    #[error("{0}")]
-    Tls(String),
-    /// Peer authentication cannot be set up as configured (no join token
-    /// for a cluster of several nodes, another cluster's token, an
-    /// unreadable token file): the node does not start.
-    #[error("{0}")]
-    PeerAuth(String),
     /// Local storage or an internal invariant failed.
     #[error("internal error: {0}")]
     Internal(String),

@@ -12,6 +12,9 @@ pub mod peer_service;
 mod raft_watch;
 pub mod rollback;
 mod start_checks;
+mod start_error;
+
+pub use start_error::StartError;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,7 +28,6 @@ use tonic::service::interceptor::InterceptedService;
 use raftlock_storage::{AppendTimer, NodeAddr, NodeId};
 
 use crate::config::Config;
-use crate::error::Error;
 use crate::membership::removal::Removal;
 use crate::metrics::NodeMetrics;
 use crate::pb::peer_server::PeerServer;
@@ -65,17 +67,18 @@ impl RaftNode {
         config: Config,
         peer_listener: Option<TcpListener>,
         filter: LinkFilter,
-    ) -> Result<RaftNode, Error> {
-        config
-            .validate()
-            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
-        let raft_config = config.raft_config().map_err(Error::InvalidArgument)?;
+    ) -> Result<RaftNode, StartError> {
+        config.validate()?;
+        let raft_config = config.raft_config().map_err(|reason| StartError::Raft {
+            doing: "take the Raft settings",
+            reason,
+        })?;
         // Before the data dir is touched: a bad certificate is a start
         // error, not a node that cannot reach its peers.
         let tls = NodeTls::load(&config)?;
         // Before the data dir is touched too: a node that cannot
         // authenticate its peers does not start.
-        let key_plan = plan_key(&config).map_err(|e| Error::PeerAuth(e.to_string()))?;
+        let key_plan = plan_key(&config)?;
         if config.insecure {
             tracing::warn!(
                 "INSECURE: --insecure is set: peers are not authenticated, and anyone who can \
@@ -83,11 +86,9 @@ impl RaftNode {
                 config.peer_addr
             );
         }
-        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
-            Error::Internal(format!(
-                "cannot create data dir {}: {e}",
-                config.data_dir.display()
-            ))
+        std::fs::create_dir_all(&config.data_dir).map_err(|source| StartError::Io {
+            doing: format!("create data dir {}", config.data_dir.display()),
+            source,
         })?;
 
         let (events_tx, events_rx) = mpsc::unbounded_channel();
@@ -106,23 +107,25 @@ impl RaftNode {
             raftlock_storage::open(&data_dir, &options, events_tx)
         })
         .await
-        .map_err(|e| Error::Internal(format!("storage open did not finish: {e}")))?
+        .map_err(|source| StartError::Task {
+            doing: "storage open",
+            source,
+        })?
         .map_err(|e| match e {
             raftlock_storage::Error::DataDir { .. } | raftlock_storage::Error::InUse { .. } => {
-                Error::Storage(e.to_string())
+                StartError::DataDir(e)
             }
-            other => Error::Storage(format!(
-                "cannot open data dir {}: {other}",
-                config.data_dir.display()
-            )),
+            source => StartError::Open {
+                dir: config.data_dir.clone(),
+                source,
+            },
         })?;
         let closing_log = log_store.clone();
         sm_store.check_cluster_with(log_store.clone());
         let state = sm_store.state();
 
         if let KeyPlan::New(key) = &key_plan {
-            key.write_file(&key_path(&config.data_dir))
-                .map_err(|e| Error::PeerAuth(e.to_string()))?;
+            key.write_file(&key_path(&config.data_dir))?;
         }
         let guard = Arc::new(PeerGuard::with_key(
             config.id,
@@ -156,17 +159,24 @@ impl RaftNode {
             sm_store,
         )
         .await
-        .map_err(|e| Error::Internal(format!("cannot start raft: {e}")))?;
+        .map_err(|e| StartError::Raft {
+            doing: "start raft",
+            reason: e.to_string(),
+        })?;
 
         let listener = match peer_listener {
             Some(l) => l,
-            None => TcpListener::bind(&config.peer_addr).await.map_err(|e| {
-                Error::Internal(format!("cannot listen on {}: {e}", config.peer_addr))
-            })?,
+            None => TcpListener::bind(&config.peer_addr)
+                .await
+                .map_err(|source| StartError::Io {
+                    doing: format!("listen on {}", config.peer_addr),
+                    source,
+                })?,
         };
-        let peer_addr = listener
-            .local_addr()
-            .map_err(|e| Error::Internal(e.to_string()))?;
+        let peer_addr = listener.local_addr().map_err(|source| StartError::Io {
+            doing: "read the peer listener's address".into(),
+            source,
+        })?;
 
         let peer_tls = tls.as_ref().map(NodeTls::peer_server_config);
         let (stop, stop_rx) = watch::channel(false);
@@ -213,13 +223,16 @@ impl RaftNode {
         Ok(node)
     }
 
-    async fn initialize_if_new(&self) -> Result<(), Error> {
+    async fn initialize_if_new(&self) -> Result<(), StartError> {
         let inner = &self.inner;
         let initialized = inner
             .raft
             .is_initialized()
             .await
-            .map_err(|e| Error::Internal(e.to_string()))?;
+            .map_err(|e| StartError::Raft {
+                doing: "read whether the cluster is initialized",
+                reason: e.to_string(),
+            })?;
         if initialized || inner.config.join {
             return Ok(());
         }
@@ -245,14 +258,17 @@ impl RaftNode {
             .guard
             .create_cluster_id()
             .await
-            .map_err(|e| Error::Storage(e.to_string()))?;
+            .map_err(|e| StartError::Refused(e.to_string()))?;
         tracing::info!(node = inner.id, cluster = %cluster, "initializing a new cluster");
         match inner.raft.initialize(members).await {
             Ok(()) => Ok(()),
             Err(openraft::error::RaftError::APIError(
                 openraft::error::InitializeError::NotAllowed(_),
             )) => Ok(()),
-            Err(e) => Err(Error::Internal(format!("cannot initialize cluster: {e}"))),
+            Err(e) => Err(StartError::Raft {
+                doing: "initialize cluster",
+                reason: e.to_string(),
+            }),
         }
     }
 

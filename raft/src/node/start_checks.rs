@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use raftlock_storage::NodeId;
 
+use super::StartError;
 use crate::config::Config;
-use crate::error::Error;
 use crate::node::rollback;
 use crate::peer::network::PeerNetwork;
 use crate::peer::probe::{probe, PeerProbe};
@@ -21,7 +21,7 @@ pub(crate) async fn refuse_if_running_elsewhere(
     log: &raftlock_storage::LogStore,
     sm_store: &raftlock_storage::StateMachineStore,
     net: &PeerNetwork,
-) -> Result<(), Error> {
+) -> Result<(), StartError> {
     let Some(membership) = recorded_membership(log, sm_store) else {
         return Ok(());
     };
@@ -39,7 +39,7 @@ pub(crate) async fn refuse_if_running_elsewhere(
             boot,
             cluster_id,
             ..
-        } if id == config.id => Err(Error::Storage(format!(
+        } if id == config.id => Err(StartError::Refused(format!(
             "node {id} is already running at {} (cluster {cluster_id}, boot {boot}), the \
              address the cluster records for it; this process ({own}) would be a second \
              node {id}. Is {} a copy of that node's data dir? Stop one of them; to move \
@@ -74,7 +74,7 @@ pub(crate) async fn refuse_if_rolled_back(
     log: &raftlock_storage::LogStore,
     sm_store: &raftlock_storage::StateMachineStore,
     net: &PeerNetwork,
-) -> Result<(), Error> {
+) -> Result<(), StartError> {
     let Some(membership) = recorded_membership(log, sm_store) else {
         return Ok(());
     };
@@ -89,10 +89,11 @@ pub(crate) async fn refuse_if_rolled_back(
     if peers.is_empty() {
         return Ok(());
     }
-    let own = log
-        .position()
-        .map_err(|e| Error::Storage(format!("cannot read the data dir's raft state: {e}")))?;
+    let own = log.position().map_err(|e| StartError::Open {
+        dir: config.data_dir.clone(),
+        source: e,
+    })?;
     rollback::check_peers(net, config.id, &own, peers, &config.data_dir)
         .await
-        .map_err(Error::Storage)
+        .map_err(StartError::Refused)
 }

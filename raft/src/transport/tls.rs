@@ -26,8 +26,13 @@ use webpki::{EndEntityCert, KeyUsage};
 use raftlock_storage::NodeId;
 
 use crate::config::Config;
-use crate::error::Error;
 use crate::transport::tls_acceptor::{TlsAcceptor, HANDSHAKE_TIMEOUT};
+
+/// A TLS certificate, key or CA file that cannot be used: the node does not
+/// start. The message names the setting, the file and the problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TlsError(pub String);
 
 /// The DNS name under which node certificates name their node.
 const NODE_NAME_SUFFIX: &str = ".raftlock";
@@ -126,7 +131,7 @@ impl NodeTls {
     /// naming the file, when one cannot be read or parsed, when the
     /// certificate is not signed by the CA, is not valid now, does not name
     /// this node, or does not match the key.
-    pub fn load(config: &Config) -> Result<Option<NodeTls>, Error> {
+    pub fn load(config: &Config) -> Result<Option<NodeTls>, TlsError> {
         let (Some(cert), Some(key), Some(ca)) = (&config.tls_cert, &config.tls_key, &config.tls_ca)
         else {
             return Ok(None);
@@ -137,7 +142,7 @@ impl NodeTls {
         let chain = certs("tls_cert", cert, &cert_pem)?;
         let cas = certs("tls_ca", ca, &ca_pem)?;
         let key_der = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
-            Error::Tls(format!(
+            TlsError(format!(
                 "tls_key {}: no usable private key (PEM PKCS#8, PKCS#1 or SEC1): {e}",
                 key.display()
             ))
@@ -145,7 +150,7 @@ impl NodeTls {
         check_node_cert(config.id, cert, &chain, ca, &cas)?;
         let acceptor = |required| {
             TlsAcceptor::new(chain.clone(), key_der.clone_key(), &cas, required).map_err(|e| {
-                Error::Tls(format!(
+                TlsError(format!(
                     "tls_cert {} and tls_key {} cannot be used together (is the key the \
                      certificate's?): {e}",
                     cert.display(),
@@ -228,18 +233,18 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-fn read(setting: &str, path: &Path) -> Result<Vec<u8>, Error> {
+fn read(setting: &str, path: &Path) -> Result<Vec<u8>, TlsError> {
     std::fs::read(path)
-        .map_err(|e| Error::Tls(format!("cannot read {setting} {}: {e}", path.display())))
+        .map_err(|e| TlsError(format!("cannot read {setting} {}: {e}", path.display())))
 }
 
 /// The certificates in a PEM file; at least one.
-fn certs(setting: &str, path: &Path, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, Error> {
+fn certs(setting: &str, path: &Path, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Error::Tls(format!("{setting} {}: bad PEM: {e}", path.display())))?;
+        .map_err(|e| TlsError(format!("{setting} {}: bad PEM: {e}", path.display())))?;
     if certs.is_empty() {
-        return Err(Error::Tls(format!(
+        return Err(TlsError(format!(
             "{setting} {}: no CERTIFICATE in this PEM file",
             path.display()
         )));
@@ -255,9 +260,9 @@ fn check_node_cert(
     chain: &[CertificateDer<'static>],
     ca_path: &Path,
     cas: &[CertificateDer<'static>],
-) -> Result<(), Error> {
+) -> Result<(), TlsError> {
     let cert = EndEntityCert::try_from(&chain[0]).map_err(|e| {
-        Error::Tls(format!(
+        TlsError(format!(
             "tls_cert {}: not an X.509 certificate: {e}",
             cert_path.display()
         ))
@@ -267,7 +272,7 @@ fn check_node_cert(
         .map(|c| webpki::anchor_from_trusted_cert(c).map(|a| a.to_owned()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| {
-            Error::Tls(format!(
+            TlsError(format!(
                 "tls_ca {}: not a CA certificate: {e}",
                 ca_path.display()
             ))
@@ -287,7 +292,7 @@ fn check_node_cert(
             None,
         )
         .map_err(|e| {
-            Error::Tls(format!(
+            TlsError(format!(
                 "tls_cert {} cannot be used as a node's TLS {role} certificate with tls_ca {}: \
                  {e} (signed by another CA, expired, or not a node certificate? \
                  `raftlock certs create-node` makes one)",
@@ -298,11 +303,11 @@ fn check_node_cert(
     }
     match cert_identity(&chain[0]) {
         Some(CertIdentity::Node(named)) if named == id => Ok(()),
-        Some(CertIdentity::Node(named)) => Err(Error::Tls(format!(
+        Some(CertIdentity::Node(named)) => Err(TlsError(format!(
             "tls_cert {} is node {named}'s certificate, but this is node {id}",
             cert_path.display()
         ))),
-        _ => Err(Error::Tls(format!(
+        _ => Err(TlsError(format!(
             "tls_cert {} does not name node {id} (DNS name {}); create one with \
              `raftlock certs create-node --id {id}`",
             cert_path.display(),

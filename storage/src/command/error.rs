@@ -9,7 +9,10 @@ use crate::account::Account;
 use crate::limits::Quota;
 
 /// Why a request was refused. Deterministic: every replica refuses alike.
-#[non_exhaustive]
+///
+/// Not `#[non_exhaustive]`: the one mapping to `tonic::Status`
+/// (`raftlock::status`) names every variant, so a new one does not compile
+/// until it is mapped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum CommandError {
     /// Malformed input (empty or oversized name, TTL out of range, ...).
