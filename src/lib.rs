@@ -62,4 +62,7 @@ pub use node::{Node, NodeBuilder};
 pub use raftlock_client as client;
 pub use raftlock_client::{blocking, error, Client, Error};
 pub use raftlock_raft::peer_auth::ClusterKey;
-pub use raftlock_raft::{Config, InitialMember, LinkFilter};
+/// Links a test has cut (feature `test-util`; not in a default build).
+#[cfg(feature = "test-util")]
+pub use raftlock_raft::LinkFilter;
+pub use raftlock_raft::{Config, InitialMember};

@@ -7,8 +7,8 @@
 //!   files and the embedded builder.
 //! - [`node`]: [`RaftNode`], a running replica: start, write, linearizable
 //!   read barrier, keep-alive, membership, shutdown.
-//! - [`network`]: the openraft network over the peer gRPC service, with a
-//!   [`LinkFilter`] tests use to cut links.
+//! - [`network`]: the openraft network over the peer gRPC service; with
+//!   the `test-util` feature, a `LinkFilter` tests use to cut links.
 //! - [`peer_service`]: the server side of the peer API.
 //! - [`snapshot_transfer`]: snapshots cut into pieces by the leader and put
 //!   back together by the follower.
@@ -94,8 +94,9 @@ pub mod pb {
 pub use config::{Config, ConfigError, InitialMember};
 pub use error::Error;
 pub use health::Health;
+#[cfg(feature = "test-util")]
+pub use link_filter::LinkFilter;
 pub use metrics::NodeMetrics;
-pub use network::LinkFilter;
 pub use node::{NodeStatus, RaftNode};
 pub use raftlock_storage as storage;
 

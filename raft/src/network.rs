@@ -30,7 +30,7 @@ use tonic::transport::{Channel, Endpoint};
 use raftlock_storage::{NodeAddr, NodeId, Snapshot, SnapshotData, TypeConfig, Vote};
 
 use crate::forward::{ForwardResult, Forwarded};
-pub use crate::link_filter::LinkFilter;
+pub(crate) use crate::link_filter::LinkFilter;
 use crate::metrics::NodeMetrics;
 use crate::pb::peer_client::PeerClient;
 use crate::peer_guard::PeerGuard;
