@@ -3,7 +3,7 @@
 //! (`bench`) share.
 //!
 //! A node runs one of two ways:
-//! - in the test's own process ([`TestCluster`], feature `in-process`): a
+//! - in the test's own process (`TestCluster`, feature `in-process`): a
 //!   `raftlock::Node` per node, listeners bound to port 0 first, links cut
 //!   by the product's `LinkFilter` (a test-only feature of `raftlock`);
 //! - as a child process of a `raftlock serve` binary ([`NodeProcess`] with
@@ -20,7 +20,8 @@
 //! - [`serve`]: the flags and environment of one `raftlock serve` node,
 //!   and the `--initial-cluster` list;
 //! - [`process`]: one node process of any program (raftlock, etcd);
-//! - `in_process`: [`TestCluster`], nodes inside the test process.
+//! - `in_process` (feature `in-process`): `TestCluster`, nodes inside the
+//!   test process.
 
 #[cfg(feature = "in-process")]
 mod in_process;
