@@ -154,6 +154,36 @@ make_layout() {
     INITIAL_CLUSTER=$(IFS=,; printf '%s' "${members[*]}")
 }
 
+# make_free_layout N: like make_layout, on free loopback ports the system
+# picks (each held until all 2N are chosen, so no two nodes share one);
+# BASE_PORT=0 records that the layout has no base, and such nodes run
+# without the admin listener, whose default port (client + 2) is not theirs.
+make_free_layout() {
+    local n=$1 i eps=() members=() ports=()
+    N=$n
+    BASE_PORT=0
+    mapfile -t ports < <(python3 - "$((2 * n))" <<'EOF'
+import socket, sys
+held = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    held.append(s)
+for s in held:
+    print(s.getsockname()[1])
+EOF
+    )
+    ((${#ports[@]} == 2 * n)) || die "could not find $((2 * n)) free ports"
+    for ((i = 1; i <= n; i++)); do
+        printf -v "NODE${i}_CLIENT" '%s:%s' "$CLUSTER_HOST" "${ports[2 * i - 2]}"
+        printf -v "NODE${i}_PEER" '%s:%s' "$CLUSTER_HOST" "${ports[2 * i - 1]}"
+        eps+=("$(node_client "$i")")
+        members+=("$i=$(node_peer "$i")/$(node_client "$i")")
+    done
+    ENDPOINTS=$(IFS=,; printf '%s' "${eps[*]}")
+    INITIAL_CLUSTER=$(IFS=,; printf '%s' "${members[*]}")
+}
+
 write_env() {
     local i tmp="$DIR/cluster.env.tmp"
     [[ $BIN != *$'\n'* ]] || die "binary path contains a newline: $BIN"
@@ -230,6 +260,9 @@ node_argv() {
     printf '%s\n' "$BIN" serve --id "$i" --data-dir "$d/data" \
         --client-addr "$(node_client "$i")" --peer-addr "$(node_peer "$i")" \
         --initial-cluster "$INITIAL_CLUSTER"
+    if [[ ${BASE_PORT:-} == 0 ]]; then
+        printf '%s\n' --admin-addr off
+    fi
     if [[ ${TLS:-0} == 1 ]]; then
         c=$(certs_dir)
         printf '%s\n' --tls-cert "$c/node-$i.crt" --tls-key "$c/node-$i.key" --tls-ca "$c/ca.crt"

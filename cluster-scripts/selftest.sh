@@ -76,7 +76,7 @@ finish() {
     "$here/stop.sh" -d "$ROOT" -t 3 >/dev/null 2>&1 || true
     if [[ -f $ROOT/tls/cluster.env ]]; then "$here/stop.sh" -d "$ROOT/tls" -t 3 >/dev/null 2>&1 || true; fi
     local d
-    for d in members restored; do
+    for d in members restored free; do
         if [[ -f $ROOT/$d/cluster.env ]]; then "$here/stop.sh" -d "$ROOT/$d" -t 3 >/dev/null 2>&1 || true; fi
     done
     if [[ -n $load_pid ]]; then kill "$load_pid" 2>/dev/null || true; fi
@@ -256,6 +256,14 @@ check "a CLI call with an unknown token is refused as unauthenticated" \
 check "the admin client certificate may force-release" with_exports "$BIN" locks force-release some/lock --endpoints "$tls_endpoints"
 check "status.sh shows the TLS cluster with a leader" grep -q '^leader: [0-9]' <(timeout 20 "$here/status.sh" -d "$tls_dir")
 check "stop.sh stops the TLS cluster" "$here/stop.sh" -d "$tls_dir"
+
+# ---- free ports, as the Python tests start their clusters
+free_dir=$ROOT/free
+check "start.sh refuses -b with --free-ports" fails_with "usage:" "$here/start.sh" -n 3 -d "$free_dir" -b "$base" --free-ports
+free_out=$("$here/start.sh" -n 3 -d "$free_dir" --free-ports --no-build) || fail "start.sh --free-ports failed"
+check "start.sh --free-ports records the endpoints it printed" grep -qxF "${free_out##*$'\n'}" "$free_dir/cluster.env"
+check "cluster.env of a free-ports cluster says BASE_PORT=0" grep -qxF BASE_PORT=0 "$free_dir/cluster.env"
+check "stop.sh stops the free-ports cluster" "$here/stop.sh" -d "$free_dir"
 
 # shellcheck source=selftest_ops.sh source-path=SCRIPTDIR
 source "$here/selftest_ops.sh"

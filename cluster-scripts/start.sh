@@ -6,22 +6,28 @@
 # first prints `export RAFTLOCK_CACERT=...` (and _CERT, _KEY) lines. So
 # `eval "$(start.sh ...)"` points the CLI at the cluster.
 set -euo pipefail
-USAGE="start.sh -n 3|5 -d DIR [-b BASE_PORT] [--no-build] [--tls]
+USAGE="start.sh -n 3|5 -d DIR [-b BASE_PORT | --free-ports] [--no-build] [--tls [-a AUTH_FILE]]
   Node I listens for clients on BASE_PORT+10*I+1 and for peers on BASE_PORT+10*I+2
-  (BASE_PORT default 27000). RAFTLOCK_BIN=path uses that binary instead of building.
+  (BASE_PORT default 27000); --free-ports: on free ports the system picks instead (the
+  nodes then run without the admin listener). RAFTLOCK_BIN=path uses that binary
+  instead of building.
   Without --tls, peers authenticate with a join token (DIR/join-token, made here).
   --tls: create a CA, node and client certificates in DIR/certs and serve TLS (mTLS
   between peers) with client authentication (DIR/certs/auth.toml: the client
-  certificate is an admin); eval the output to point the CLI at them.
+  certificate is an admin; -a appends AUTH_FILE's users and roles to it); eval the
+  output to point the CLI at them.
   A DIR that holds a cluster already restarts it with its recorded ids, ports and TLS."
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-parse_opts "n: d: b: no-build tls" "$@"
-n=${OPT_n:-} dir=${OPT_d:-} base=${OPT_b:-}
+parse_opts "n: d: b: a: no-build tls free-ports" "$@"
+n=${OPT_n:-} dir=${OPT_d:-} base=${OPT_b:-} auth_extra=${OPT_a:-}
 [[ -n $dir ]] || bad_usage "-d DIR is required"
 [[ -z $n || $n == 3 || $n == 5 ]] || bad_usage "-n must be 3 or 5, not '$n'"
 [[ -z $base ]] || is_uint "$base" || bad_usage "-b must be a port number, not '$base'"
+[[ -z $base || -z ${OPT_free_ports:-} ]] || bad_usage "-b and --free-ports exclude each other"
+[[ -z $auth_extra || -n ${OPT_tls:-} ]] || bad_usage "-a AUTH_FILE needs --tls"
+[[ -z $auth_extra || -f $auth_extra ]] || die "-a $auth_extra: no such file"
 need_python
 
 DIR=$(abs_dir "$dir")
@@ -32,14 +38,19 @@ if [[ -f $DIR/cluster.env ]]; then
     [[ -z $n || $n == "$N" ]] || die "$DIR holds a $N-node cluster; drop -n or use -n $N"
     [[ -z $base || $base == "$BASE_PORT" ]] || die "$DIR uses base port $BASE_PORT; drop -b or use -b $BASE_PORT"
     [[ -z ${OPT_tls:-} || $TLS == 1 ]] || die "$DIR holds a cluster started without TLS; drop --tls or use a new DIR"
+    [[ -z $auth_extra ]] || die "$DIR holds a cluster already; -a applies to a new one"
     recorded_bin=$BIN
     restarting=1
 else
     compgen -G "$DIR/node*" >/dev/null && die "$DIR has node dirs but no cluster.env; use an empty DIR"
     [[ -n $n ]] || bad_usage "-n 3|5 is required for a new cluster"
-    base=${base:-27000}
-    ((base >= 1024 && base + 10 * n + 2 <= 65535)) || die "base port $base leaves node ports outside 1024..65535"
-    make_layout "$n" "$base"
+    if [[ -n ${OPT_free_ports:-} ]]; then
+        make_free_layout "$n"
+    else
+        base=${base:-27000}
+        ((base >= 1024 && base + 10 * n + 2 <= 65535)) || die "base port $base leaves node ports outside 1024..65535"
+        make_layout "$n" "$base"
+    fi
     TLS=${OPT_tls:+1}
     TLS=${TLS:-0}
     set_cli_tls
@@ -77,6 +88,10 @@ fi
 if ((!restarting && TLS == 1)); then
     note "creating a CA, node and client certificates in $(certs_dir)"
     make_certs
+    if [[ -n $auth_extra ]]; then
+        { printf '\n# From %s (start.sh -a).\n' "$auth_extra" && cat -- "$auth_extra"; } >>"$(certs_dir)/auth.toml" ||
+            die "cannot append $auth_extra to $(certs_dir)/auth.toml"
+    fi
 fi
 if ((!restarting && TLS == 0)); then
     # Peers authenticate with a shared secret when there is no CA.

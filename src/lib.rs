@@ -85,4 +85,7 @@ pub use node::{Node, NodeBuilder};
 pub use raftlock_client as client;
 pub use raftlock_client::{blocking, error, Client, Error};
 pub use raftlock_raft::peer::auth::ClusterKey;
-pub use raftlock_raft::{Config, ConfigError, InitialMember, LinkFilter};
+/// Links a test has cut (feature `test-util`; not in a default build).
+#[cfg(feature = "test-util")]
+pub use raftlock_raft::LinkFilter;
+pub use raftlock_raft::{Config, ConfigError, InitialMember};

@@ -9,9 +9,11 @@ use raftlock_raft::storage::state::LockState;
 use raftlock_raft::transport::bounded_listener::bounded_incoming;
 use raftlock_raft::transport::tls::node_dns_name;
 use raftlock_raft::transport::tls_acceptor::{tls_incoming, TlsAcceptor};
+#[cfg(feature = "test-util")]
+use raftlock_raft::LinkFilter;
 pub use raftlock_raft::NodeStatus;
 use raftlock_raft::Replica;
-use raftlock_raft::{Config, LinkFilter, RaftNode};
+use raftlock_raft::{Config, RaftNode};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -71,6 +73,7 @@ pub struct NodeBuilder {
     config: Config,
     client_listener: Option<TcpListener>,
     peer_listener: Option<TcpListener>,
+    #[cfg(feature = "test-util")]
     filter: LinkFilter,
     admin_listener: Option<TcpListener>,
 }
@@ -97,7 +100,8 @@ impl NodeBuilder {
         self.admin_listener = Some(listener);
         self
     }
-    /// Share a link filter (tests cut links with it).
+    /// Share a link filter (tests cut links with it; feature `test-util`).
+    #[cfg(feature = "test-util")]
     pub fn link_filter(mut self, filter: LinkFilter) -> Self {
         self.filter = filter;
         self
@@ -133,9 +137,11 @@ impl NodeBuilder {
             (None, Some(addr)) => Some(bind_admin(addr).await?),
             (None, None) => None,
         };
-        let raft = RaftNode::start(config, self.peer_listener, self.filter)
-            .await
-            .map_err(|e| Error::Startup(e.to_string()))?;
+        #[cfg(feature = "test-util")]
+        let raft = RaftNode::start_with_link_filter(config, self.peer_listener, self.filter);
+        #[cfg(not(feature = "test-util"))]
+        let raft = RaftNode::start(config, self.peer_listener);
+        let raft = raft.await.map_err(|e| Error::Startup(e.to_string()))?;
         let client_tls = raft
             .tls()
             .map(|tls| tls.client_server_config(raft.inner().config().client_cert_auth));

@@ -10,6 +10,9 @@ pub enum Error {
     /// A cluster could not be started, reached or restarted.
     #[error("cluster: {0}")]
     Cluster(String),
+    /// The test kit could not start a node process.
+    #[error("cluster: {0}")]
+    Launch(#[from] raftlock_testkit::Error),
     /// A file or process operation failed.
     #[error("{context}: {source}")]
     Io {

@@ -49,7 +49,8 @@ pub use error::Error;
 pub use leader_service::LeaderService;
 pub use metrics::{LockGauges, NodeMetrics};
 pub use node::RaftNode;
-pub use peer::network::LinkFilter;
+#[cfg(feature = "test-util")]
+pub use peer::link_filter::LinkFilter;
 pub use raftlock_storage as storage;
 pub use replica::health::Health;
 

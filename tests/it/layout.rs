@@ -22,6 +22,7 @@ const CRATE_ROOTS: &[&str] = &[
     "clients/python/src",
     "tests/chaos/src",
     "tests/lazyfs/src",
+    "tests/kit/src",
     "bench/src",
 ];
 

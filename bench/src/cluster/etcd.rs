@@ -2,6 +2,7 @@
 //! missing, starting three members on loopback, and asking a member who
 //! leads.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -9,7 +10,7 @@ use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
 
 use super::launch::Launch;
-use super::{Cluster, NodeView, System};
+use super::{Cluster, NodeProcess, NodeSpec, NodeView, System};
 use crate::etcd_rpc::etcdserverpb::maintenance_client::MaintenanceClient;
 use crate::etcd_rpc::etcdserverpb::StatusRequest;
 use crate::Error;
@@ -64,13 +65,9 @@ fn find_etcd() -> Option<(PathBuf, String)> {
 pub async fn start(bin: &Path, dir: &Path, base_port: u16) -> Result<Cluster, Error> {
     let launch = Launch {
         system: System::Etcd,
-        program: bin,
         dir,
         node_dir: "member",
         base_port,
-        // Members are configured by their flags alone.
-        scrub_prefixes: &["ETCD"],
-        keep: &[],
     };
     let url = |addr: &str| format!("http://{addr}");
     let initial: Vec<String> = launch
@@ -81,7 +78,7 @@ pub async fn start(bin: &Path, dir: &Path, base_port: u16) -> Result<Cluster, Er
         .collect();
     launch
         .start(|node| {
-            vec![
+            let args = [
                 "--name".to_string(),
                 format!("m{}", node.index),
                 "--data-dir".to_string(),
@@ -104,7 +101,18 @@ pub async fn start(bin: &Path, dir: &Path, base_port: u16) -> Result<Cluster, Er
                 "zap".to_string(),
                 "--log-outputs".to_string(),
                 "stderr".to_string(),
-            ]
+            ];
+            let spec = NodeSpec {
+                index: node.index,
+                client_addr: node.client_addr.to_string(),
+                peer_addr: node.peer_addr.to_string(),
+                program: bin.to_path_buf(),
+                args: args.into_iter().map(OsString::from).collect(),
+                env: Vec::new(),
+                log: node.log.clone(),
+            };
+            // Members are configured by their flags alone.
+            NodeProcess::new(spec, &["ETCD"], &[])
         })
         .await
 }

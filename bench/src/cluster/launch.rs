@@ -1,20 +1,23 @@
 //! Starting a 3-node cluster of either system on loopback: the ports, each
 //! node's directory and log, and the wait until the cluster is healthy.
-//! What differs between the systems (their flags, which environment
-//! variables a node may see) comes from `etcd.rs` and `raftlock.rs`.
+//! What differs between the systems (the node process: its flags, which
+//! environment variables it may see) comes from `etcd.rs` and
+//! `raftlock.rs`; the ports and node processes are the shared test kit's
+//! (`raftlock-testkit`), which the chaos suite and the integration tests
+//! use too.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{check_port_free, Cluster, NodeProcess, NodeSpec, System};
+use raftlock_testkit::ports;
+
+use super::{Cluster, NodeProcess, System};
 use crate::Error;
 
 /// How to start the three nodes of one system.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Launch<'a> {
     pub system: System,
-    pub program: &'a Path,
     /// Node `i` (1..=3) keeps its data dir and log under
     /// `dir/<node_dir><i>`.
     pub dir: &'a Path,
@@ -22,13 +25,9 @@ pub(super) struct Launch<'a> {
     /// Node `i` serves clients on `base_port + 10*i + 1` and peers on
     /// `base_port + 10*i + 2`.
     pub base_port: u16,
-    /// Variables removed from a node's environment, as
-    /// [`NodeProcess::new`] takes them.
-    pub scrub_prefixes: &'a [&'a str],
-    pub keep: &'a [&'a str],
 }
 
-/// One node's place in the cluster, for building its flags.
+/// One node's place in the cluster, for building its process.
 #[derive(Debug)]
 pub(super) struct Slot<'a> {
     /// 1-based.
@@ -36,25 +35,22 @@ pub(super) struct Slot<'a> {
     pub client_addr: &'a str,
     pub peer_addr: &'a str,
     pub data_dir: PathBuf,
+    /// Where its stdout and stderr go.
+    pub log: PathBuf,
 }
 
 impl Launch<'_> {
     /// Every node's (client, peer) `host:port`, in node order.
     pub fn addrs(&self) -> Vec<(String, String)> {
         (1..=3u16)
-            .map(|i| {
-                (
-                    format!("127.0.0.1:{}", self.base_port + 10 * i + 1),
-                    format!("127.0.0.1:{}", self.base_port + 10 * i + 2),
-                )
-            })
+            .map(|i| ports::base_layout(self.base_port, i))
             .collect()
     }
 
-    /// Starts the nodes one by one, each with the flags `args` gives its
-    /// slot (after checking its ports are free and creating its directory),
-    /// then waits up to 30 s for the cluster to be healthy.
-    pub async fn start(&self, args: impl Fn(&Slot) -> Vec<String>) -> Result<Cluster, Error> {
+    /// Starts the nodes one by one, each the process `node` makes for its
+    /// slot (after checking its ports are free and creating its
+    /// directory), then waits up to 30 s for the cluster to be healthy.
+    pub async fn start(&self, node: impl Fn(&Slot) -> NodeProcess) -> Result<Cluster, Error> {
         let mut nodes = Vec::new();
         for (i, (client_addr, peer_addr)) in self.addrs().into_iter().enumerate() {
             check_port_free(&client_addr)?;
@@ -67,19 +63,11 @@ impl Launch<'_> {
                 client_addr: &client_addr,
                 peer_addr: &peer_addr,
                 data_dir: node_dir.join("data"),
-            };
-            let args: Vec<OsString> = args(&slot).into_iter().map(OsString::from).collect();
-            let spec = NodeSpec {
-                index: i + 1,
-                client_addr,
-                peer_addr,
-                program: self.program.to_path_buf(),
-                args,
                 log: node_dir.join("log"),
             };
-            let mut node = NodeProcess::new(spec, self.scrub_prefixes, self.keep);
-            node.start()?;
-            nodes.push(node);
+            let mut process = node(&slot);
+            process.start()?;
+            nodes.push(process);
         }
         let mut cluster = Cluster {
             system: self.system,
@@ -88,4 +76,9 @@ impl Launch<'_> {
         cluster.wait_healthy(Duration::from_secs(30)).await?;
         Ok(cluster)
     }
+}
+
+/// Fails clearly if a TCP port on loopback is taken.
+fn check_port_free(addr: &str) -> Result<(), Error> {
+    ports::check_free(addr).map_err(|e| Error::Cluster(format!("{e}; pick another --base-port")))
 }

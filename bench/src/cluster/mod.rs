@@ -1,17 +1,16 @@
 //! The two 3-node clusters under test, as processes this benchmark starts,
 //! kills and restarts itself: etcd ([`etcd`]) and raftlock ([`raftlock`]),
-//! both started by the same launcher (`launch`) as node processes
-//! (`process`).
+//! both started by the same launcher (`launch`) as node processes of the
+//! shared test kit (`raftlock-testkit`).
 
 pub mod etcd;
 mod launch;
-mod process;
 pub mod raftlock;
 
 use std::fmt;
 use std::time::Duration;
 
-pub use process::{check_port_free, Memory, NodeProcess, NodeSpec};
+pub use raftlock_testkit::{Memory, NodeProcess, NodeSpec};
 
 use crate::Error;
 
@@ -173,7 +172,7 @@ impl Cluster {
 
     /// Starts node `i` again from its data dir.
     pub fn restart(&mut self, i: usize) -> Result<(), Error> {
-        self.nodes[i].start()
+        Ok(self.nodes[i].start()?)
     }
 
     /// Memory of every running node, in node order.

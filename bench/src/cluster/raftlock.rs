@@ -1,8 +1,11 @@
 //! The raftlock cluster: three `raftlock serve` processes of the release
-//! binary on loopback, with default timings.
+//! binary on loopback, with default timings, started with the test kit's
+//! `ServeFlags`.
 
 use std::path::Path;
 use std::time::Duration;
+
+use raftlock_testkit::{initial_cluster, ServeFlags};
 
 use super::launch::Launch;
 use super::{Cluster, NodeView, System};
@@ -26,52 +29,45 @@ pub async fn start(
     }
     let launch = Launch {
         system: System::Raftlock,
-        program: bin,
         dir,
         node_dir: "node",
         base_port,
-        // Flags alone configure a node; RAFTLOCK_LOG only sets the log filter.
-        scrub_prefixes: &["RAFTLOCK_"],
-        keep: &["RAFTLOCK_LOG"],
     };
-    let initial: Vec<String> = launch
-        .addrs()
-        .iter()
-        .enumerate()
-        .map(|(i, (client, peer))| format!("{}={peer}/{client}", i + 1))
-        .collect();
+    let addrs = launch.addrs();
+    let initial = initial_cluster(
+        addrs
+            .iter()
+            .zip(1..)
+            .map(|((client, peer), id)| (id, peer.as_str(), client.as_str())),
+    );
     // Peers authenticate as in production: a join token every node shares.
     let token = raftlock::ClusterKey::generate().to_token();
     launch
         .start(|node| {
-            [
-                "serve".to_string(),
-                "--id".to_string(),
-                node.index.to_string(),
-                "--data-dir".to_string(),
-                node.data_dir.display().to_string(),
-                "--client-addr".to_string(),
+            let mut flags = ServeFlags::new(
+                node.index as u64,
+                node.data_dir.clone(),
                 node.client_addr.to_string(),
-                "--peer-addr".to_string(),
                 node.peer_addr.to_string(),
-                "--initial-cluster".to_string(),
-                initial.join(","),
-                "--join-token".to_string(),
-                token.clone(),
-                // Asked for explicitly (client port + 2, free in this
-                // layout): the stage breakdown reads /metrics.
-                "--admin-addr".to_string(),
-                crate::breakdown::admin_addr(node.client_addr).unwrap_or_else(|| "off".into()),
-                // Every workload runs from this one loopback address, which
-                // the per-source lease quota (10 000) counts as one caller;
-                // W7 alone holds 100 000 leases. This is the cluster's own
-                // bound (`MAX_LEASES`), which stays.
-                "--quota-leases".to_string(),
-                "1000000".to_string(),
-            ]
-            .into_iter()
-            .chain(extra.iter().cloned())
-            .collect()
+                initial.clone(),
+            );
+            flags.join_token = Some(token.clone());
+            // Asked for explicitly (client port + 2, free in this layout):
+            // the stage breakdown reads /metrics.
+            flags.admin_addr =
+                crate::breakdown::admin_addr(node.client_addr).unwrap_or_else(|| "off".into());
+            // Every workload runs from this one loopback address, which the
+            // per-source lease quota (10 000) counts as one caller; W7 alone
+            // holds 100 000 leases. This is the cluster's own bound
+            // (`MAX_LEASES`), which stays.
+            flags.extra = ["--quota-leases", "1000000"]
+                .into_iter()
+                .map(String::from)
+                .chain(extra.iter().cloned())
+                .collect();
+            // Flags alone configure a node; RAFTLOCK_LOG only sets the log
+            // filter.
+            flags.process(bin, node.log.clone())
         })
         .await
 }

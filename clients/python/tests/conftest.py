@@ -1,13 +1,13 @@
 """A real raftlock cluster for the tests: `raftlock serve` processes on
-loopback, run by RAFTLOCK_BIN, else by the `raftlock` command the wheel
-installed beside this interpreter."""
+loopback, started, killed, paused and stopped by `cluster-scripts/` (the
+one launcher of processes outside Rust), run by RAFTLOCK_BIN, else by the
+`raftlock` command the wheel installed beside this interpreter."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sysconfig
@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 import raftlock
 import raftlock.asyncio
+
+SCRIPTS = Path(__file__).resolve().parents[3] / "cluster-scripts"
 
 
 def raftlock_bin() -> str:
@@ -38,87 +40,66 @@ def free_port() -> int:
 
 
 class Cluster:
-    """N `raftlock serve` processes that a test may kill, pause and restart."""
+    """N `raftlock serve` processes, on free ports, that a test may kill,
+    pause and restart: `cluster-scripts/start.sh --free-ports` and its
+    sibling scripts on the cluster's directory."""
 
     def __init__(self, n: int = 3, *, secure: bool = False) -> None:
         self.bin = raftlock_bin()
         self.dir = Path(tempfile.mkdtemp(prefix="raftlock-py-"))
-        self.node_args: dict[int, list[str]] = {i: [] for i in range(1, n + 1)}
         self.cli_args: list[str] = []
         self.token = ""
+        start = ["-n", str(n), "-d", str(self.dir), "--free-ports", "--no-build"]
         if secure:
-            self.secure(n)
-        else:
-            # Peers authenticate with a join token when there is no CA.
-            join_token = self.dir / "join-token"
-            subprocess.run(
-                [self.bin, "certs", "create-join-token", "--out", str(join_token)],
-                check=True,
-                capture_output=True,
-            )
-            for i in range(1, n + 1):
-                self.node_args[i] = ["--join-token-file", str(join_token)]
-        self.clients = {i: f"127.0.0.1:{free_port()}" for i in range(1, n + 1)}
-        self.peers = {i: f"127.0.0.1:{free_port()}" for i in range(1, n + 1)}
-        self.initial = ",".join(f"{i}={self.peers[i]}/{self.clients[i]}" for i in self.clients)
-        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+            start += self.secure()
+        # Ids of the nodes this cluster runs (not killed).
+        self.procs: list[int] = []
         try:
-            for i in self.clients:
-                self.start(i)
+            out = self.script("start.sh", *start, timeout=120)
+            self.endpoints = out.strip().splitlines()[-1].removeprefix("ENDPOINTS=").split(",")
+            self.procs = list(range(1, n + 1))
             self.wait_for_leader()
         except BaseException:
             self.stop(keep_logs=True)  # no node outlives a cluster that failed to start
             raise
 
-    def secure(self, n: int) -> None:
-        """TLS on both ports (certificates from `raftlock certs`), client
-        authentication: the client certificate `admin` is an admin, a token
-        user `jobs` may use `jobs/*` only."""
-        certs = self.dir / "certs"
-
-        def cli(*args: str) -> str:
-            done = subprocess.run(
-                [self.bin, *args], capture_output=True, text=True, check=True, timeout=60
+    def script(self, name: str, *args: str, timeout: float = 60) -> str:
+        """Runs `cluster-scripts/NAME ARGS` with this cluster's binary;
+        answers its stdout, fails the test with its stderr."""
+        done = subprocess.run(
+            [str(SCRIPTS / name), *args],
+            env={**os.environ, "RAFTLOCK_BIN": self.bin},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"{name} {' '.join(args)} failed ({done.returncode}):\n{done.stderr}"
             )
-            return done.stdout
+        return done.stdout
 
-        cli("certs", "create-ca", "--certs-dir", str(certs))
-        for i in range(1, n + 1):
-            cli(
-                "certs",
-                "create-node",
-                "--id",
-                str(i),
-                "--host",
-                "127.0.0.1",
-                "--certs-dir",
-                str(certs),
-            )
-        cli("certs", "create-client", "--name", "admin", "--certs-dir", str(certs))
-        made = cli("auth", "create-token", "--user", "jobs", "--role", "jobs")
+    def secure(self) -> list[str]:
+        """TLS on both ports and client authentication (`start.sh --tls`):
+        the client certificate `root` is an admin, and a token user `jobs`
+        may use `jobs/*` only (`-a`, appended to the cluster's auth file).
+        Answers start.sh's flags."""
+        made = subprocess.run(
+            [self.bin, "auth", "create-token", "--user", "jobs", "--role", "jobs"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
         self.token = next(
             line.split()[1] for line in made.splitlines() if line.startswith("token:")
         )
-        entry = made[made.index("[[users]]") :]
-        auth = self.dir / "auth.toml"
-        auth.write_text(
-            '[[users]]\nname = "admin"\nroles = ["admin"]\n\n'
-            '[roles.jobs]\nnames = ["jobs/*"]\n\n' + entry
-        )
+        extra = self.dir / "auth-jobs.toml"
+        extra.write_text('[roles.jobs]\nnames = ["jobs/*"]\n\n' + made[made.index("[[users]]") :])
+        certs = self.dir / "certs"
         self.ca = certs / "ca.crt"
-        self.admin_cert = certs / "client-admin.crt"
-        self.admin_key = certs / "client-admin.key"
-        for i in range(1, n + 1):
-            self.node_args[i] = [
-                "--tls-cert",
-                str(certs / f"node-{i}.crt"),
-                "--tls-key",
-                str(certs / f"node-{i}.key"),
-                "--tls-ca",
-                str(self.ca),
-                "--auth-file",
-                str(auth),
-            ]
+        self.admin_cert = certs / "client-root.crt"
+        self.admin_key = certs / "client-root.key"
         self.cli_args = [
             "--cacert",
             str(self.ca),
@@ -127,34 +108,7 @@ class Cluster:
             "--key",
             str(self.admin_key),
         ]
-
-    @property
-    def endpoints(self) -> list[str]:
-        return list(self.clients.values())
-
-    def start(self, i: int) -> None:
-        log = open(self.dir / f"node-{i}.log", "ab")  # noqa: SIM115 - the process owns it
-        self.procs[i] = subprocess.Popen(
-            [
-                self.bin,
-                "serve",
-                "--id",
-                str(i),
-                "--data-dir",
-                str(self.dir / f"node-{i}"),
-                "--client-addr",
-                self.clients[i],
-                "--peer-addr",
-                self.peers[i],
-                "--initial-cluster",
-                self.initial,
-                "--admin-addr",
-                "off",
-                *self.node_args[i],
-            ],
-            stdout=log,
-            stderr=log,
-        )
+        return ["--tls", "-a", str(extra)]
 
     def status(self) -> dict[str, object]:
         out = subprocess.run(
@@ -165,7 +119,7 @@ class Cluster:
                 "--output",
                 "json",
                 "--endpoints",
-                ",".join(self.clients[i] for i in self.procs),
+                ",".join(self.endpoints[i - 1] for i in self.procs),
                 *self.cli_args,
             ],
             capture_output=True,
@@ -188,20 +142,22 @@ class Cluster:
             time.sleep(0.2)
 
     def kill(self, i: int) -> None:
-        proc = self.procs.pop(i)
-        proc.kill()
-        proc.wait()
+        """kill -9 node `i`."""
+        self.script("kill.sh", "-d", str(self.dir), "-i", str(i))
+        self.procs.remove(i)
 
     def pause(self, i: int) -> None:
-        self.procs[i].send_signal(signal.SIGSTOP)
+        self.script("pause.sh", "-d", str(self.dir), "-i", str(i))
 
     def resume(self, i: int) -> None:
-        self.procs[i].send_signal(signal.SIGCONT)
+        self.script("resume.sh", "-d", str(self.dir), "-i", str(i))
 
     def stop(self, keep_logs: bool = False) -> None:
-        for i in list(self.procs):
-            self.procs[i].send_signal(signal.SIGCONT)
-            self.kill(i)
+        """Stops every node at once (SIGKILL; paused ones are resumed
+        first) and, unless `keep_logs`, removes the directory."""
+        if (self.dir / "cluster.env").exists():
+            self.script("stop.sh", "-d", str(self.dir), "-t", "0")
+        self.procs = []
         if not keep_logs:
             shutil.rmtree(self.dir, ignore_errors=True)
 

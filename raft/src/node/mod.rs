@@ -62,8 +62,26 @@ impl RaftNode {
     /// Opens `config.data_dir`, starts Raft and the peer listener, and
     /// initializes a new cluster if the store is empty and `config.join` is
     /// not set. `peer_listener` overrides `config.peer_addr` (tests bind port
-    /// 0 first); `filter` lets tests cut links.
+    /// 0 first).
     pub async fn start(
+        config: Config,
+        peer_listener: Option<TcpListener>,
+    ) -> Result<RaftNode, StartError> {
+        Self::start_filtered(config, peer_listener, LinkFilter::default()).await
+    }
+
+    /// Like [`start`](Self::start), with the links `filter` cuts (a test
+    /// fault injector; feature `test-util`).
+    #[cfg(feature = "test-util")]
+    pub async fn start_with_link_filter(
+        config: Config,
+        peer_listener: Option<TcpListener>,
+        filter: LinkFilter,
+    ) -> Result<RaftNode, StartError> {
+        Self::start_filtered(config, peer_listener, filter).await
+    }
+
+    async fn start_filtered(
         config: Config,
         peer_listener: Option<TcpListener>,
         filter: LinkFilter,

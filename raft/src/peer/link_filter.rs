@@ -1,5 +1,22 @@
 //! [`LinkFilter`]: the links an in-process test cluster has cut, which the
 //! peer network consults before each message.
+//!
+//! A test fault injector: exported only with the `test-util` feature
+//! (which `raftlock-testkit` turns on). A default build keeps an empty
+//! filter inside the network and offers no way to cut a link.
+#![cfg_attr(
+    not(feature = "test-util"),
+    doc = r#"
+In a default build the type is not exported:
+
+```compile_fail,E0432
+use raftlock_raft::LinkFilter;
+```
+"#
+)]
+// Without `test-util` nothing outside this crate can cut a link, so the
+// methods that cut them are unused.
+#![cfg_attr(not(feature = "test-util"), allow(dead_code))]
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

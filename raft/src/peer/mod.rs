@@ -8,7 +8,7 @@ pub mod auth;
 pub mod checks;
 pub mod forward;
 pub mod guard;
-mod link_filter;
+pub(crate) mod link_filter;
 pub mod network;
 pub mod payload;
 pub mod probe;

@@ -31,7 +31,7 @@ use raftlock_storage::{NodeAddr, NodeId, Snapshot, SnapshotData, TypeConfig, Vot
 
 use super::forward::{ForwardResult, Forwarded};
 use super::guard::PeerGuard;
-pub use super::link_filter::LinkFilter;
+pub(crate) use super::link_filter::LinkFilter;
 use super::payload::{decode, encode};
 use super::snapshot_transfer;
 use super::witness::Witness;

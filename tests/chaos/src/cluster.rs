@@ -2,18 +2,19 @@
 //! with its own data dir and log, and the proxies in front of them.
 //!
 //! Nodes are started from a given binary (the release `raftlock`, or this
-//! binary, which runs the same node code under `raftlock-chaos serve`).
-//! The harness can kill -9, SIGSTOP, SIGCONT and restart any of them; a
-//! restart uses the same flags and data dir.
+//! binary, which runs the same node code under `raftlock-chaos serve`)
+//! through the shared test kit (`raftlock-testkit`: ports, flags, node
+//! processes), as the benchmark's are. The harness can kill -9, SIGSTOP,
+//! SIGCONT and restart any of them; a restart uses the same flags and data
+//! dir.
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::process::{Child, Command};
+use raftlock_testkit::ports::Reserved;
+use raftlock_testkit::{NodeProcess, ServeFlags};
 
 use crate::proxy::Network;
 use crate::secure::Secure;
@@ -42,9 +43,19 @@ pub struct NodeSpec {
 /// A running (or stopped) node.
 struct NodeProc {
     spec: NodeSpec,
-    /// `None` while killed.
-    child: Option<Child>,
-    paused: bool,
+    /// The process of its last start; `None` while killed.
+    process: Option<NodeProcess>,
+}
+
+impl NodeProc {
+    /// Whether it runs (paused counts as running).
+    fn is_up(&self) -> bool {
+        self.process.as_ref().is_some_and(|p| p.pid().is_some())
+    }
+
+    fn is_paused(&self) -> bool {
+        self.process.as_ref().is_some_and(NodeProcess::is_paused)
+    }
 }
 
 /// The node processes and their network.
@@ -68,17 +79,7 @@ pub struct Cluster {
 
 /// Sends `signal` to `pid`.
 pub fn signal(pid: u32, signal: libc::c_int) -> Result<(), Error> {
-    let pid = libc::pid_t::try_from(pid).map_err(|_| Error::Setup(format!("bad pid {pid}")))?;
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    let rc = unsafe { libc::kill(pid, signal) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(Error::Io {
-            what: format!("signal {signal} to pid {pid}"),
-            source: std::io::Error::last_os_error(),
-        })
-    }
+    Ok(raftlock_testkit::signal(pid, signal)?)
 }
 
 impl Cluster {
@@ -102,11 +103,10 @@ impl Cluster {
         // once every port is chosen: a port released at once could be
         // handed out again for the next node (seen in CI: two nodes given
         // the same client port, and no leader). The proxies keep theirs.
-        let mut reserved = Vec::new();
+        let mut reserved = Reserved::new();
         for id in 1..=n {
-            let (l1, client_addr) = Network::bind().await?;
-            let (l2, peer_addr) = Network::bind().await?;
-            reserved.extend([l1, l2]);
+            let client_addr = reserved.take()?;
+            let peer_addr = reserved.take()?;
             let (client_proxy, peer_proxy) = if proxied {
                 let (cp, client_proxy) = Network::bind().await?;
                 let (pp, peer_proxy) = Network::bind().await?;
@@ -128,12 +128,16 @@ impl Cluster {
                 log: node_dir.join("node.log"),
             });
         }
-        drop(reserved);
-        let initial_cluster = specs
+        reserved.release();
+        let advertised: Vec<(u64, String, String)> = specs
             .iter()
-            .map(|s| format!("{}={}/{}", s.id, s.peer_proxy, s.client_proxy))
-            .collect::<Vec<_>>()
-            .join(",");
+            .map(|s| (s.id, s.peer_proxy.to_string(), s.client_proxy.to_string()))
+            .collect();
+        let initial_cluster = raftlock_testkit::initial_cluster(
+            advertised
+                .iter()
+                .map(|(id, p, c)| (*id, p.as_str(), c.as_str())),
+        );
         let nodes = specs
             .into_iter()
             .map(|spec| {
@@ -141,8 +145,7 @@ impl Cluster {
                     spec.id,
                     NodeProc {
                         spec,
-                        child: None,
-                        paused: false,
+                        process: None,
                     },
                 )
             })
@@ -204,9 +207,8 @@ impl Cluster {
     /// answers how it ended. The process is reaped and counts as down.
     pub fn exited(&mut self, id: u64) -> Option<std::process::ExitStatus> {
         let node = self.nodes.get_mut(&id)?;
-        let status = node.child.as_mut()?.try_wait().ok()??;
-        node.child = None;
-        node.paused = false;
+        let status = node.process.as_mut()?.exit_status()?;
+        node.process = None;
         self.net.set_pid(id, None);
         Some(status)
     }
@@ -229,49 +231,32 @@ impl Cluster {
         let Some(node) = self.nodes.get_mut(&id) else {
             return Err(Error::Setup(format!("no node {id}")));
         };
-        if node.child.is_some() {
+        if node.is_up() {
             return Ok(());
         }
         let s = &node.spec;
-        let log = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&s.log)
-            .map_err(Error::io(format!("open {}", s.log.display())))?;
-        let err = log.try_clone().map_err(Error::io("clone log handle"))?;
-        let child = Command::new(&self.binary)
-            .arg("serve")
-            .args(["--id", &s.id.to_string()])
-            .arg("--data-dir")
-            .arg(&s.data_dir)
-            .args(["--client-addr", &s.client_addr.to_string()])
-            .args(["--peer-addr", &s.peer_addr.to_string()])
-            .args(["--advertise-client-addr", &s.client_proxy.to_string()])
-            .args(["--advertise-peer-addr", &s.peer_proxy.to_string()])
-            .args(["--initial-cluster", &self.initial_cluster])
-            .env("RAFTLOCK_JOIN_TOKEN", &self.join_token)
-            .args(["--heartbeat-ms", &self.timing.0.to_string()])
-            .args(["--election-timeout-ms", &self.timing.1.to_string()])
-            .args(["--snapshot-after", &self.snapshot_after.to_string()])
-            // Its default port (client + 2) may be another node's.
-            .args(["--admin-addr", "off"])
-            .args(
-                self.secure
-                    .as_ref()
-                    .map(|s| s.node_args(id))
-                    .unwrap_or_default(),
-            )
-            .args(&self.node_args)
-            .env("RAFTLOCK_LOG", "info,openraft=warn,sled=warn")
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(err)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(Error::io(format!("start {}", self.binary.display())))?;
-        self.net.set_pid(id, child.id());
-        node.child = Some(child);
-        node.paused = false;
+        let mut flags = ServeFlags::new(
+            s.id,
+            s.data_dir.clone(),
+            s.client_addr.to_string(),
+            s.peer_addr.to_string(),
+            self.initial_cluster.clone(),
+        );
+        flags.advertise = Some((s.client_proxy.to_string(), s.peer_proxy.to_string()));
+        flags.join_token = Some(self.join_token.clone());
+        flags.timing = Some(self.timing);
+        flags.snapshot_after = Some(self.snapshot_after);
+        flags.log_filter = Some("info,openraft=warn,sled=warn".into());
+        flags.extra = self
+            .secure
+            .as_ref()
+            .map(|s| s.node_args(id))
+            .unwrap_or_default();
+        flags.extra.extend(self.node_args.iter().cloned());
+        let mut process = flags.process(&self.binary, s.log.clone());
+        process.start()?;
+        self.net.set_pid(id, process.pid());
+        node.process = Some(process);
         Ok(())
     }
 
@@ -289,13 +274,9 @@ impl Cluster {
             return Ok(());
         };
         self.net.set_pid(id, None);
-        if let Some(mut child) = node.child.take() {
-            child
-                .start_kill()
-                .map_err(Error::io(format!("kill node {id}")))?;
-            let _ = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
+        if let Some(mut process) = node.process.take() {
+            process.kill_within(Duration::from_secs(10)).await;
         }
-        node.paused = false;
         Ok(())
     }
 
@@ -303,10 +284,8 @@ impl Cluster {
     /// is reaped, as a power cut would stop them), then reaps them.
     pub async fn kill_many(&mut self, ids: &[u64]) -> Result<(), Error> {
         for id in ids {
-            if let Some(child) = self.nodes.get_mut(id).and_then(|n| n.child.as_mut()) {
-                child
-                    .start_kill()
-                    .map_err(Error::io(format!("kill node {id}")))?;
+            if let Some(process) = self.nodes.get_mut(id).and_then(|n| n.process.as_mut()) {
+                process.start_kill()?;
             }
         }
         for id in ids {
@@ -320,9 +299,8 @@ impl Cluster {
         let Some(node) = self.nodes.get_mut(&id) else {
             return Ok(());
         };
-        if let Some(pid) = node.child.as_ref().and_then(|c| c.id()) {
-            signal(pid, if pause { libc::SIGSTOP } else { libc::SIGCONT })?;
-            node.paused = pause;
+        if let Some(process) = node.process.as_mut() {
+            process.pause(pause)?;
         }
         Ok(())
     }
@@ -330,7 +308,7 @@ impl Cluster {
     /// Resumes every paused node.
     pub fn resume_all(&mut self) -> Result<(), Error> {
         for id in self.ids() {
-            if self.nodes.get(&id).is_some_and(|n| n.paused) {
+            if self.nodes.get(&id).is_some_and(NodeProc::is_paused) {
                 self.pause(id, false)?;
             }
         }
@@ -339,7 +317,7 @@ impl Cluster {
 
     /// Whether node `id` runs (paused counts as running).
     pub fn is_up(&self, id: u64) -> bool {
-        self.nodes.get(&id).is_some_and(|n| n.child.is_some())
+        self.nodes.get(&id).is_some_and(NodeProc::is_up)
     }
 
     /// The leader as a majority of reachable nodes report it, asked on
@@ -347,7 +325,7 @@ impl Cluster {
     pub async fn leader(&self) -> Option<u64> {
         let mut votes: BTreeMap<u64, usize> = BTreeMap::new();
         for node in self.nodes.values() {
-            if node.child.is_none() || node.paused {
+            if !node.is_up() || node.is_paused() {
                 continue;
             }
             let addr = node.spec.client_addr.to_string();
@@ -386,19 +364,9 @@ impl Cluster {
 
     /// SIGTERM every node, SIGKILL after a grace period.
     pub async fn stop_all(&mut self) {
-        let _ = self.resume_all();
         for node in self.nodes.values_mut() {
-            if let Some(mut child) = node.child.take() {
-                if let Some(pid) = child.id() {
-                    let _ = signal(pid, libc::SIGTERM);
-                }
-                if tokio::time::timeout(Duration::from_secs(5), child.wait())
-                    .await
-                    .is_err()
-                {
-                    let _ = child.start_kill();
-                    let _ = child.wait().await;
-                }
+            if let Some(mut process) = node.process.take() {
+                process.terminate(Duration::from_secs(5)).await;
             }
         }
     }

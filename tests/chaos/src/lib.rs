@@ -11,7 +11,8 @@
 //!
 //! - [`clock`]: the machine-wide monotonic clock every process stamps with;
 //! - [`history`]: operations, outcomes and the recorded events;
-//! - [`cluster`]: node processes (start, kill -9, SIGSTOP/SIGCONT, restart);
+//! - [`cluster`]: node processes (start, kill -9, SIGSTOP/SIGCONT, restart),
+//!   launched through the shared test kit (`raftlock-testkit`);
 //! - [`proxy`]: the TCP proxies and the partition policy they enforce;
 //! - [`proc_net`]: which node process owns a loopback connection;
 //! - [`register`]: the fenced register service critical sections write to;
@@ -57,6 +58,9 @@ pub enum Error {
     /// The cluster never elected a leader, a flag made no sense, ...
     #[error("{0}")]
     Setup(String),
+    /// The test kit could not lay out or start a node.
+    #[error("{0}")]
+    Kit(#[from] raftlock_testkit::Error),
     /// The raftlock client refused to start.
     #[error("client: {0}")]
     Client(#[from] raftlock::Error),
