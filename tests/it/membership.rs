@@ -43,7 +43,7 @@ async fn grow_to_five_and_shrink_to_three_under_load() {
             .add_learner(id, &addr.peer_addr, &addr.client_addr)
             .await
             .unwrap();
-        let members = client.promote(id).await.unwrap();
+        let members = promote_once_answered(&client, id).await;
         assert!(members.iter().any(|m| m.id == id && m.voter));
     }
     let status = cluster.node(1).status();
@@ -132,4 +132,24 @@ async fn a_removed_member_learns_it_and_stops_serving() {
         .await
         .expect("the remaining three serve");
     assert_eq!(cluster.node(leader).status().members.len(), 3);
+}
+
+/// Promotes learner `id`. A starved machine may not have let the new
+/// learner answer the leader yet, which the promotion refuses (as an
+/// operator is told: watch `cluster status`, then promote); it is asked
+/// again for up to 30 s.
+async fn promote_once_answered(client: &raftlock::Client, id: u64) -> Vec<raftlock::pb::Member> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match client.promote(id).await {
+            Ok(members) => return members,
+            Err(e)
+                if e.to_string().contains("has not answered")
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("promote {id}: {e}"),
+        }
+    }
 }

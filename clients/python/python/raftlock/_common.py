@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -11,6 +12,19 @@ from raftlock.errors import InvalidArgument
 
 #: Where ``raftlock serve`` listens with no flags.
 DEFAULT_ENDPOINT = "127.0.0.1:7379"
+
+#: The longest lease raftlock grants, in seconds: one day.
+MAX_DURATION = 86_400.0
+
+
+def lease_ttl(duration: float) -> float:
+    """``duration`` seconds as a lease TTL, rounded up to whole milliseconds;
+    InvalidArgument unless more than 0 and at most :data:`MAX_DURATION`."""
+    if isinstance(duration, bool) or not duration > 0 or duration > MAX_DURATION:
+        raise InvalidArgument(
+            f"duration must be more than 0 and at most {MAX_DURATION:.0f} seconds, not {duration!r}"
+        )
+    return max(math.ceil(duration * 1000), 1) / 1000
 
 
 def endpoints_from(endpoints: str | Sequence[str] | None) -> list[str]:

@@ -25,7 +25,6 @@ machine, never in this process:
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from os import PathLike
@@ -41,21 +40,9 @@ from grelmicro.coordination._protocol import (
 )
 from typing_extensions import Self
 
+from raftlock._common import lease_ttl as _ttl
 from raftlock._native import LeadRecord
 from raftlock.asyncio import Client
-from raftlock.errors import InvalidArgument
-
-#: The longest duration raftlock takes: one day.
-MAX_DURATION = 86_400.0
-
-
-def _ttl(duration: float) -> float:
-    """``duration`` seconds as a lease TTL, rounded up to whole milliseconds."""
-    if isinstance(duration, bool) or not duration > 0 or duration > MAX_DURATION:
-        raise InvalidArgument(
-            f"duration must be more than 0 and at most {MAX_DURATION:.0f} seconds, not {duration!r}"
-        )
-    return max(math.ceil(duration * 1000), 1) / 1000
 
 
 class RaftlockProvider:

@@ -32,27 +32,15 @@ worker's, in one process, as grelmicro makes them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from types import TracebackType
 
 from grelmicro.sync.abc import SyncBackend
 
 from raftlock import _own_ttl
+from raftlock._common import lease_ttl as _ttl
 from raftlock.asyncio import Client
-from raftlock.errors import InvalidArgument, LeaseExpired
-
-#: The longest lease raftlock grants: one day.
-MAX_DURATION = 86_400.0
-
-
-def _ttl(duration: float) -> float:
-    """``duration`` seconds as a lease TTL, rounded up to whole milliseconds."""
-    if isinstance(duration, bool) or not duration > 0 or duration > MAX_DURATION:
-        raise InvalidArgument(
-            f"duration must be more than 0 and at most {MAX_DURATION:.0f} seconds, not {duration!r}"
-        )
-    return max(math.ceil(duration * 1000), 1) / 1000
+from raftlock.errors import LeaseExpired
 
 
 class RaftlockSyncBackend(SyncBackend):
