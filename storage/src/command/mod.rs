@@ -9,6 +9,8 @@
 
 mod election_record;
 mod error;
+#[cfg(test)]
+mod tests;
 
 use std::net::IpAddr;
 
