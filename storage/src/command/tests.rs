@@ -15,12 +15,12 @@ fn every_command() -> Vec<Command> {
         attempt: 2,
     };
     vec![
-        Command::GrantLease { ttl_ms: 30_000 },
-        Command::RevokeLease { id: 0x1_0002 },
-        Command::ExpireLeases {
+        Command::GrantLease(GrantLease { ttl_ms: 30_000 }),
+        Command::RevokeLease(RevokeLease { id: 0x1_0002 }),
+        Command::ExpireLeases(ExpireLeases {
             ids: vec![1, 300, u64::MAX],
-        },
-        Command::Acquire {
+        }),
+        Command::Acquire(Acquire {
             name: "jobs/a".into(),
             owner: "o1".into(),
             lease: 65_536,
@@ -28,8 +28,8 @@ fn every_command() -> Vec<Command> {
             wait: true,
             value: None,
             lock_delay_ms: 0,
-        },
-        Command::Acquire {
+        }),
+        Command::Acquire(Acquire {
             name: "e".into(),
             owner: "o2".into(),
             lease: 3,
@@ -37,8 +37,8 @@ fn every_command() -> Vec<Command> {
             wait: false,
             value: Some(vec![1, 2, 3]),
             lock_delay_ms: 1500,
-        },
-        Command::Acquire {
+        }),
+        Command::Acquire(Acquire {
             name: "sem".into(),
             owner: "o3".into(),
             lease: 4,
@@ -46,100 +46,100 @@ fn every_command() -> Vec<Command> {
             wait: true,
             value: None,
             lock_delay_ms: 7,
-        },
-        Command::Release {
+        }),
+        Command::Release(Release {
             name: "jobs/a".into(),
             owner: "o1".into(),
-        },
-        Command::Cancel {
+        }),
+        Command::Cancel(Cancel {
             name: "n".into(),
             owner: "o".into(),
             call: None,
-        },
-        Command::Cancel {
+        }),
+        Command::Cancel(Cancel {
             name: "n".into(),
             owner: "o".into(),
             call: Some(claim),
-        },
-        Command::ForceRelease { name: "n".into() },
-        Command::EndLockDelay {
+        }),
+        Command::ForceRelease(ForceRelease { name: "n".into() }),
+        Command::EndLockDelay(EndLockDelay {
             name: "n".into(),
             since: 0x5_0001,
-        },
-        Command::Proclaim {
+        }),
+        Command::Proclaim(Proclaim {
             name: "e".into(),
             owner: "o".into(),
             value: vec![9, 8],
-        },
-        Command::SetLeaseTtl {
+        }),
+        Command::SetLeaseTtl(SetLeaseTtl {
             id: 12,
             ttl_ms: 2_000,
-        },
-        Command::AcquireWithTtl {
+        }),
+        Command::AcquireWithTtl(AcquireWithTtl {
             name: "n".into(),
             owner: "o".into(),
             ttl_ms: 10_000,
             mode: Mode::Exclusive,
             lock_delay_ms: 250,
-        },
-        Command::RevokeAccountLeases {
+        }),
+        Command::RevokeAccountLeases(RevokeAccountLeases {
             account: Account::Identity("alice".into()),
-        },
-        Command::RevokeAccountLeases {
+        }),
+        Command::RevokeAccountLeases(RevokeAccountLeases {
             account: Account::source("10.1.2.3".parse().expect("an address")),
-        },
-        Command::Hold {
+        }),
+        Command::Hold(Hold {
             name: "n".into(),
             owner: "o".into(),
             ttl_ms: 5_000,
-        },
-        Command::Unhold {
+        }),
+        Command::Unhold(Unhold {
             name: "n".into(),
             owner: "o".into(),
-        },
-        Command::ReadWrite {
+        }),
+        Command::ReadWrite(ReadWrite {
             name: "rw".into(),
             owner: "o".into(),
             op: ReadWriteOp::Read { ttl_ms: 1 },
-        },
-        Command::ReadWrite {
+        }),
+        Command::ReadWrite(ReadWrite {
             name: "rw".into(),
             owner: "o".into(),
             op: ReadWriteOp::Write {
                 ttl_ms: 2,
                 intent: true,
             },
-        },
-        Command::ReadWrite {
+        }),
+        Command::ReadWrite(ReadWrite {
             name: "rw".into(),
             owner: "o".into(),
             op: ReadWriteOp::ReleaseRead,
-        },
-        Command::ReadWrite {
+        }),
+        Command::ReadWrite(ReadWrite {
             name: "rw".into(),
             owner: "o".into(),
             op: ReadWriteOp::ReleaseWrite,
-        },
-        Command::ReadWrite {
+        }),
+        Command::ReadWrite(ReadWrite {
             name: "rw".into(),
             owner: "o".into(),
             op: ReadWriteOp::CancelIntent,
-        },
-        Command::ReadWrite {
+        }),
+        Command::ReadWrite(ReadWrite {
             name: "rw".into(),
             owner: "o".into(),
             op: ReadWriteOp::Downgrade { ttl_ms: 3 },
-        },
-        Command::Lead {
+        }),
+        Command::Lead(Lead {
             name: "lead".into(),
             owner: "o".into(),
             ttl_ms: 9_000,
             metadata: vec![("k".into(), "v".into()), ("host".into(), "a".into())],
-        },
-        Command::ClaimFire {
+        }),
+        Command::ClaimFire(ClaimFire {
             name: "cron".into(),
             due: 1.5f64.to_bits(),
-        },
+        }),
     ]
 }
 
