@@ -62,7 +62,6 @@ use crate::event::{EndReason, Event};
 use crate::limits::{Quotas, MAX_REVOKED_PER_ENTRY};
 
 pub use crate::command::ElectionRecord;
-use acquisition::AcquireRequest;
 use coordination::LeadRequest;
 use lease_table::{Grantor, LeaseTable};
 pub(crate) use legacy_parts::{StatePartsV5, StatePartsV6};
@@ -228,26 +227,7 @@ impl LockState {
                 self.acquire_with_ttl(&hold, request, &mut step)
             }
             Command::ExpireLeases(ExpireLeases { ids }) => Ok(self.expire_leases(ids, &mut step)),
-            Command::Acquire(Acquire {
-                name,
-                owner,
-                lease,
-                mode,
-                wait,
-                value,
-                lock_delay_ms,
-            }) => {
-                let request = AcquireRequest {
-                    name,
-                    owner,
-                    lease: *lease,
-                    mode: *mode,
-                    wait: *wait,
-                    value,
-                    lock_delay_ms: *lock_delay_ms,
-                };
-                self.locks.acquire(&request, &mut self.leases, &mut step)
-            }
+            Command::Acquire(acquire) => self.locks.acquire(acquire, &mut self.leases, &mut step),
             Command::Release(Release { name, owner }) => {
                 self.locks.release(name, owner, &mut self.leases, &mut step)
             }
