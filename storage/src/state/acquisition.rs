@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use super::lease_table::LeaseTable;
-use super::queue::{self, count_u32, Grant, Occupancy};
+use super::queue::{self, count_u32, NewHold, Occupancy};
 use super::{Lock, Step, Waiter};
 use crate::command::{Acquire, CommandError, LeaseId, Mode, Response};
 use crate::limits::MAX_WAITERS_PER_LOCK;
@@ -165,8 +165,8 @@ fn check_same(
 }
 
 /// The hold an acquire asks for.
-fn grant_of(req: &Acquire, step: &Step<'_>) -> Grant {
-    Grant {
+fn grant_of(req: &Acquire, step: &Step<'_>) -> NewHold {
+    NewHold {
         owner: req.owner.to_owned(),
         lease: req.lease,
         mode: req.mode,
