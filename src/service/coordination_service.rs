@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crate::serving::Serving;
+use raftlock_storage::command::{ClaimFire, Hold, Lead, ReadWrite, Unhold};
 use raftlock_storage::state::ElectionRecord;
 use raftlock_storage::{Command, ReadWriteOp, ReadWriteOutcome, Response};
 use tonic::{Request, Response as Reply, Status};
@@ -64,11 +65,11 @@ impl pb::coordination_server::Coordination for CoordinationService {
         input::name(&req.name).map_err(to_status)?;
         who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
-        let command = Command::Hold {
+        let command = Command::Hold(Hold {
             name: req.name,
             owner: req.owner,
             ttl_ms: req.ttl_ms,
-        };
+        });
         let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
@@ -95,10 +96,10 @@ impl pb::coordination_server::Coordination for CoordinationService {
         input::name(&req.name).map_err(to_status)?;
         who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
-        let command = Command::Unhold {
+        let command = Command::Unhold(Unhold {
             name: req.name,
             owner: req.owner,
-        };
+        });
         let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
@@ -122,11 +123,11 @@ impl pb::coordination_server::Coordination for CoordinationService {
         who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
         let op = read_write_op(&req)?;
-        let command = Command::ReadWrite {
+        let command = Command::ReadWrite(ReadWrite {
             name: req.name,
             owner: req.owner,
             op,
-        };
+        });
         let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
@@ -182,12 +183,12 @@ impl pb::coordination_server::Coordination for CoordinationService {
         input::name(&req.name).map_err(to_status)?;
         who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
-        let command = Command::Lead {
+        let command = Command::Lead(Lead {
             name: req.name,
             owner: req.owner,
             ttl_ms: req.ttl_ms,
             metadata: req.metadata.into_iter().collect(),
-        };
+        });
         let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
@@ -226,10 +227,10 @@ impl pb::coordination_server::Coordination for CoordinationService {
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
         who.check_name(&req.name)?;
-        let command = Command::ClaimFire {
+        let command = Command::ClaimFire(ClaimFire {
             name: req.name,
             due: req.due.to_bits(),
-        };
+        });
         let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::serving::Serving;
 use futures::Stream;
 use raftlock_storage::command::CancelOutcome;
+use raftlock_storage::command::{Cancel, Proclaim};
 use raftlock_storage::state::LockState;
 use raftlock_storage::{Command, CommandError, Mode, Response};
 use tokio::sync::{broadcast, mpsc};
@@ -95,11 +96,11 @@ impl pb::election_server::Election for ElectionService {
         who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
         input::value(&req.value).map_err(to_status)?;
-        let command = Command::Proclaim {
+        let command = Command::Proclaim(Proclaim {
             name: req.name,
             owner: req.owner,
             value: req.value,
-        };
+        });
         let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
@@ -165,11 +166,11 @@ impl pb::election_server::Election for ElectionService {
         input::name(&req.name).map_err(to_status)?;
         who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
-        let command = Command::Cancel {
+        let command = Command::Cancel(Cancel {
             name: req.name.clone(),
             owner: req.owner.clone(),
             call: None,
-        };
+        });
         let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;

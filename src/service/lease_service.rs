@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::serving::Serving;
 use raftlock_raft::Error;
+use raftlock_storage::command::{GrantLease, RevokeAccountLeases, RevokeLease, SetLeaseTtl};
 use raftlock_storage::{Caller, Command, CommandError, Response};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -36,7 +37,7 @@ impl pb::lease_server::Lease for LeaseService {
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::ttl_ms(req.ttl_ms).map_err(to_status)?;
-        let command = Command::GrantLease { ttl_ms: req.ttl_ms };
+        let command = Command::GrantLease(GrantLease { ttl_ms: req.ttl_ms });
         let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
@@ -58,7 +59,7 @@ impl pb::lease_server::Lease for LeaseService {
         let req = req.into_inner();
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::lease(req.id).map_err(to_status)?;
-        let command = Command::RevokeLease { id: req.id };
+        let command = Command::RevokeLease(RevokeLease { id: req.id });
         let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
@@ -80,10 +81,10 @@ impl pb::lease_server::Lease for LeaseService {
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::lease(req.id).map_err(to_status)?;
         input::ttl_ms(req.ttl_ms).map_err(to_status)?;
-        let command = Command::SetLeaseTtl {
+        let command = Command::SetLeaseTtl(SetLeaseTtl {
             id: req.id,
             ttl_ms: req.ttl_ms,
-        };
+        });
         let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
@@ -138,7 +139,7 @@ impl pb::lease_server::Lease for LeaseService {
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         let account = input::account(req.account.as_ref()).map_err(to_status)?;
         who.check_admin(&format!("revoking every lease of {account}"))?;
-        let command = Command::RevokeAccountLeases { account };
+        let command = Command::RevokeAccountLeases(RevokeAccountLeases { account });
         let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::serving::Serving;
 use raftlock_raft::clock::wall_clock_ms;
 use raftlock_storage::command::CancelOutcome;
+use raftlock_storage::command::{AcquireWithTtl, Cancel, ForceRelease, Release};
 use raftlock_storage::state::Lock;
 use raftlock_storage::{Command, Mode, Response};
 use tonic::{Request, Response as Reply, Status};
@@ -46,13 +47,13 @@ impl pb::lock_server::Lock for LockService {
         if let Some(ttl_ms) = req.ttl_ms {
             input::own_ttl(ttl_ms, req.lease, req.wait).map_err(to_status)?;
             let delay = lock_delay.unwrap_or(self.node.replica().config().lock_delay);
-            let command = Command::AcquireWithTtl {
+            let command = Command::AcquireWithTtl(AcquireWithTtl {
                 name: req.name,
                 owner: req.owner,
                 ttl_ms,
                 mode,
                 lock_delay_ms: delay.as_millis() as u64,
-            };
+            });
             let (index, response) = write(&self.node, origin, who.caller(), command)
                 .await
                 .map_err(to_status)?;
@@ -112,10 +113,10 @@ impl pb::lock_server::Lock for LockService {
         input::name(&req.name).map_err(to_status)?;
         who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
-        let command = Command::Release {
+        let command = Command::Release(Release {
             name: req.name,
             owner: req.owner,
-        };
+        });
         let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
@@ -139,11 +140,11 @@ impl pb::lock_server::Lock for LockService {
         who.check_name(&req.name)?;
         input::owner(&req.owner).map_err(to_status)?;
         // The client's own cancel: ends the wait or hold whoever claimed it.
-        let command = Command::Cancel {
+        let command = Command::Cancel(Cancel {
             name: req.name,
             owner: req.owner,
             call: None,
-        };
+        });
         let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;
@@ -172,7 +173,7 @@ impl pb::lock_server::Lock for LockService {
         let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
         input::name(&req.name).map_err(to_status)?;
         who.check_admin("force-release")?;
-        let command = Command::ForceRelease { name: req.name };
+        let command = Command::ForceRelease(ForceRelease { name: req.name });
         let (index, response) = write(&self.node, origin, who.caller(), command)
             .await
             .map_err(to_status)?;

@@ -21,8 +21,9 @@ use super::lock_delay_timer::LockDelayTimer;
 /// What a registered (name, owner) pair is told.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Signal {
-    /// The owner was granted the lock with this token.
-    Granted { fence: Fence },
+    /// The owner was granted the lock; the waiter reads the hold (and its
+    /// token) from the applied state, so the signal carries nothing.
+    Granted,
     /// The owner's wait ended without a grant.
     WaitEnded(EndReason),
     /// The owner's hold ended.
@@ -157,9 +158,7 @@ fn route(
     changed: &broadcast::Sender<String>,
 ) {
     match event {
-        Event::Granted {
-            name, owner, fence, ..
-        } => waiters.send(&name, &owner, Signal::Granted { fence }),
+        Event::Granted { name, owner, .. } => waiters.send(&name, &owner, Signal::Granted),
         Event::WaitEnded {
             name,
             owner,

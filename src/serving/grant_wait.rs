@@ -22,6 +22,7 @@ use std::time::Duration;
 use raftlock_raft::clock::wall_clock_ms;
 use raftlock_raft::Error;
 use raftlock_storage::command::CancelOutcome;
+use raftlock_storage::command::{Acquire, Cancel};
 use raftlock_storage::{
     Caller, Claim, ClientSeq, Command, EndReason, Fence, LeaseId, Mode, Request, Response,
 };
@@ -71,7 +72,7 @@ impl Serving {
             origin: Some(spec.origin),
             caller: spec.caller.clone(),
             time_ms: wall_clock_ms(),
-            command: Command::Acquire {
+            command: Command::Acquire(Acquire {
                 name: spec.name.clone(),
                 owner: spec.owner.clone(),
                 lease: spec.lease,
@@ -84,7 +85,7 @@ impl Serving {
                     .as_millis()
                     .try_into()
                     .unwrap_or(u64::MAX),
-            },
+            }),
         };
         let (index, response) = node.write(request).await?;
         match response {
@@ -239,11 +240,11 @@ async fn cancel(
         origin: None,
         caller: caller.clone(),
         time_ms: wall_clock_ms(),
-        command: Command::Cancel {
+        command: Command::Cancel(Cancel {
             name: name.to_string(),
             owner: owner.to_string(),
             call: Some(call),
-        },
+        }),
     };
     match node.write(request).await? {
         (_, Response::Cancelled { outcome }) => Ok(outcome),

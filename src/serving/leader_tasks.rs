@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use raftlock_storage::command::{EndLockDelay, ExpireLeases};
 use raftlock_storage::{Command, LeaseId, Request};
 
 use raftlock_raft::clock::wall_clock_ms;
@@ -100,7 +101,7 @@ async fn expire(node: Arc<Serving>, due: Vec<LeaseId>) {
         origin: None,
         caller: Default::default(),
         time_ms: wall_clock_ms(),
-        command: Command::ExpireLeases { ids: due.clone() },
+        command: Command::ExpireLeases(ExpireLeases { ids: due.clone() }),
     };
     match node.replica.propose_here(req).await {
         Ok(_) => due.iter().for_each(|id| node.timer.on_ended(*id)),
@@ -123,10 +124,10 @@ pub(crate) async fn end_lock_delays(node: Arc<Serving>, mut stop: watch::Receive
                 origin: None,
                 caller: Default::default(),
                 time_ms: wall_clock_ms(),
-                command: Command::EndLockDelay {
+                command: Command::EndLockDelay(EndLockDelay {
                     name: name.clone(),
                     since,
-                },
+                }),
             };
             tokio::select! {
                 result = node.replica.propose_here(req) => match result {

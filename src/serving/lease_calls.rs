@@ -3,6 +3,7 @@
 //! in flight). A follower sends them to the leader through replication's
 //! [`LeaderService`] hook, as bytes this file encodes and decodes.
 
+use raftlock_storage::command::SetLeaseTtl;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -116,7 +117,7 @@ impl Serving {
                 Ok(LeaseReply::Ttl(left.map(|d| d.as_millis() as u64)))
             }
             LeaseCall::SetTtl(request) => {
-                let Command::SetLeaseTtl { id, ttl_ms } = request.command else {
+                let Command::SetLeaseTtl(SetLeaseTtl { id, ttl_ms }) = request.command else {
                     return Err(Error::InvalidArgument(
                         "a lease TTL change carries another command".into(),
                     ));

@@ -25,6 +25,7 @@ mod lease_calls;
 pub mod lease_timer;
 pub mod lock_delay_timer;
 
+use raftlock_storage::command::SetLeaseTtl;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -127,7 +128,7 @@ impl Serving {
     /// lease timer, which holds the lease off expiry meanwhile.
     pub async fn write(&self, request: Request) -> Result<(u64, Response), Error> {
         match request.command {
-            Command::SetLeaseTtl { .. } => self.set_ttl(request).await,
+            Command::SetLeaseTtl(SetLeaseTtl { .. }) => self.set_ttl(request).await,
             _ => self.replica.write(request).await,
         }
     }

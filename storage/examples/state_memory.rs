@@ -14,6 +14,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
+use raftlock_storage::command::{Acquire, GrantLease};
 use raftlock_storage::state::{Changes, LockState, StateParts};
 use raftlock_storage::{slot, ClientSeq, Command, Mode, Quotas, Request};
 use uuid::Uuid;
@@ -78,11 +79,11 @@ fn main() {
     for i in 0..n {
         index += 1;
         let lease = slot(index, 0);
-        let grant = request(i, Command::GrantLease { ttl_ms: 140_000 });
+        let grant = request(i, Command::GrantLease(GrantLease { ttl_ms: 140_000 }));
         state.apply(lease, &grant, &quotas, &mut Changes::default());
         let acquire = request(
             i,
-            Command::Acquire {
+            Command::Acquire(Acquire {
                 name: format!("W7/r0/{i}"),
                 owner: Uuid::new_v4().to_string(),
                 lease,
@@ -90,7 +91,7 @@ fn main() {
                 wait: false,
                 value: None,
                 lock_delay_ms: 0,
-            },
+            }),
         );
         index += 1;
         state.apply(slot(index, 0), &acquire, &quotas, &mut Changes::default());

@@ -1,6 +1,7 @@
 //! Applying entries: events per entry, nothing written to disk, and one
 //! slot per request inside a shared entry.
 
+use raftlock_storage::command::{GrantLease, Release, RevokeLease};
 use raftlock_storage::state::StateParts;
 use raftlock_storage::{slot, Applied, Command, EndReason, Event, Proposal, Request, Response};
 
@@ -14,8 +15,8 @@ async fn apply_reports_events_per_entry_and_writes_nothing_to_disk() -> TestResu
     {
         let (_log, mut sm, mut rx) = open_dir(dir.path())?;
         sm.apply_entries(vec![
-            normal(1, Command::GrantLease { ttl_ms: 5_000 }),
-            normal(2, Command::GrantLease { ttl_ms: 5_000 }),
+            normal(1, Command::GrantLease(GrantLease { ttl_ms: 5_000 })),
+            normal(2, Command::GrantLease(GrantLease { ttl_ms: 5_000 })),
             normal(3, acquire("a", "owner-1", slot(1, 0))),
         ])
         .await?;
@@ -27,8 +28,11 @@ async fn apply_reports_events_per_entry_and_writes_nothing_to_disk() -> TestResu
         }
         assert_eq!(indexes, vec![1, 2, 3]);
         // Revoking lease 1 releases "a": the lock record and the lease go.
-        sm.apply_entries(vec![normal(4, Command::RevokeLease { id: slot(1, 0) })])
-            .await?;
+        sm.apply_entries(vec![normal(
+            4,
+            Command::RevokeLease(RevokeLease { id: slot(1, 0) }),
+        )])
+        .await?;
         match rx.try_recv()? {
             Applied::Entry { index: 4, events } => {
                 assert!(events.contains(&Event::LeaseEnded {
@@ -70,16 +74,18 @@ async fn requests_sharing_an_entry_get_their_own_increasing_slots() -> TestResul
         time_ms: 1000,
         command,
     };
-    let release = |owner: &str| Command::Release {
-        name: "a".into(),
-        owner: owner.into(),
+    let release = |owner: &str| {
+        Command::Release(Release {
+            name: "a".into(),
+            owner: owner.into(),
+        })
     };
     let entry = Entry {
         log_id: log_id(1, 1, 7),
         payload: EntryPayload::Normal(Proposal {
             requests: vec![
-                request(Command::GrantLease { ttl_ms: 5_000 }),
-                request(Command::GrantLease { ttl_ms: 5_000 }),
+                request(Command::GrantLease(GrantLease { ttl_ms: 5_000 })),
+                request(Command::GrantLease(GrantLease { ttl_ms: 5_000 })),
                 request(acquire("a", "owner-1", slot(7, 0))),
                 request(release("owner-1")),
                 request(acquire("a", "owner-2", slot(7, 1))),

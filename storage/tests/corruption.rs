@@ -7,6 +7,7 @@
 //! floor, which catches a silently shortened log, is attacked in
 //! `recovery.rs`.)
 
+use raftlock_storage::command::GrantLease;
 use std::path::{Path, PathBuf};
 
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
@@ -133,8 +134,11 @@ async fn damaged_files_are_refused_or_recovered_exactly() -> TestResult {
         let (mut log, _sm, _rx) = open_dir(pristine.path())?;
         log.save_vote(&Vote::new_committed(3, 1)).await?;
         for index in 1..=ENTRIES {
-            log.blocking_append(vec![normal(index, Command::GrantLease { ttl_ms: 60_000 })])
-                .await?;
+            log.blocking_append(vec![normal(
+                index,
+                Command::GrantLease(GrantLease { ttl_ms: 60_000 }),
+            )])
+            .await?;
         }
         log.save_committed(Some(log_id(3, 1, ENTRIES))).await?;
         log.close().await?;

@@ -3,6 +3,7 @@
 //! snapshot and replaying the log after it rebuilds the rest; corrupt bytes
 //! and directories of earlier builds are errors, not panics.
 
+use raftlock_storage::command::GrantLease;
 use std::io::Cursor;
 
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt, RaftStateMachine};
@@ -20,7 +21,7 @@ async fn restart_keeps_the_log_and_vote_and_replay_rebuilds_the_state() -> TestR
         let mut entries = vec![
             blank(1),
             membership(2),
-            normal(3, Command::GrantLease { ttl_ms: 5_000 }),
+            normal(3, Command::GrantLease(GrantLease { ttl_ms: 5_000 })),
             normal(4, acquire("a", "owner-1", slot(3, 0))),
         ];
         log.blocking_append(entries.clone()).await?;
@@ -176,8 +177,10 @@ async fn a_flipped_bit_in_a_log_entry_is_refused() -> TestResult {
     let dir = tempfile::tempdir()?;
     {
         let (mut log, _sm, _rx) = open_dir(dir.path())?;
-        log.blocking_append((1..=4).map(|i| normal(i, Command::GrantLease { ttl_ms: 1_000 })))
-            .await?;
+        log.blocking_append(
+            (1..=4).map(|i| normal(i, Command::GrantLease(GrantLease { ttl_ms: 1_000 }))),
+        )
+        .await?;
     }
     {
         let db = open_sled(dir.path())?;

@@ -5,6 +5,7 @@ use std::io::Cursor;
 
 use openraft::storage::RaftStateMachine;
 use openraft::RaftSnapshotBuilder;
+use raftlock_storage::command::{ExpireLeases, GrantLease};
 use raftlock_storage::state::{LockState, StateParts};
 use raftlock_storage::{
     slot, Applied, Command, Proposal, Request, Response, SnapshotMeta, StoredMembership,
@@ -20,7 +21,7 @@ async fn snapshot_round_trip_into_a_fresh_store() -> TestResult {
     source
         .apply_entries(vec![
             membership(1),
-            normal(2, Command::GrantLease { ttl_ms: 5_000 }),
+            normal(2, Command::GrantLease(GrantLease { ttl_ms: 5_000 })),
             normal(3, acquire("a", "owner-1", slot(2, 0))),
             normal(4, acquire("a", "owner-2", slot(2, 0))),
         ])
@@ -64,7 +65,7 @@ async fn installing_a_snapshot_replaces_old_records() -> TestResult {
     let dir = tempfile::tempdir()?;
     let (_log, mut sm, _rx) = open_dir(dir.path())?;
     sm.apply_entries(vec![
-        normal(1, Command::GrantLease { ttl_ms: 5_000 }),
+        normal(1, Command::GrantLease(GrantLease { ttl_ms: 5_000 })),
         normal(2, acquire("old", "o", slot(1, 0))),
     ])
     .await?;
@@ -92,8 +93,8 @@ async fn a_large_expiry_is_applied_off_the_runtime_and_snapshotted() -> TestResu
     let dir = tempfile::tempdir()?;
     let (_log, mut sm, _rx) = open_dir(dir.path())?;
     sm.apply_entries(vec![
-        normal(1, Command::GrantLease { ttl_ms: 5_000 }),
-        normal(2, Command::GrantLease { ttl_ms: 5_000 }),
+        normal(1, Command::GrantLease(GrantLease { ttl_ms: 5_000 })),
+        normal(2, Command::GrantLease(GrantLease { ttl_ms: 5_000 })),
         normal(3, acquire("a", "owner-1", slot(1, 0))),
     ])
     .await?;
@@ -106,7 +107,7 @@ async fn a_large_expiry_is_applied_off_the_runtime_and_snapshotted() -> TestResu
             origin: None,
             caller: Default::default(),
             time_ms: 1000,
-            command: Command::ExpireLeases { ids },
+            command: Command::ExpireLeases(ExpireLeases { ids }),
         })),
     };
     let responses = sm.apply_entries(vec![expire]).await?;

@@ -4,6 +4,7 @@
 //! as a second member. Each must be refused without a panic, without any
 //! node's state diverging, and while the honest client keeps being served.
 
+use raftlock_storage::command::ForceRelease;
 use std::time::Duration;
 
 use openraft::raft::{AppendEntriesRequest, VoteRequest};
@@ -200,7 +201,7 @@ async fn a_forged_append_cannot_release_a_held_lock_on_a_follower() {
         origin: None,
         caller: Default::default(),
         time_ms: 0,
-        command: Command::ForceRelease { name: "res".into() },
+        command: Command::ForceRelease(ForceRelease { name: "res".into() }),
     };
     let rpc = AppendEntriesRequest::<TypeConfig> {
         vote: Vote::new_committed(status.term, leader),

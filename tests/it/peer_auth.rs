@@ -9,6 +9,7 @@ use raftlock::{Config, Node};
 use raftlock_raft::pb::Blob;
 use raftlock_raft::peer::auth::Direction;
 use raftlock_raft::peer::payload::encode;
+use raftlock_storage::command::ForceRelease;
 use raftlock_storage::{Command, Proposal, Request, TypeConfig};
 use raftlock_storage::{CommittedLeaderId, Entry, EntryPayload, LogId, Vote};
 use tonic::Code;
@@ -49,7 +50,7 @@ async fn a_forged_append_without_the_secret_is_refused_and_changes_nothing() {
         origin: None,
         caller: Default::default(),
         time_ms: 0,
-        command: Command::ForceRelease { name: "res".into() },
+        command: Command::ForceRelease(ForceRelease { name: "res".into() }),
     };
     let entry = LogId::new(CommittedLeaderId::new(term, posing_as), prev.index + 1);
     let rpc = AppendEntriesRequest::<TypeConfig> {

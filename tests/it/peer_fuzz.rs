@@ -14,6 +14,7 @@
 //! right, not an attack. `PROPTEST_CASES` sets how many messages (256 by
 //! default, a few seconds).
 
+use raftlock_storage::command::GrantLease;
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -329,7 +330,9 @@ fn corpus(cluster: &TestCluster, leader: u64, member: u64, target: u64) -> Vec<(
             entry(last.index + 1, EntryPayload::Blank),
             entry(
                 last.index + 2,
-                EntryPayload::Normal(Proposal::from(write(Command::GrantLease { ttl_ms: 5_000 }))),
+                EntryPayload::Normal(Proposal::from(write(Command::GrantLease(GrantLease {
+                    ttl_ms: 5_000,
+                })))),
             ),
         ],
         leader_commit: None,
@@ -356,7 +359,7 @@ fn corpus(cluster: &TestCluster, leader: u64, member: u64, target: u64) -> Vec<(
         done,
     };
     let forwards = [
-        Forwarded::Write(write(Command::GrantLease { ttl_ms: 5_000 })),
+        Forwarded::Write(write(Command::GrantLease(GrantLease { ttl_ms: 5_000 }))),
         Forwarded::ReadIndex,
         // The serving layer's lease calls, as it encodes them: variant 1
         // (time left) and variant 0 (renew) of a lease nobody has.

@@ -20,6 +20,11 @@ use openraft::impls::ProgressResponder;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
+use raftlock_storage::command::{
+    Acquire, AcquireWithTtl, Cancel, ClaimFire, EndLockDelay, ExpireLeases, ForceRelease,
+    GrantLease, Hold, Lead, Proclaim, ReadWrite, Release, RevokeAccountLeases, RevokeLease,
+    SetLeaseTtl, Unhold,
+};
 use raftlock_storage::{Command, Proposal, Quotas, Request, Response};
 
 use crate::error::Error;
@@ -121,32 +126,35 @@ fn gather(first: Pending, rx: &mut mpsc::UnboundedReceiver<Pending>) -> Vec<Pend
 /// Approximate encoded size of a request.
 fn weight(request: &Request) -> usize {
     let variable = match &request.command {
-        Command::Acquire {
+        Command::Acquire(Acquire {
             name, owner, value, ..
-        } => name.len() + owner.len() + value.as_ref().map_or(0, Vec::len),
-        Command::Proclaim {
+        }) => name.len() + owner.len() + value.as_ref().map_or(0, Vec::len),
+        Command::Proclaim(Proclaim {
             name, owner, value, ..
-        } => name.len() + owner.len() + value.len(),
-        Command::Release { name, owner }
-        | Command::Cancel { name, owner, .. }
-        | Command::AcquireWithTtl { name, owner, .. }
-        | Command::Hold { name, owner, .. }
-        | Command::Unhold { name, owner }
-        | Command::ReadWrite { name, owner, .. } => name.len() + owner.len(),
-        Command::Lead {
+        }) => name.len() + owner.len() + value.len(),
+        Command::Release(Release { name, owner })
+        | Command::Cancel(Cancel { name, owner, .. })
+        | Command::AcquireWithTtl(AcquireWithTtl { name, owner, .. })
+        | Command::Hold(Hold { name, owner, .. })
+        | Command::Unhold(Unhold { name, owner })
+        | Command::ReadWrite(ReadWrite { name, owner, .. }) => name.len() + owner.len(),
+        Command::Lead(Lead {
             name,
             owner,
             metadata,
             ..
-        } => {
+        }) => {
             let pairs: usize = metadata.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
             name.len() + owner.len() + pairs
         }
-        Command::ClaimFire { name, .. } => name.len(),
-        Command::ForceRelease { name } | Command::EndLockDelay { name, .. } => name.len(),
-        Command::RevokeAccountLeases { account } => account.to_string().len(),
-        Command::ExpireLeases { ids } => ids.len() * 8,
-        Command::GrantLease { .. } | Command::RevokeLease { .. } | Command::SetLeaseTtl { .. } => 0,
+        Command::ClaimFire(ClaimFire { name, .. }) => name.len(),
+        Command::ForceRelease(ForceRelease { name })
+        | Command::EndLockDelay(EndLockDelay { name, .. }) => name.len(),
+        Command::RevokeAccountLeases(RevokeAccountLeases { account }) => account.to_string().len(),
+        Command::ExpireLeases(ExpireLeases { ids }) => ids.len() * 8,
+        Command::GrantLease(GrantLease { .. })
+        | Command::RevokeLease(RevokeLease { .. })
+        | Command::SetLeaseTtl(SetLeaseTtl { .. }) => 0,
     };
     128 + variable
 }

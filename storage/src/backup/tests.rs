@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::command::{Acquire, GrantLease};
 use crate::command::{Command, Mode, Request};
 use crate::limits::Quotas;
 use crate::node_db::{open, OpenOptions};
@@ -21,13 +22,13 @@ fn sample() -> Backup {
     };
     state.apply(
         slot(1, 0),
-        &request(Command::GrantLease { ttl_ms: 5_000 }),
+        &request(Command::GrantLease(GrantLease { ttl_ms: 5_000 })),
         &Quotas::default(),
         &mut changes,
     );
     state.apply(
         slot(2, 0),
-        &request(Command::Acquire {
+        &request(Command::Acquire(Acquire {
             name: "res".into(),
             owner: "a".into(),
             lease: slot(1, 0),
@@ -35,7 +36,7 @@ fn sample() -> Backup {
             wait: false,
             value: None,
             lock_delay_ms: 0,
-        }),
+        })),
         &Quotas::default(),
         &mut changes,
     );

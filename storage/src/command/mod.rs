@@ -7,8 +7,13 @@
 //! [`Request::time_ms`], the proposer's wall clock, kept for display (hold
 //! durations) and never used to decide anything.
 
+mod coordination;
 mod election_record;
 mod error;
+mod leases;
+mod locks;
+#[cfg(test)]
+mod tests;
 
 use std::net::IpAddr;
 
@@ -18,8 +23,11 @@ use uuid::Uuid;
 
 use crate::account::Account;
 use crate::limits::Quotas;
+pub use coordination::{ClaimFire, Hold, Lead, ReadWrite, Unhold};
 pub use election_record::ElectionRecord;
 pub use error::CommandError;
+pub use leases::{ExpireLeases, GrantLease, RevokeAccountLeases, RevokeLease, SetLeaseTtl};
+pub use locks::{Acquire, AcquireWithTtl, Cancel, EndLockDelay, ForceRelease, Proclaim, Release};
 
 /// Lease ids are the [`slot`] of the request that granted the lease, so they
 /// are unique for the life of the cluster.
@@ -205,113 +213,47 @@ pub enum Mode {
     Permits { count: u32, limit: u32 },
 }
 
-/// Everything that can change the lock state.
+/// Everything that can change the lock state. Each variant with fields
+/// carries the named struct the state machine executes; postcard encodes a
+/// newtype variant of a struct exactly as it encoded the struct variant it
+/// replaced, so stored logs decode unchanged (`tests.rs` holds the bytes).
+/// New variants go last, so earlier logs decode unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Command {
     /// Create a lease; its id is the entry's log index.
-    GrantLease { ttl_ms: u64 },
+    GrantLease(GrantLease),
     /// End a lease, releasing its holds and dropping its waiters.
-    RevokeLease { id: LeaseId },
-    /// Proposed by the leader's lease timer when deadlines pass. Ids that no
-    /// longer exist are ignored.
-    ExpireLeases { ids: Vec<LeaseId> },
+    RevokeLease(RevokeLease),
+    /// The leader's lease timer saw deadlines pass.
+    ExpireLeases(ExpireLeases),
     /// Take a lock (or campaign, when `value` is set): grant, queue or refuse.
-    Acquire {
-        name: String,
-        owner: String,
-        lease: LeaseId,
-        mode: Mode,
-        /// Queue when the lock is busy; `false` is a try-lock.
-        wait: bool,
-        /// Election candidates carry the value they will publish as leader.
-        value: Option<Vec<u8>>,
-        /// How long the lock stays closed to everyone else if this hold is
-        /// lost to lease expiry or force-release (Consul's and Chubby's
-        /// lock-delay); 0 for none. Never applied after a clean release.
-        #[serde(default)]
-        lock_delay_ms: u64,
-    },
-    /// Give back one level of re-entry; the hold ends when the count hits 0.
-    Release { name: String, owner: String },
+    Acquire(Acquire),
+    /// Give back one level of re-entry.
+    Release(Release),
     /// Leave the queue, or release entirely if already granted.
-    Cancel {
-        name: String,
-        owner: String,
-        /// `Some` when the server cancels for a call that gave up: only a
-        /// hold or wait that call still owns is ended (see [`Claim`]).
-        /// `None` (a client's own Cancel or Resign) ends it regardless.
-        #[serde(default)]
-        call: Option<Claim>,
-    },
-    /// Operator override: end every hold on `name` (waiters then get it).
-    ForceRelease { name: String },
-    /// Proposed by the leader when the lock-delay of `name` that began at
-    /// slot `since` has run its course: the lock opens to its waiters. A
-    /// delay that has ended or restarted since is left alone.
-    EndLockDelay { name: String, since: u64 },
+    Cancel(Cancel),
+    /// Operator override: end every hold on a lock.
+    ForceRelease(ForceRelease),
+    /// A lock-delay has run its course.
+    EndLockDelay(EndLockDelay),
     /// Change the value published by an election leader.
-    Proclaim {
-        name: String,
-        owner: String,
-        value: Vec<u8>,
-    },
-    /// Give lease `id` a new TTL: later keep-alives renew to it, a new
-    /// leader restarts it with it, and the leader's deadline becomes now +
-    /// `ttl_ms` when this applies (shorter or longer than before). A lock on
-    /// a lease of its own that is never kept alive is then a lock whose TTL
-    /// is its own (Redis `SET PX` + `PEXPIRE`). Last in the enum so earlier
-    /// logs decode unchanged.
-    SetLeaseTtl { id: LeaseId, ttl_ms: u64 },
-    /// Try-lock `name` on a lease of its own, made by this entry with TTL
-    /// `ttl_ms` and counted from the grant: a lock whose TTL is its own
-    /// (Redis `SET NX PX`), in one entry. Busy or refused, no lease is made.
-    /// Extend it with [`SetLeaseTtl`](Self::SetLeaseTtl), end it by revoking
-    /// the lease ([`Response::GrantedWithLease`] names it).
-    AcquireWithTtl {
-        name: String,
-        owner: String,
-        ttl_ms: u64,
-        mode: Mode,
-        lock_delay_ms: u64,
-    },
-    /// Operator command: revoke the leases of `account`, lowest ids first,
-    /// at most [`MAX_REVOKED_PER_ENTRY`](crate::limits::MAX_REVOKED_PER_ENTRY)
-    /// per entry (the answer says how many are left for the next one).
-    RevokeAccountLeases { account: Account },
-    /// Take `name` alone for `owner` on a lease of its own with TTL
-    /// `ttl_ms`, or, when `owner` holds it so already, set that lease's TTL
-    /// to `ttl_ms` and keep the hold and its fence. A try-lock: busy, it
-    /// changes nothing. grelmicro's `LockBackend.acquire`.
-    Hold {
-        name: String,
-        owner: String,
-        ttl_ms: u64,
-    },
-    /// End `owner`'s hold of `name` taken by [`Hold`](Self::Hold),
-    /// [`ReadWrite`](Self::ReadWrite) or [`Lead`](Self::Lead), with its
-    /// lease. An election's record goes with it.
-    Unhold { name: String, owner: String },
-    /// One step of a read-write lock whose holders and intents each live on
-    /// a lease of their own (grelmicro's `ReadWriteLockBackend`).
-    ReadWrite {
-        name: String,
-        owner: String,
-        op: ReadWriteOp,
-    },
-    /// Lead election `name` as `owner` for `ttl_ms`, or renew the lead it
-    /// has, publishing `metadata`; the answer is the election's record.
-    /// grelmicro's `LeaderElectionBackend.acquire_or_renew`.
-    Lead {
-        name: String,
-        owner: String,
-        ttl_ms: u64,
-        metadata: Vec<(String, String)>,
-    },
-    /// Claim schedule `name`'s fire at `due` (an instant in seconds since
-    /// the Unix epoch, as `f64::to_bits`): won when nothing is stored for
-    /// `name` or what is stored is earlier. grelmicro's
-    /// `ScheduleBackend.claim`.
-    ClaimFire { name: String, due: u64 },
+    Proclaim(Proclaim),
+    /// Give a lease a new TTL.
+    SetLeaseTtl(SetLeaseTtl),
+    /// Try-lock on a lease of its own, made by this entry.
+    AcquireWithTtl(AcquireWithTtl),
+    /// Operator command: revoke an account's leases.
+    RevokeAccountLeases(RevokeAccountLeases),
+    /// Take or renew a hold on a lease of its own.
+    Hold(Hold),
+    /// End a hold taken by `Hold`, `ReadWrite` or `Lead`, with its lease.
+    Unhold(Unhold),
+    /// One step of a read-write lock on leases of their own.
+    ReadWrite(ReadWrite),
+    /// Lead an election, or renew the lead.
+    Lead(Lead),
+    /// Claim a schedule's fire.
+    ClaimFire(ClaimFire),
 }
 
 /// What a [`Command::ReadWrite`] does.

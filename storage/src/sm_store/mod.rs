@@ -21,6 +21,7 @@ use openraft::OptionalSend;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::command::{slot, Command, CommandError, Response, MAX_REQUESTS_PER_ENTRY};
+use crate::command::{ExpireLeases, RevokeAccountLeases};
 use crate::disk_sync::DiskSync;
 use crate::error::Error;
 use crate::event::Applied;
@@ -365,8 +366,8 @@ fn apply_work(entry: &Entry) -> usize {
             .requests
             .iter()
             .map(|r| match &r.command {
-                Command::ExpireLeases { ids } => ids.len().max(1),
-                Command::RevokeAccountLeases { .. } => MAX_REVOKED_PER_ENTRY,
+                Command::ExpireLeases(ExpireLeases { ids }) => ids.len().max(1),
+                Command::RevokeAccountLeases(RevokeAccountLeases { .. }) => MAX_REVOKED_PER_ENTRY,
                 _ => 1,
             })
             .sum(),

@@ -4,9 +4,9 @@
 use std::collections::VecDeque;
 
 use super::lease_table::LeaseTable;
-use super::queue::{self, count_u32, Grant, Occupancy};
+use super::queue::{self, count_u32, NewHold, Occupancy};
 use super::{Lock, Step, Waiter};
-use crate::command::{CommandError, LeaseId, Mode, Response};
+use crate::command::{Acquire, CommandError, LeaseId, Mode, Response};
 use crate::limits::MAX_WAITERS_PER_LOCK;
 
 /// What a command did to one lock.
@@ -21,21 +21,10 @@ pub(super) enum Touched {
     Holders,
 }
 
-/// The fields of [`Command::Acquire`](crate::command::Command::Acquire).
-pub(super) struct AcquireRequest<'a> {
-    pub(super) name: &'a str,
-    pub(super) owner: &'a str,
-    pub(super) lease: LeaseId,
-    pub(super) mode: Mode,
-    pub(super) wait: bool,
-    pub(super) value: &'a Option<Vec<u8>>,
-    pub(super) lock_delay_ms: u64,
-}
-
 /// Acquire on a lock that does not exist yet: it is created with the
 /// request's kind and granted at once.
 pub(super) fn acquire_new(
-    req: &AcquireRequest<'_>,
+    req: &Acquire,
     leases: &mut LeaseTable,
     step: &mut Step<'_>,
 ) -> (Lock, Response) {
@@ -59,7 +48,7 @@ pub(super) fn acquire_new(
 /// wait queues.
 pub(super) fn acquire_existing(
     lock: &mut Lock,
-    req: &AcquireRequest<'_>,
+    req: &Acquire,
     leases: &mut LeaseTable,
     step: &mut Step<'_>,
 ) -> Result<(Response, Touched), CommandError> {
@@ -82,7 +71,7 @@ pub(super) fn acquire_existing(
             Touched::Record,
         ));
     }
-    if let Some(at) = lock.waiter_position(req.owner) {
+    if let Some(at) = lock.waiter_position(&req.owner) {
         let waiter = &mut lock.waiters[at];
         check_same(&lock.name, "waits for", req, waiter.lease, waiter.mode)?;
         // Another request for the same wait: it is now the call that owns it.
@@ -111,7 +100,7 @@ pub(super) fn acquire_existing(
         });
     }
     leases.check_waiter_quota(req.lease, &step.quotas)?;
-    leases.attach(req.lease, &lock.name, req.owner, false);
+    leases.attach(req.lease, &lock.name, &req.owner, false);
     lock.waiters.push_back(Waiter {
         owner: req.owner.to_owned(),
         lease: req.lease,
@@ -152,7 +141,7 @@ fn check_kind(lock: &Lock, mode: Mode) -> Result<(), CommandError> {
 fn check_same(
     name: &str,
     verb: &str,
-    req: &AcquireRequest<'_>,
+    req: &Acquire,
     lease: LeaseId,
     mode: Mode,
 ) -> Result<(), CommandError> {
@@ -176,8 +165,8 @@ fn check_same(
 }
 
 /// The hold an acquire asks for.
-fn grant_of(req: &AcquireRequest<'_>, step: &Step<'_>) -> Grant {
-    Grant {
+fn grant_of(req: &Acquire, step: &Step<'_>) -> NewHold {
+    NewHold {
         owner: req.owner.to_owned(),
         lease: req.lease,
         mode: req.mode,

@@ -9,6 +9,11 @@
 //! cancel or proclaim through it.
 
 use super::LockState;
+use crate::command::{
+    Acquire, AcquireWithTtl, Cancel, ClaimFire, EndLockDelay, ExpireLeases, ForceRelease,
+    GrantLease, Hold, Lead, Proclaim, ReadWrite, Release, RevokeAccountLeases, RevokeLease,
+    SetLeaseTtl, Unhold,
+};
 use crate::command::{Caller, Command, CommandError, LeaseId, Request};
 
 impl LockState {
@@ -16,28 +21,34 @@ impl LockState {
     pub(super) fn authorize(&self, request: &Request) -> Result<(), CommandError> {
         let caller = &request.caller;
         match &request.command {
-            Command::GrantLease { .. }
-            | Command::AcquireWithTtl { .. }
-            | Command::ExpireLeases { .. }
-            | Command::EndLockDelay { .. } => Ok(()),
-            Command::RevokeLease { id } => self.may_use_lease(caller, *id, "revoke"),
-            Command::SetLeaseTtl { id, .. } => self.may_use_lease(caller, *id, "change the TTL of"),
-            Command::Acquire { lease, .. } => self.may_use_lease(caller, *lease, "acquire through"),
-            Command::Release { name, owner }
-            | Command::Cancel { name, owner, .. }
-            | Command::Proclaim { name, owner, .. } => self.may_act_as(caller, name, owner),
-            Command::Hold { name, owner, .. }
-            | Command::Unhold { name, owner }
-            | Command::Lead { name, owner, .. } => self.may_act_as(caller, name, owner),
-            Command::ReadWrite { name, owner, .. } => {
+            Command::GrantLease(GrantLease { .. })
+            | Command::AcquireWithTtl(AcquireWithTtl { .. })
+            | Command::ExpireLeases(ExpireLeases { .. })
+            | Command::EndLockDelay(EndLockDelay { .. }) => Ok(()),
+            Command::RevokeLease(RevokeLease { id }) => self.may_use_lease(caller, *id, "revoke"),
+            Command::SetLeaseTtl(SetLeaseTtl { id, .. }) => {
+                self.may_use_lease(caller, *id, "change the TTL of")
+            }
+            Command::Acquire(Acquire { lease, .. }) => {
+                self.may_use_lease(caller, *lease, "acquire through")
+            }
+            Command::Release(Release { name, owner })
+            | Command::Cancel(Cancel { name, owner, .. })
+            | Command::Proclaim(Proclaim { name, owner, .. }) => {
+                self.may_act_as(caller, name, owner)
+            }
+            Command::Hold(Hold { name, owner, .. })
+            | Command::Unhold(Unhold { name, owner })
+            | Command::Lead(Lead { name, owner, .. }) => self.may_act_as(caller, name, owner),
+            Command::ReadWrite(ReadWrite { name, owner, .. }) => {
                 self.may_act_as(caller, name, owner)?;
                 self.may_intend_as(caller, name, owner)
             }
-            Command::ClaimFire { .. } => Ok(()),
-            Command::ForceRelease { name } => {
+            Command::ClaimFire(ClaimFire { .. }) => Ok(()),
+            Command::ForceRelease(ForceRelease { name }) => {
                 may_override(caller, &format!("force-releasing {name:?}"))
             }
-            Command::RevokeAccountLeases { account } => {
+            Command::RevokeAccountLeases(RevokeAccountLeases { account }) => {
                 may_override(caller, &format!("revoking every lease of {account}"))
             }
         }

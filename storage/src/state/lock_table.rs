@@ -7,12 +7,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::acquisition::{acquire_existing, acquire_new, AcquireRequest, Touched};
+use super::acquisition::{acquire_existing, acquire_new, Touched};
 use super::bounds::{check_lock_delay, check_mode, check_name, check_owner, check_value};
 use super::lease_table::LeaseTable;
 use super::queue::{self, count_u32};
 use super::{Holder, Lock, LockDelay, Step, Waiter};
-use crate::command::{CancelOutcome, Claim, CommandError, LeaseId, Mode, Response};
+use crate::command::{Acquire, CancelOutcome, Claim, CommandError, LeaseId, Mode, Response};
 use crate::event::{EndReason, Event};
 
 /// Every lock with at least one holder or waiter, by name.
@@ -60,13 +60,13 @@ impl LockTable {
     /// Grants, re-enters, queues or refuses a lock request.
     pub(super) fn acquire(
         &mut self,
-        req: &AcquireRequest<'_>,
+        req: &Acquire,
         leases: &mut LeaseTable,
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
-        check_name(req.name)?;
-        check_owner(req.owner)?;
-        if let Some(value) = req.value {
+        check_name(&req.name)?;
+        check_owner(&req.owner)?;
+        if let Some(value) = &req.value {
             check_value(value)?;
         }
         check_mode(req.mode)?;
@@ -77,7 +77,7 @@ impl LockTable {
         if leases.get(req.lease).is_none() {
             return Err(CommandError::LeaseNotFound(req.lease));
         }
-        let (reply, touched) = match self.locks.get_mut(req.name) {
+        let (reply, touched) = match self.locks.get_mut(&req.name) {
             Some(lock) => acquire_existing(lock, req, leases, step)?,
             None => {
                 let (lock, reply) = acquire_new(req, leases, step);
@@ -85,7 +85,7 @@ impl LockTable {
                 (reply, Touched::Holders)
             }
         };
-        self.finish(req.name, touched, step);
+        self.finish(&req.name, touched, step);
         Ok(reply)
     }
 

@@ -52,12 +52,16 @@ use std::collections::BTreeSet;
 use uuid::Uuid;
 
 use crate::account::Account;
+use crate::command::{
+    Acquire, AcquireWithTtl, Cancel, ClaimFire, EndLockDelay, ExpireLeases, ForceRelease,
+    GrantLease, Hold, Lead, Proclaim, ReadWrite, Release, RevokeAccountLeases, RevokeLease,
+    SetLeaseTtl, Unhold,
+};
 use crate::command::{Claim, Command, CommandError, Fence, LeaseId, Request, Response};
 use crate::event::{EndReason, Event};
 use crate::limits::{Quotas, MAX_REVOKED_PER_ENTRY};
 
 pub use crate::command::ElectionRecord;
-use acquisition::AcquireRequest;
 use coordination::LeadRequest;
 use lease_table::{Grantor, LeaseTable};
 pub(crate) use legacy_parts::{StatePartsV5, StatePartsV6};
@@ -161,7 +165,7 @@ impl LockState {
         match self.sessions.admit(&key, origin, fingerprint, slot, quotas) {
             Admission::Replay(reply) => {
                 // A retried wait: the retry is now the call that owns it.
-                if let (Command::Acquire { name, owner, .. }, Response::Queued { .. }) =
+                if let (Command::Acquire(Acquire { name, owner, .. }), Response::Queued { .. }) =
                     (&request.command, &reply)
                 {
                     self.locks.reclaim(name, owner, Claim::of(origin));
@@ -196,19 +200,23 @@ impl LockState {
             changes,
         };
         let result = match &request.command {
-            Command::GrantLease { ttl_ms } => self.grant_lease(*ttl_ms, request, &mut step),
-            Command::RevokeLease { id } => self.revoke_lease(*id, &mut step),
-            Command::RevokeAccountLeases { account } => {
+            Command::GrantLease(GrantLease { ttl_ms }) => {
+                self.grant_lease(*ttl_ms, request, &mut step)
+            }
+            Command::RevokeLease(RevokeLease { id }) => self.revoke_lease(*id, &mut step),
+            Command::RevokeAccountLeases(RevokeAccountLeases { account }) => {
                 Ok(self.revoke_account_leases(account, &mut step))
             }
-            Command::SetLeaseTtl { id, ttl_ms } => self.leases.set_ttl(*id, *ttl_ms, &mut step),
-            Command::AcquireWithTtl {
+            Command::SetLeaseTtl(SetLeaseTtl { id, ttl_ms }) => {
+                self.leases.set_ttl(*id, *ttl_ms, &mut step)
+            }
+            Command::AcquireWithTtl(AcquireWithTtl {
                 name,
                 owner,
                 ttl_ms,
                 mode,
                 lock_delay_ms,
-            } => {
+            }) => {
                 let hold = OwnTtlHold {
                     name,
                     owner,
@@ -218,61 +226,42 @@ impl LockState {
                 };
                 self.acquire_with_ttl(&hold, request, &mut step)
             }
-            Command::ExpireLeases { ids } => Ok(self.expire_leases(ids, &mut step)),
-            Command::Acquire {
-                name,
-                owner,
-                lease,
-                mode,
-                wait,
-                value,
-                lock_delay_ms,
-            } => {
-                let request = AcquireRequest {
-                    name,
-                    owner,
-                    lease: *lease,
-                    mode: *mode,
-                    wait: *wait,
-                    value,
-                    lock_delay_ms: *lock_delay_ms,
-                };
-                self.locks.acquire(&request, &mut self.leases, &mut step)
-            }
-            Command::Release { name, owner } => {
+            Command::ExpireLeases(ExpireLeases { ids }) => Ok(self.expire_leases(ids, &mut step)),
+            Command::Acquire(acquire) => self.locks.acquire(acquire, &mut self.leases, &mut step),
+            Command::Release(Release { name, owner }) => {
                 self.locks.release(name, owner, &mut self.leases, &mut step)
             }
-            Command::Cancel { name, owner, call } => {
+            Command::Cancel(Cancel { name, owner, call }) => {
                 Ok(self
                     .locks
                     .cancel(name, owner, call.as_ref(), &mut self.leases, &mut step))
             }
-            Command::ForceRelease { name } => {
+            Command::ForceRelease(ForceRelease { name }) => {
                 Ok(self.locks.force_release(name, &mut self.leases, &mut step))
             }
-            Command::Proclaim { name, owner, value } => {
+            Command::Proclaim(Proclaim { name, owner, value }) => {
                 self.locks.proclaim(name, owner, value, &mut step)
             }
-            Command::EndLockDelay { name, since } => {
+            Command::EndLockDelay(EndLockDelay { name, since }) => {
                 Ok(self
                     .locks
                     .end_delay(name, *since, &mut self.leases, &mut step))
             }
-            Command::Hold {
+            Command::Hold(Hold {
                 name,
                 owner,
                 ttl_ms,
-            } => self.hold(name, owner, *ttl_ms, request, &mut step),
-            Command::Unhold { name, owner } => self.unhold(name, owner, &mut step),
-            Command::ReadWrite { name, owner, op } => {
+            }) => self.hold(name, owner, *ttl_ms, request, &mut step),
+            Command::Unhold(Unhold { name, owner }) => self.unhold(name, owner, &mut step),
+            Command::ReadWrite(ReadWrite { name, owner, op }) => {
                 self.read_write(name, owner, *op, request, &mut step)
             }
-            Command::Lead {
+            Command::Lead(Lead {
                 name,
                 owner,
                 ttl_ms,
                 metadata,
-            } => {
+            }) => {
                 let lead = LeadRequest {
                     name,
                     owner,
@@ -281,7 +270,9 @@ impl LockState {
                 };
                 self.lead(&lead, request, &mut step)
             }
-            Command::ClaimFire { name, due } => self.claim_fire(name, *due, request, &mut step),
+            Command::ClaimFire(ClaimFire { name, due }) => {
+                self.claim_fire(name, *due, request, &mut step)
+            }
         };
         result.unwrap_or_else(Response::Rejected)
     }

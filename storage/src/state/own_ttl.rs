@@ -3,8 +3,8 @@
 //!
 //! [`Command::AcquireWithTtl`]: crate::command::Command::AcquireWithTtl
 
-use super::acquisition::AcquireRequest;
 use super::{granter_key, grantor, LockState, Step};
+use crate::command::Acquire;
 use crate::command::{CommandError, Mode, Request, Response};
 
 /// The fields of [`Command::AcquireWithTtl`].
@@ -32,13 +32,13 @@ impl LockState {
         else {
             unreachable!("a lease grant answers LeaseGranted")
         };
-        let acquire = AcquireRequest {
-            name: hold.name,
-            owner: hold.owner,
+        let acquire = Acquire {
+            name: hold.name.to_owned(),
+            owner: hold.owner.to_owned(),
             lease,
             mode: hold.mode,
             wait: false,
-            value: &None,
+            value: None,
             lock_delay_ms: hold.lock_delay_ms,
         };
         match self.locks.acquire(&acquire, &mut self.leases, step) {

@@ -60,7 +60,7 @@ impl Occupancy {
 }
 
 /// A hold to create: who, under which lease, how, publishing what.
-pub(super) struct Grant {
+pub(super) struct NewHold {
     pub(super) owner: String,
     pub(super) lease: LeaseId,
     pub(super) mode: Mode,
@@ -73,7 +73,7 @@ pub(super) struct Grant {
 /// under its lease and announces it. Returns the fence.
 pub(super) fn grant(
     lock: &mut Lock,
-    grant: Grant,
+    grant: NewHold,
     leases: &mut LeaseTable,
     step: &mut Step<'_>,
 ) -> u64 {
@@ -119,7 +119,7 @@ pub(super) fn grant_from_head(
             break;
         };
         occupancy.add(waiter.mode);
-        let hold = Grant {
+        let hold = NewHold {
             owner: waiter.owner,
             lease: waiter.lease,
             mode: waiter.mode,

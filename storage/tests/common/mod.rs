@@ -3,6 +3,7 @@
 // Each test file uses a different subset.
 #![allow(dead_code)]
 
+use raftlock_storage::command::Acquire;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -116,7 +117,7 @@ pub fn membership(index: u64) -> Entry {
 }
 
 pub fn acquire(name: &str, owner: &str, lease: u64) -> Command {
-    Command::Acquire {
+    Command::Acquire(Acquire {
         name: name.into(),
         owner: owner.into(),
         lease,
@@ -124,7 +125,7 @@ pub fn acquire(name: &str, owner: &str, lease: u64) -> Command {
         wait: true,
         value: None,
         lock_delay_ms: 0,
-    }
+    })
 }
 
 pub fn parts(sm: &StateMachineStore) -> StateParts {

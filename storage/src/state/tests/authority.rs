@@ -6,6 +6,7 @@
 use super::*;
 use crate::account::Account;
 use crate::command::Caller;
+use crate::command::{Acquire, ForceRelease, GrantLease, Proclaim, RevokeLease};
 
 fn caller(identity: &str) -> Caller {
     Caller {
@@ -37,7 +38,7 @@ impl Harness {
     /// A lease granted by `caller`.
     fn lease_of(&mut self, caller: &Caller) -> LeaseId {
         match self
-            .run_by(caller, Command::GrantLease { ttl_ms: 10_000 })
+            .run_by(caller, Command::GrantLease(GrantLease { ttl_ms: 10_000 }))
             .0
         {
             Response::LeaseGranted { id, .. } => id,
@@ -92,7 +93,7 @@ fn another_identity_cannot_act_through_a_lease() {
     assert!(matches!(granted, Response::Granted { .. }), "{granted:?}");
     let (queued, _) = h.run_by(
         &billing,
-        Command::Acquire {
+        Command::Acquire(Acquire {
             name: "leader".into(),
             owner: "b-cand".into(),
             lease,
@@ -100,11 +101,11 @@ fn another_identity_cannot_act_through_a_lease() {
             wait: true,
             value: Some(b"b".to_vec()),
             lock_delay_ms: 0,
-        },
+        }),
     );
     assert!(matches!(queued, Response::Granted { .. }), "{queued:?}");
 
-    let why = h.assert_denied(&mallory, Command::RevokeLease { id: lease });
+    let why = h.assert_denied(&mallory, Command::RevokeLease(RevokeLease { id: lease }));
     assert!(why.contains("mallory") && why.contains("billing"), "{why}");
     h.assert_denied(
         &mallory,
@@ -114,11 +115,11 @@ fn another_identity_cannot_act_through_a_lease() {
     h.assert_denied(&mallory, cancel("inv/1", "b-task"));
     h.assert_denied(
         &mallory,
-        Command::Proclaim {
+        Command::Proclaim(Proclaim {
             name: "leader".into(),
             owner: "b-cand".into(),
             value: b"m".to_vec(),
-        },
+        }),
     );
     // Without an identity (a node without authentication) it is no better.
     h.assert_denied(&Caller::default(), release("inv/1", "b-task"));
@@ -126,7 +127,10 @@ fn another_identity_cannot_act_through_a_lease() {
     // The owner releases; an admin may revoke.
     let (released, _) = h.run_by(&billing, release("inv/1", "b-task"));
     assert_eq!(released, Response::Released { remaining: 0 });
-    let (revoked, _) = h.run_by(&admin("ops"), Command::RevokeLease { id: lease });
+    let (revoked, _) = h.run_by(
+        &admin("ops"),
+        Command::RevokeLease(RevokeLease { id: lease }),
+    );
     assert!(
         matches!(revoked, Response::LeaseRevoked { .. }),
         "{revoked:?}"
@@ -162,10 +166,13 @@ fn force_release_needs_admin() {
     h.run_by(&jobs, acquire("x", "j", lease, Mode::Exclusive, false));
     let why = h.assert_denied(
         &caller("billing"),
-        Command::ForceRelease { name: "x".into() },
+        Command::ForceRelease(ForceRelease { name: "x".into() }),
     );
     assert!(why.contains("admin"), "{why}");
-    let (done, _) = h.run_by(&admin("ops"), Command::ForceRelease { name: "x".into() });
+    let (done, _) = h.run_by(
+        &admin("ops"),
+        Command::ForceRelease(ForceRelease { name: "x".into() }),
+    );
     assert_eq!(done, Response::ForceReleased { holders: 1 });
 }
 

@@ -2,6 +2,7 @@
 //! is for still owns; a retry with a higher attempt, or another request for
 //! the same owner, takes it over.
 
+use crate::command::Cancel;
 use uuid::Uuid;
 
 use super::*;
@@ -21,11 +22,11 @@ fn origin(seq: u64, attempt: u32) -> ClientSeq {
 }
 
 fn server_cancel(name: &str, owner: &str, call: &ClientSeq) -> Command {
-    Command::Cancel {
+    Command::Cancel(Cancel {
         name: name.into(),
         owner: owner.into(),
         call: Some(Claim::of(call)),
-    }
+    })
 }
 
 fn cancelled(outcome: CancelOutcome) -> Response {

@@ -4,23 +4,24 @@
 
 use super::*;
 use crate::command::{Caller, ReadWriteOp, ReadWriteOutcome};
+use crate::command::{ClaimFire, ExpireLeases, Hold, Lead, ReadWrite, Unhold};
 use crate::limits::Quota;
 use crate::state::ElectionRecord;
 
 fn hold(name: &str, owner: &str, ttl_ms: u64) -> Command {
-    Command::Hold {
+    Command::Hold(Hold {
         name: name.into(),
         owner: owner.into(),
         ttl_ms,
-    }
+    })
 }
 
 fn rw(name: &str, owner: &str, op: ReadWriteOp) -> Command {
-    Command::ReadWrite {
+    Command::ReadWrite(ReadWrite {
         name: name.into(),
         owner: owner.into(),
         op,
-    }
+    })
 }
 
 fn read(h: &mut Harness, owner: &str) -> Option<u64> {
@@ -49,7 +50,7 @@ fn ended(h: &mut Harness, owner: &str, op: ReadWriteOp) -> bool {
 }
 
 fn lead(name: &str, owner: &str, metadata: &[(&str, &str)]) -> Command {
-    Command::Lead {
+    Command::Lead(Lead {
         name: name.into(),
         owner: owner.into(),
         ttl_ms: 5_000,
@@ -57,7 +58,7 @@ fn lead(name: &str, owner: &str, metadata: &[(&str, &str)]) -> Command {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
-    }
+    })
 }
 
 fn led(h: &mut Harness, command: Command) -> ElectionRecord {
@@ -68,10 +69,10 @@ fn led(h: &mut Harness, command: Command) -> ElectionRecord {
 }
 
 fn claim(name: &str, due: f64) -> Command {
-    Command::ClaimFire {
+    Command::ClaimFire(ClaimFire {
         name: name.into(),
         due: due.to_bits(),
-    }
+    })
 }
 
 fn won(h: &mut Harness, name: &str, due: f64) -> bool {
@@ -101,7 +102,7 @@ fn a_hold_is_renewed_by_its_owner_and_keeps_its_fence() {
     assert_eq!(h.state.lease(lease).map(|l| l.ttl_ms), Some(7_000));
     assert_eq!(h.reply(hold("job", "b", 1_000)), Response::Busy);
     // Its lease ends it; the next owner's fence is higher.
-    h.reply(Command::ExpireLeases { ids: vec![lease] });
+    h.reply(Command::ExpireLeases(ExpireLeases { ids: vec![lease] }));
     let Response::Held { fence: next, .. } = h.reply(hold("job", "b", 1_000)) else {
         panic!("take over");
     };
@@ -113,9 +114,11 @@ fn unhold_ends_the_owners_hold_and_its_lease_only() {
     let mut h = Harness::new();
     h.reply(hold("job", "a", 1_000));
     let lease = lease_of(&h, "job", "a");
-    let unhold = |owner: &str| Command::Unhold {
-        name: "job".into(),
-        owner: owner.into(),
+    let unhold = |owner: &str| {
+        Command::Unhold(Unhold {
+            name: "job".into(),
+            owner: owner.into(),
+        })
     };
     assert_eq!(h.reply(unhold("b")), Response::Unheld { ended: false });
     assert_eq!(h.holders("job"), vec!["a"]);
@@ -134,10 +137,10 @@ fn a_hold_through_a_shared_lease_is_neither_renewed_nor_ended_here() {
     let before = h.state.to_parts();
     for command in [
         hold("job", "a", 1_000),
-        Command::Unhold {
+        Command::Unhold(Unhold {
             name: "job".into(),
             owner: "a".into(),
-        },
+        }),
     ] {
         let reply = h.reply(command);
         assert!(
@@ -195,7 +198,7 @@ fn an_intent_ends_when_cancelled_or_when_its_lease_does() {
     assert_eq!(write(&mut h, "w3", true), None);
     let record = h.state.to_parts().named.read_write;
     let intent = record[0].1.record.intents[0].lease;
-    h.reply(Command::ExpireLeases { ids: vec![intent] });
+    h.reply(Command::ExpireLeases(ExpireLeases { ids: vec![intent] }));
     assert_eq!(h.state.read_write_state("rw").waiting_writers, 0);
     assert_eq!(read(&mut h, "r4"), Some(0));
 }
@@ -205,7 +208,7 @@ fn a_writer_whose_lease_expired_poisons_the_next_write_grant_only() {
     let mut h = Harness::new();
     let (first, _) = write(&mut h, "w1", true).expect("free");
     let lease = lease_of(&h, "rw", "w1");
-    h.reply(Command::ExpireLeases { ids: vec![lease] });
+    h.reply(Command::ExpireLeases(ExpireLeases { ids: vec![lease] }));
     let (second, poisoned) = write(&mut h, "w2", true).expect("free again");
     assert!(poisoned, "w1 never released");
     assert!(second > first);
@@ -261,15 +264,15 @@ fn an_election_record_counts_transitions_and_keeps_acquired_at_across_renewals()
     assert_eq!(h.state.election("e"), Some(renewed.clone()));
     // The leader's lease ends: nobody leads, the record stays for the count.
     let lease = lease_of(&h, "e", "a");
-    h.reply(Command::ExpireLeases { ids: vec![lease] });
+    h.reply(Command::ExpireLeases(ExpireLeases { ids: vec![lease] }));
     assert_eq!(h.state.election("e"), None);
     let taken = led(&mut h, lead("e", "b", &[]));
     assert_eq!((taken.holder.as_str(), taken.transitions), ("b", 1));
     // Releasing drops the record.
-    let unhold = Command::Unhold {
+    let unhold = Command::Unhold(Unhold {
         name: "e".into(),
         owner: "b".into(),
-    };
+    });
     assert_eq!(h.reply(unhold), Response::Unheld { ended: true });
     assert_eq!(h.state.election("e"), None);
     assert_eq!(led(&mut h, lead("e", "c", &[])).transitions, 0);
@@ -390,10 +393,10 @@ fn another_identity_cannot_renew_end_or_cancel_what_an_owner_token_holds() {
     let before = h.state.to_parts();
     for command in [
         hold("job", "tok", 9_000),
-        Command::Unhold {
+        Command::Unhold(Unhold {
             name: "job".into(),
             owner: "tok".into(),
-        },
+        }),
         rw("rw", "w", ReadWriteOp::CancelIntent),
         rw("rw", "r", ReadWriteOp::ReleaseRead),
     ] {

@@ -5,6 +5,7 @@
 use uuid::Uuid;
 
 use super::*;
+use crate::command::{ExpireLeases, GrantLease, RevokeLease};
 use crate::limits::MAX_CLIENT_SESSIONS;
 
 /// A small client bound, so a flood is quick.
@@ -12,7 +13,7 @@ const CAPACITY: usize = 16;
 
 /// Anything at all, from a client: the cheapest request that makes a session.
 fn noop() -> Command {
-    Command::ExpireLeases { ids: vec![] }
+    Command::ExpireLeases(ExpireLeases { ids: vec![] })
 }
 
 /// `n` fresh clients, one request each.
@@ -25,7 +26,10 @@ fn flood(h: &mut Harness, first: u128, n: usize) {
 
 /// Grants a lease on behalf of `origin` and returns its id.
 fn lease_as(h: &mut Harness, origin: ClientSeq) -> LeaseId {
-    match h.run_as(origin, Command::GrantLease { ttl_ms: 10_000 }).0 {
+    match h
+        .run_as(origin, Command::GrantLease(GrantLease { ttl_ms: 10_000 }))
+        .0
+    {
         Response::LeaseGranted { id, .. } => id,
         other => panic!("lease grant failed: {other:?}"),
     }
@@ -62,7 +66,7 @@ fn a_reused_request_id_with_another_command_is_refused() {
     let l = lease_as(&mut h, seq(c, 1, 1));
     // The lease grant's id with another TTL.
     let reused_grant = CommandError::RequestIdReused { client: c, seq: 1 };
-    let other_ttl = Command::GrantLease { ttl_ms: 20_000 };
+    let other_ttl = Command::GrantLease(GrantLease { ttl_ms: 20_000 });
     assert_eq!(
         assert_refused(&mut h, seq(c, 1, 1), other_ttl),
         reused_grant
@@ -170,7 +174,10 @@ fn a_table_full_of_live_clients_refuses_new_ones() {
     );
     // Client 3 revokes its lease: it is the only one that may be forgotten.
     let third = Uuid::from_u128(3);
-    h.run_as(seq(third, 2, 2), Command::RevokeLease { id: leases[2] });
+    h.run_as(
+        seq(third, 2, 2),
+        Command::RevokeLease(RevokeLease { id: leases[2] }),
+    );
     let (reply, _) = h.run_as(seq(newcomer, 1, 1), noop());
     assert!(!matches!(reply, Response::Rejected(_)), "{reply:?}");
     assert!(h.state.client(None, &third).is_none());
@@ -221,9 +228,15 @@ fn a_retry_from_a_forgotten_client_is_refused_not_applied() {
 fn a_new_client_with_concurrent_first_requests_is_admitted() {
     let mut h = Harness::new();
     let e = Uuid::from_u128(5);
-    let (second, _) = h.run_as(seq(e, 2, 1), Command::GrantLease { ttl_ms: 1_000 });
+    let (second, _) = h.run_as(
+        seq(e, 2, 1),
+        Command::GrantLease(GrantLease { ttl_ms: 1_000 }),
+    );
     assert!(matches!(second, Response::LeaseGranted { .. }));
-    let (first, _) = h.run_as(seq(e, 1, 1), Command::GrantLease { ttl_ms: 1_000 });
+    let (first, _) = h.run_as(
+        seq(e, 1, 1),
+        Command::GrantLease(GrantLease { ttl_ms: 1_000 }),
+    );
     assert!(matches!(first, Response::LeaseGranted { .. }));
     assert_ne!(first, second);
 }
@@ -261,7 +274,7 @@ fn pins_follow_the_leases_and_survive_a_reload() {
         "anonymous pins nothing"
     );
 
-    h.run(Command::ExpireLeases { ids: vec![l] });
+    h.run(Command::ExpireLeases(ExpireLeases { ids: vec![l] }));
     flood(&mut h, 2_000, CAPACITY);
     assert!(
         h.state.client(None, &c).is_none(),

@@ -1,13 +1,14 @@
 //! Granting, revoking and expiring leases, and what that does to locks.
 
 use super::*;
+use crate::command::{ExpireLeases, GrantLease, RevokeLease};
 use crate::event::EndReason;
 
 #[test]
 fn a_lease_id_is_its_entry_index() {
     let mut h = Harness::new();
-    h.run(Command::ExpireLeases { ids: vec![] });
-    let (reply, changes) = h.run(Command::GrantLease { ttl_ms: 5_000 });
+    h.run(Command::ExpireLeases(ExpireLeases { ids: vec![] }));
+    let (reply, changes) = h.run(Command::GrantLease(GrantLease { ttl_ms: 5_000 }));
     assert_eq!(
         reply,
         Response::LeaseGranted {
@@ -46,7 +47,7 @@ fn revoke_releases_everything_of_the_lease_and_grants_next_waiters_in_the_same_s
     h.reply(acquire("b", "w", other, Mode::Exclusive, true));
     assert_eq!(h.state.lease_attachments(dying).len(), 4);
 
-    let (reply, changes) = h.run(Command::RevokeLease { id: dying });
+    let (reply, changes) = h.run(Command::RevokeLease(RevokeLease { id: dying }));
     assert_eq!(
         reply,
         Response::LeaseRevoked {
@@ -104,9 +105,9 @@ fn expiry_hands_the_lock_on_in_fifo_order() {
     h.reply(acquire("m", "a", l1, Mode::Exclusive, true));
     h.reply(acquire("m", "b", l2, Mode::Exclusive, true));
     h.reply(acquire("m", "c", l3, Mode::Exclusive, true));
-    let (reply, changes) = h.run(Command::ExpireLeases {
+    let (reply, changes) = h.run(Command::ExpireLeases(ExpireLeases {
         ids: vec![l1, 999, l1],
-    });
+    }));
     assert_eq!(reply, Response::LeasesExpired { ids: vec![l1] });
     assert_eq!(grants(&changes), vec![("m".into(), "b".into())]);
     assert!(changes.events.contains(&Event::HoldEnded {
@@ -118,7 +119,7 @@ fn expiry_hands_the_lock_on_in_fifo_order() {
     assert_eq!(h.waiters("m"), ["c"]);
 
     let before = h.state.clone();
-    let (reply, changes) = h.run(Command::ExpireLeases { ids: vec![l1] });
+    let (reply, changes) = h.run(Command::ExpireLeases(ExpireLeases { ids: vec![l1] }));
     assert_eq!(reply, Response::LeasesExpired { ids: vec![] });
     assert!(changes.events.is_empty());
     assert_eq!(h.state, before, "expiring an ended lease changed the state");
@@ -131,7 +132,7 @@ fn expiring_a_holder_and_the_next_waiter_together_skips_the_waiter() {
     h.reply(acquire("m", "a", l1, Mode::Exclusive, true));
     h.reply(acquire("m", "b", l2, Mode::Exclusive, true));
     h.reply(acquire("m", "c", l3, Mode::Exclusive, true));
-    let (reply, changes) = h.run(Command::ExpireLeases { ids: vec![l2, l1] });
+    let (reply, changes) = h.run(Command::ExpireLeases(ExpireLeases { ids: vec![l2, l1] }));
     assert_eq!(reply, Response::LeasesExpired { ids: vec![l2, l1] });
     assert_eq!(grants(&changes), vec![("m".into(), "c".into())]);
     assert_eq!(h.holders("m"), ["c"]);
@@ -143,7 +144,7 @@ fn revoking_an_unknown_lease_is_refused() {
     // A lease a wrong revoke could end.
     h.lease();
     let before = h.state.clone();
-    let (reply, changes) = h.run(Command::RevokeLease { id: 7 });
+    let (reply, changes) = h.run(Command::RevokeLease(RevokeLease { id: 7 }));
     assert_eq!(reply, Response::Rejected(CommandError::LeaseNotFound(7)));
     assert!(changes.events.is_empty());
     assert_eq!(h.state, before, "a refused revoke changed the state");

@@ -4,10 +4,11 @@
 //! expect a delay fail at their first "still closed" check (seen).
 
 use super::*;
+use crate::command::{Acquire, EndLockDelay, ExpireLeases, ForceRelease, RevokeLease};
 use crate::limits::MAX_LOCK_DELAY_MS;
 
 fn acquire_with_delay(name: &str, owner: &str, lease: LeaseId, wait: bool, ms: u64) -> Command {
-    Command::Acquire {
+    Command::Acquire(Acquire {
         name: name.into(),
         owner: owner.into(),
         lease,
@@ -15,7 +16,7 @@ fn acquire_with_delay(name: &str, owner: &str, lease: LeaseId, wait: bool, ms: u
         wait,
         value: None,
         lock_delay_ms: ms,
-    }
+    })
 }
 
 /// The delay in force on `name`: (ms, since).
@@ -38,7 +39,7 @@ fn an_expired_holder_closes_the_lock_for_its_delay() {
         h.reply(acquire("res", "b", b, Mode::Exclusive, true)),
         Response::Queued { position: 0 }
     );
-    let (_, changes) = h.run(Command::ExpireLeases { ids: vec![a] });
+    let (_, changes) = h.run(Command::ExpireLeases(ExpireLeases { ids: vec![a] }));
     let since = h.index;
     assert!(changes.events.contains(&Event::LockDelayStarted {
         name: "res".into(),
@@ -56,19 +57,19 @@ fn an_expired_holder_closes_the_lock_for_its_delay() {
     );
     // A stale end (another delay's) changes nothing.
     assert_eq!(
-        h.reply(Command::EndLockDelay {
+        h.reply(Command::EndLockDelay(EndLockDelay {
             name: "res".into(),
             since: since - 1
-        }),
+        })),
         Response::LockDelayEnded { ended: false }
     );
     assert_eq!(h.waiters("res"), vec!["b"]);
     // The leader ends it: the next waiter is granted in the same step,
     // with a fence above everything before.
-    let (reply, changes) = h.run(Command::EndLockDelay {
+    let (reply, changes) = h.run(Command::EndLockDelay(EndLockDelay {
         name: "res".into(),
         since,
-    });
+    }));
     assert_eq!(reply, Response::LockDelayEnded { ended: true });
     assert_eq!(h.holders("res"), vec!["b"]);
     assert!(changes.events.iter().any(
@@ -82,7 +83,7 @@ fn a_force_release_delays_and_an_empty_delayed_lock_is_kept_until_it_ends() {
     let mut h = Harness::new();
     let (a, b) = (h.lease(), h.lease());
     h.reply(acquire_with_delay("res", "a", a, false, 1_000));
-    h.reply(Command::ForceRelease { name: "res".into() });
+    h.reply(Command::ForceRelease(ForceRelease { name: "res".into() }));
     let since = h.index;
     // Nobody holds or waits, but the lock stays closed.
     assert_eq!(delay(&h, "res"), Some((1_000, since)));
@@ -90,10 +91,10 @@ fn a_force_release_delays_and_an_empty_delayed_lock_is_kept_until_it_ends() {
         h.reply(acquire("res", "b", b, Mode::Exclusive, false)),
         Response::Busy
     );
-    h.reply(Command::EndLockDelay {
+    h.reply(Command::EndLockDelay(EndLockDelay {
         name: "res".into(),
         since,
-    });
+    }));
     assert!(h.state.lock("res").is_none(), "an empty lock is removed");
     assert!(matches!(
         h.reply(acquire("res", "b", b, Mode::Exclusive, false)),
@@ -112,7 +113,7 @@ fn a_clean_release_or_revoke_never_delays() {
     assert_eq!(delay(&h, "res"), None);
 
     h.reply(acquire_with_delay("other", "b", b, false, 5_000));
-    h.reply(Command::RevokeLease { id: b });
+    h.reply(Command::RevokeLease(RevokeLease { id: b }));
     assert!(h.state.lock("other").is_none());
     assert!(h.state.lock("res").is_none());
 }
@@ -123,7 +124,7 @@ fn a_holder_without_a_delay_hands_on_at_once() {
     let (a, b) = (h.lease(), h.lease());
     h.reply(acquire("res", "a", a, Mode::Exclusive, false));
     h.reply(acquire("res", "b", b, Mode::Exclusive, true));
-    h.reply(Command::ExpireLeases { ids: vec![a] });
+    h.reply(Command::ExpireLeases(ExpireLeases { ids: vec![a] }));
     assert_eq!(h.holders("res"), vec!["b"]);
     assert_eq!(delay(&h, "res"), None);
 }
@@ -133,7 +134,7 @@ fn a_delay_survives_a_snapshot_and_is_listed() {
     let mut h = Harness::new();
     let a = h.lease();
     h.reply(acquire_with_delay("res", "a", a, false, 2_000));
-    h.reply(Command::ExpireLeases { ids: vec![a] });
+    h.reply(Command::ExpireLeases(ExpireLeases { ids: vec![a] }));
     let restored = LockState::from_parts(h.state.to_parts());
     assert_eq!(restored, h.state);
     let listed: Vec<_> = restored

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::command::CancelOutcome;
+use crate::command::{Acquire, ExpireLeases, ForceRelease, Proclaim, RevokeLease};
 use crate::event::EndReason;
 
 #[test]
@@ -268,7 +269,7 @@ fn force_release_ends_every_hold_and_grants_the_waiters() {
     h.reply(acquire("rw", "r1", l, Mode::Shared, true));
     h.reply(acquire("rw", "r2", l, Mode::Shared, true));
     h.reply(acquire("rw", "w", l, Mode::Exclusive, true));
-    let (reply, changes) = h.run(Command::ForceRelease { name: "rw".into() });
+    let (reply, changes) = h.run(Command::ForceRelease(ForceRelease { name: "rw".into() }));
     assert_eq!(reply, Response::ForceReleased { holders: 2 });
     let ended = changes
         .events
@@ -291,9 +292,9 @@ fn force_release_ends_every_hold_and_grants_the_waiters() {
         .contains(&("rw".into(), "w".into(), true)));
 
     let before = h.state.clone();
-    let (reply, changes) = h.run(Command::ForceRelease {
+    let (reply, changes) = h.run(Command::ForceRelease(ForceRelease {
         name: "unknown".into(),
-    });
+    }));
     assert_eq!(reply, Response::ForceReleased { holders: 0 });
     assert!(changes.events.is_empty());
     assert_eq!(h.state, before, "force-releasing no lock changed the state");
@@ -303,24 +304,28 @@ fn force_release_ends_every_hold_and_grants_the_waiters() {
 fn elections_publish_the_leaders_value() {
     let mut h = Harness::new();
     let l = h.lease();
-    let campaign = |owner: &str, value: &[u8]| Command::Acquire {
-        name: "e".into(),
-        owner: owner.into(),
-        lease: l,
-        mode: Mode::Exclusive,
-        wait: true,
-        value: Some(value.to_vec()),
-        lock_delay_ms: 0,
+    let campaign = |owner: &str, value: &[u8]| {
+        Command::Acquire(Acquire {
+            name: "e".into(),
+            owner: owner.into(),
+            lease: l,
+            mode: Mode::Exclusive,
+            wait: true,
+            value: Some(value.to_vec()),
+            lock_delay_ms: 0,
+        })
     };
     h.reply(campaign("n1", b"addr1"));
     h.reply(campaign("n2", b"addr2"));
     let leader = |h: &Harness| h.state.lock("e").and_then(|e| e.holders.first().cloned());
     assert_eq!(leader(&h).and_then(|x| x.value), Some(b"addr1".to_vec()));
 
-    let proclaim = |owner: &str| Command::Proclaim {
-        name: "e".into(),
-        owner: owner.into(),
-        value: b"new".to_vec(),
+    let proclaim = |owner: &str| {
+        Command::Proclaim(Proclaim {
+            name: "e".into(),
+            owner: owner.into(),
+            value: b"new".to_vec(),
+        })
     };
     assert!(matches!(
         h.reply(proclaim("n2")),
@@ -368,12 +373,18 @@ fn fences_strictly_increase_across_expiry_force_release_and_recreation() {
     let l2 = h.lease();
     note(&h.run(acquire("m", "a", l1, Mode::Exclusive, true)).1);
     note(&h.run(acquire("m", "b", l2, Mode::Exclusive, true)).1);
-    note(&h.run(Command::ExpireLeases { ids: vec![l1] }).1);
-    note(&h.run(Command::ForceRelease { name: "m".into() }).1);
+    note(
+        &h.run(Command::ExpireLeases(ExpireLeases { ids: vec![l1] }))
+            .1,
+    );
+    note(
+        &h.run(Command::ForceRelease(ForceRelease { name: "m".into() }))
+            .1,
+    );
     assert!(h.state.lock("m").is_none());
     let l3 = h.lease();
     note(&h.run(acquire("m", "c", l3, Mode::Exclusive, true)).1);
-    note(&h.run(Command::RevokeLease { id: l3 }).1);
+    note(&h.run(Command::RevokeLease(RevokeLease { id: l3 })).1);
     note(&h.run(acquire("m", "d", l2, Mode::Exclusive, true)).1);
     assert_eq!(fences.len(), 4);
     assert!(fences.windows(2).all(|w| w[0] < w[1]), "{fences:?}");

@@ -21,6 +21,7 @@ use uuid::Uuid;
 use super::queue::Occupancy;
 use super::{AccountUse, Changes, ClientSession, LockState, SessionKey, StateParts, StoredReply};
 use crate::account::Account;
+use crate::command::{Acquire, Cancel, GrantLease, Release};
 use crate::command::{Claim, ClientSeq, Command, CommandError, LeaseId, Mode, Request, Response};
 use crate::event::Event;
 use crate::limits::Quotas;
@@ -94,7 +95,7 @@ impl Harness {
 
     /// Grants a lease and returns its id.
     fn lease(&mut self) -> LeaseId {
-        match self.reply(Command::GrantLease { ttl_ms: 10_000 }) {
+        match self.reply(Command::GrantLease(GrantLease { ttl_ms: 10_000 })) {
             Response::LeaseGranted { id, .. } => id,
             other => panic!("lease grant failed: {other:?}"),
         }
@@ -116,7 +117,7 @@ impl Harness {
 }
 
 fn acquire(name: &str, owner: &str, lease: LeaseId, mode: Mode, wait: bool) -> Command {
-    Command::Acquire {
+    Command::Acquire(Acquire {
         name: name.into(),
         owner: owner.into(),
         lease,
@@ -124,22 +125,22 @@ fn acquire(name: &str, owner: &str, lease: LeaseId, mode: Mode, wait: bool) -> C
         wait,
         value: None,
         lock_delay_ms: 0,
-    }
+    })
 }
 
 fn release(name: &str, owner: &str) -> Command {
-    Command::Release {
+    Command::Release(Release {
         name: name.into(),
         owner: owner.into(),
-    }
+    })
 }
 
 fn cancel(name: &str, owner: &str) -> Command {
-    Command::Cancel {
+    Command::Cancel(Cancel {
         name: name.into(),
         owner: owner.into(),
         call: None,
-    }
+    })
 }
 
 /// A request id: client `client`'s request `seq`, having received the

@@ -4,15 +4,16 @@
 //! finds a stray lease (seen).
 
 use super::*;
+use crate::command::{AcquireWithTtl, ExpireLeases};
 
 fn take(name: &str, owner: &str, ttl_ms: u64) -> Command {
-    Command::AcquireWithTtl {
+    Command::AcquireWithTtl(AcquireWithTtl {
         name: name.into(),
         owner: owner.into(),
         ttl_ms,
         mode: Mode::Exclusive,
         lock_delay_ms: 0,
-    }
+    })
 }
 
 #[test]
@@ -36,7 +37,7 @@ fn a_free_lock_is_taken_on_a_lease_of_its_own() {
     }));
     assert_eq!(h.holders("res"), vec!["a"]);
     // Its lease ends it: expiry frees the lock for the next.
-    h.reply(Command::ExpireLeases { ids: vec![lease] });
+    h.reply(Command::ExpireLeases(ExpireLeases { ids: vec![lease] }));
     assert_eq!(h.holders("res"), Vec::<String>::new());
     assert!(matches!(
         h.reply(take("res", "b", 1)),

@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::*;
 use crate::account::Account;
 use crate::command::Caller;
+use crate::command::{AcquireWithTtl, ExpireLeases, GrantLease, RevokeAccountLeases, RevokeLease};
 use crate::limits::{Quota, MAX_REVOKED_PER_ENTRY};
 use crate::state::Lease;
 
@@ -69,7 +70,11 @@ impl Harness {
     /// A lease granted by `caller` (from client `origin`, if any).
     fn grant_as(&mut self, caller: &Caller, origin: Option<ClientSeq>) -> LeaseId {
         match self
-            .run_full(caller, origin, Command::GrantLease { ttl_ms: 10_000 })
+            .run_full(
+                caller,
+                origin,
+                Command::GrantLease(GrantLease { ttl_ms: 10_000 }),
+            )
             .0
         {
             Response::LeaseGranted { id, .. } => id,
@@ -110,7 +115,11 @@ fn a_source_holds_at_most_its_lease_quota() {
     h.quotas = quotas(3, 100, 100);
     let (flooder, honest) = (from(1), from(2));
     let leases: Vec<LeaseId> = (0..3).map(|_| h.grant_as(&flooder, None)).collect();
-    let refused = h.assert_over_quota(&flooder, None, Command::GrantLease { ttl_ms: 10_000 });
+    let refused = h.assert_over_quota(
+        &flooder,
+        None,
+        Command::GrantLease(GrantLease { ttl_ms: 10_000 }),
+    );
     assert_eq!(
         refused,
         CommandError::QuotaExceeded {
@@ -125,17 +134,20 @@ fn a_source_holds_at_most_its_lease_quota() {
         "source 10.0.0.1 holds 3 leases (limit 3, the server's quota_leases): \
          no new lease until one of them ends"
     );
-    let own_ttl = Command::AcquireWithTtl {
+    let own_ttl = Command::AcquireWithTtl(AcquireWithTtl {
         name: "m".into(),
         owner: "o".into(),
         ttl_ms: 1_000,
         mode: Mode::Exclusive,
         lock_delay_ms: 0,
-    };
+    });
     h.assert_over_quota(&flooder, None, own_ttl);
     h.grant_as(&honest, None);
     assert_eq!(h.state.account_use(&account(&flooder)).leases, 3);
-    h.reply_to(&flooder, Command::RevokeLease { id: leases[0] });
+    h.reply_to(
+        &flooder,
+        Command::RevokeLease(RevokeLease { id: leases[0] }),
+    );
     h.grant_as(&flooder, None);
 }
 
@@ -152,7 +164,11 @@ fn an_identity_holds_at_most_its_lease_quota() {
     };
     h.grant_as(&billing, None);
     h.grant_as(&elsewhere, None);
-    let refused = h.assert_over_quota(&billing, None, Command::GrantLease { ttl_ms: 1_000 });
+    let refused = h.assert_over_quota(
+        &billing,
+        None,
+        Command::GrantLease(GrantLease { ttl_ms: 1_000 }),
+    );
     assert!(
         refused
             .to_string()
@@ -162,7 +178,11 @@ fn an_identity_holds_at_most_its_lease_quota() {
     let ops = identity("ops", true);
     h.grant_as(&ops, None);
     h.grant_as(&ops, None);
-    h.assert_over_quota(&ops, None, Command::GrantLease { ttl_ms: 1_000 });
+    h.assert_over_quota(
+        &ops,
+        None,
+        Command::GrantLease(GrantLease { ttl_ms: 1_000 }),
+    );
 }
 
 /// The waits on one account's leases are bounded, whichever locks they are
@@ -210,7 +230,7 @@ fn an_account_has_at_most_its_waiter_quota() {
     assert_eq!(queued, Response::Queued { position: 1 });
     // Cancelled, then the lease revoked: nothing left.
     h.reply_to(&flooder, cancel("b", "w"));
-    h.reply_to(&flooder, Command::RevokeLease { id: waiting });
+    h.reply_to(&flooder, Command::RevokeLease(RevokeLease { id: waiting }));
     assert_eq!(h.state.account_use(&account(&flooder)), Default::default());
 }
 
@@ -227,7 +247,7 @@ fn a_flood_of_client_ids_from_one_source_leaves_room_for_others() {
     let mut refused = None;
     for client in 1..=CAPACITY as u128 * 2 {
         let origin = seq(Uuid::from_u128(client), 1, 1);
-        let grant = Command::GrantLease { ttl_ms: 10_000 };
+        let grant = Command::GrantLease(GrantLease { ttl_ms: 10_000 });
         match h.run_full(&flooder, Some(origin), grant).0 {
             Response::LeaseGranted { .. } => {}
             Response::Rejected(e) => {
@@ -346,9 +366,9 @@ fn revoking_an_accounts_leases_ends_only_those() {
     h.reply_to(&jobs, acquire("y", "j", kept, Mode::Exclusive, false));
     h.reply_to(&billing, acquire("y", "b", waiting, Mode::Exclusive, true));
 
-    let revoke = Command::RevokeAccountLeases {
+    let revoke = Command::RevokeAccountLeases(RevokeAccountLeases {
         account: Account::Identity("billing".into()),
-    };
+    });
     let before = h.state.clone();
     let (reply, changes) = h.run_full(&jobs, None, revoke.clone());
     assert!(
@@ -407,9 +427,9 @@ fn a_revoke_entry_ends_a_bounded_number_of_leases() {
         ..StateParts::default()
     });
     h.index = n;
-    let revoke = Command::RevokeAccountLeases {
+    let revoke = Command::RevokeAccountLeases(RevokeAccountLeases {
         account: flooder.clone(),
-    };
+    });
     let first = h.reply(revoke.clone());
     assert_eq!(
         first,
@@ -461,5 +481,5 @@ fn account_use_is_rebuilt_from_the_parts() {
 
 /// Anything at all, from a client: the cheapest request that makes a session.
 fn noop() -> Command {
-    Command::ExpireLeases { ids: vec![] }
+    Command::ExpireLeases(ExpireLeases { ids: vec![] })
 }

@@ -7,6 +7,10 @@ use std::net::IpAddr;
 use uuid::Uuid;
 
 use super::*;
+use crate::command::{
+    Acquire, Cancel, ClaimFire, ExpireLeases, ForceRelease, GrantLease, Hold, Lead, Proclaim,
+    ReadWrite, Release, RevokeAccountLeases, RevokeLease, Unhold,
+};
 use crate::command::{Caller, ReadWriteOp};
 use crate::state::StateParts;
 
@@ -78,17 +82,17 @@ fn random_command(rng: &mut Rng, live: &[LeaseId], ever: &[LeaseId]) -> Command 
     let name = rng.pick(&NAMES).to_string();
     let owner = rng.pick(&OWNERS).to_string();
     match rng.below(125) {
-        0..=7 => Command::GrantLease {
+        0..=7 => Command::GrantLease(GrantLease {
             ttl_ms: *rng.pick(&[1_000, 1_000, 1_000, 0]),
-        },
-        8..=11 => Command::RevokeLease { id: lease },
+        }),
+        8..=11 => Command::RevokeLease(RevokeLease { id: lease }),
         12..=15 => {
             let ids = (0..=rng.below(3))
                 .map(|_| random_lease(rng, live, ever))
                 .collect();
-            Command::ExpireLeases { ids }
+            Command::ExpireLeases(ExpireLeases { ids })
         }
-        16..=59 => Command::Acquire {
+        16..=59 => Command::Acquire(Acquire {
             mode: random_mode(rng, &name),
             value: (name == "e").then(|| owner.clone().into_bytes()),
             lock_delay_ms: 0,
@@ -96,15 +100,15 @@ fn random_command(rng: &mut Rng, live: &[LeaseId], ever: &[LeaseId]) -> Command 
             name,
             owner,
             lease,
-        },
-        60..=79 => Command::Release { name, owner },
-        80..=83 => Command::Cancel {
+        }),
+        60..=79 => Command::Release(Release { name, owner }),
+        80..=83 => Command::Cancel(Cancel {
             name,
             owner,
             call: None,
-        },
+        }),
         // A server's cancel for a call that gave up: some claim or other.
-        84..=87 => Command::Cancel {
+        84..=87 => Command::Cancel(Cancel {
             name,
             owner,
             call: Some(Claim {
@@ -112,22 +116,22 @@ fn random_command(rng: &mut Rng, live: &[LeaseId], ever: &[LeaseId]) -> Command 
                 seq: rng.below(64),
                 attempt: rng.below(3) as u32,
             }),
-        },
-        88..=91 => Command::ForceRelease { name },
-        92..=93 => Command::RevokeAccountLeases {
+        }),
+        88..=91 => Command::ForceRelease(ForceRelease { name }),
+        92..=93 => Command::RevokeAccountLeases(RevokeAccountLeases {
             account: Account::source(IpAddr::from([10, 0, 0, 1 + rng.below(2) as u8])),
-        },
-        94..=99 => Command::Proclaim {
+        }),
+        94..=99 => Command::Proclaim(Proclaim {
             name,
             owner,
             value: vec![rng.below(256) as u8],
-        },
-        100..=104 => Command::Hold {
+        }),
+        100..=104 => Command::Hold(Hold {
             name,
             owner,
             ttl_ms: *rng.pick(&[1_000, 0]),
-        },
-        105..=107 => Command::Unhold { name, owner },
+        }),
+        105..=107 => Command::Unhold(Unhold { name, owner }),
         108..=117 => {
             let ttl_ms = *rng.pick(&[1_000, 1_000, 0]);
             let op = *rng.pick(&[
@@ -145,18 +149,18 @@ fn random_command(rng: &mut Rng, live: &[LeaseId], ever: &[LeaseId]) -> Command 
                 ReadWriteOp::CancelIntent,
                 ReadWriteOp::Downgrade { ttl_ms },
             ]);
-            Command::ReadWrite { name, owner, op }
+            Command::ReadWrite(ReadWrite { name, owner, op })
         }
-        118..=121 => Command::Lead {
+        118..=121 => Command::Lead(Lead {
             name,
             owner: owner.clone(),
             ttl_ms: 1_000,
             metadata: vec![("owner".into(), owner)],
-        },
-        _ => Command::ClaimFire {
+        }),
+        _ => Command::ClaimFire(ClaimFire {
             name,
             due: (rng.below(4) as f64).to_bits(),
-        },
+        }),
     }
 }
 
@@ -300,7 +304,7 @@ fn run_seed(seed: u64, steps: usize) {
             );
         }
         if let Response::Granted { fence, .. } = reply {
-            if let Command::Acquire { name, owner, .. } = &request.command {
+            if let Command::Acquire(Acquire { name, owner, .. }) = &request.command {
                 let held = h
                     .state
                     .lock(name)

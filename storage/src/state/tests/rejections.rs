@@ -3,6 +3,7 @@
 use uuid::Uuid;
 
 use super::*;
+use crate::command::{Acquire, GrantLease, Proclaim, RevokeLease, SetLeaseTtl};
 use crate::limits::{
     MAX_LEASES, MAX_NAME_LEN, MAX_OWNER_LEN, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_VALUE_LEN,
     MAX_WAITERS_PER_LOCK, MIN_TTL_MS,
@@ -51,38 +52,41 @@ fn bad_ttls_and_unknown_leases() {
     for ttl_ms in [0, MIN_TTL_MS - 1, MAX_TTL_MS + 1, u64::MAX] {
         assert!(invalid(&assert_refused(
             &mut h,
-            Command::GrantLease { ttl_ms }
+            Command::GrantLease(GrantLease { ttl_ms })
         )));
     }
     for ttl_ms in [0, MAX_TTL_MS + 1, u64::MAX] {
         assert!(invalid(&assert_refused(
             &mut h,
-            Command::SetLeaseTtl { id: l, ttl_ms }
+            Command::SetLeaseTtl(SetLeaseTtl { id: l, ttl_ms })
         )));
     }
     assert_eq!(
-        assert_refused(&mut h, Command::SetLeaseTtl { id: 999, ttl_ms: 5 }),
+        assert_refused(
+            &mut h,
+            Command::SetLeaseTtl(SetLeaseTtl { id: 999, ttl_ms: 5 })
+        ),
         CommandError::LeaseNotFound(999)
     );
     assert_eq!(
-        h.reply(Command::SetLeaseTtl { id: l, ttl_ms: 7 }),
+        h.reply(Command::SetLeaseTtl(SetLeaseTtl { id: l, ttl_ms: 7 })),
         Response::LeaseTtlSet { id: l, ttl_ms: 7 }
     );
     assert_eq!(
-        assert_refused(&mut h, Command::RevokeLease { id: 999 }),
+        assert_refused(&mut h, Command::RevokeLease(RevokeLease { id: 999 })),
         CommandError::LeaseNotFound(999)
     );
     let e = assert_refused(&mut h, acquire("m2", "a", 999, Mode::Exclusive, true));
     assert_eq!(e, CommandError::LeaseNotFound(999));
     assert!(matches!(
-        h.reply(Command::GrantLease { ttl_ms: MIN_TTL_MS }),
+        h.reply(Command::GrantLease(GrantLease { ttl_ms: MIN_TTL_MS })),
         Response::LeaseGranted { .. }
     ));
     assert!(matches!(
-        h.reply(Command::GrantLease { ttl_ms: MAX_TTL_MS }),
+        h.reply(Command::GrantLease(GrantLease { ttl_ms: MAX_TTL_MS })),
         Response::LeaseGranted { .. }
     ));
-    h.reply(Command::RevokeLease { id: l });
+    h.reply(Command::RevokeLease(RevokeLease { id: l }));
     assert_eq!(
         assert_refused(&mut h, acquire("x", "a", l, Mode::Exclusive, true)),
         CommandError::LeaseNotFound(l)
@@ -105,7 +109,7 @@ fn bad_names_owners_values_and_modes() {
             acquire(name, owner, l, Mode::Exclusive, true)
         )));
     }
-    let big = Command::Acquire {
+    let big = Command::Acquire(Acquire {
         name: "e".into(),
         owner: "a".into(),
         lease: l,
@@ -113,7 +117,7 @@ fn bad_names_owners_values_and_modes() {
         wait: true,
         value: Some(vec![0; MAX_VALUE_LEN + 1]),
         lock_delay_ms: 0,
-    };
+    });
     assert!(invalid(&assert_refused(&mut h, big)));
     for mode in [
         permits(0, 3),
@@ -126,10 +130,12 @@ fn bad_names_owners_values_and_modes() {
             acquire("s2", "a", l, mode, true)
         )));
     }
-    let proclaim = |owner: &str, len: usize| Command::Proclaim {
-        name: "m".into(),
-        owner: owner.into(),
-        value: vec![1; len],
+    let proclaim = |owner: &str, len: usize| {
+        Command::Proclaim(Proclaim {
+            name: "m".into(),
+            owner: owner.into(),
+            value: vec![1; len],
+        })
     };
     assert!(invalid(&assert_refused(
         &mut h,
@@ -243,7 +249,7 @@ fn too_many_leases() {
         origin: None,
         caller: Default::default(),
         time_ms: 0,
-        command: Command::GrantLease { ttl_ms: 1_000 },
+        command: Command::GrantLease(GrantLease { ttl_ms: 1_000 }),
     };
     let reply = h
         .state

@@ -3,6 +3,7 @@
 use uuid::Uuid;
 
 use super::*;
+use crate::command::{ExpireLeases, GrantLease};
 use crate::limits::MAX_REPLIES_PER_CLIENT;
 use crate::state::ClientSession;
 
@@ -70,16 +71,25 @@ fn acked_replies_are_pruned_and_older_retries_are_stale() {
     let mut h = Harness::new();
     let c = Uuid::from_u128(1);
     for s in 0..4 {
-        h.run_as(seq(c, s, 0), Command::GrantLease { ttl_ms: 1_000 });
+        h.run_as(
+            seq(c, s, 0),
+            Command::GrantLease(GrantLease { ttl_ms: 1_000 }),
+        );
     }
-    h.run_as(seq(c, 4, 3), Command::GrantLease { ttl_ms: 1_000 });
+    h.run_as(
+        seq(c, 4, 3),
+        Command::GrantLease(GrantLease { ttl_ms: 1_000 }),
+    );
     let session = h.state.client(None, &c).cloned().unwrap_or_default();
     assert_eq!(session.forgotten_below, 3);
     assert_eq!(session.replies.keys().copied().collect::<Vec<_>>(), [3, 4]);
     assert_eq!(session.last_index, h.index);
 
     let leases = h.state.leases().count();
-    let (stale, changes) = h.run_as(seq(c, 1, 3), Command::GrantLease { ttl_ms: 1_000 });
+    let (stale, changes) = h.run_as(
+        seq(c, 1, 3),
+        Command::GrantLease(GrantLease { ttl_ms: 1_000 }),
+    );
     assert_eq!(
         stale,
         Response::Rejected(CommandError::StaleRequest { seq: 1 })
@@ -95,7 +105,10 @@ fn acked_replies_are_pruned_and_older_retries_are_stale() {
         .client(None, &c)
         .is_some_and(|s| s.replies.contains_key(&1)));
     // Still remembered: a retry of 3 replays.
-    let (replayed, _) = h.run_as(seq(c, 3, 3), Command::GrantLease { ttl_ms: 1_000 });
+    let (replayed, _) = h.run_as(
+        seq(c, 3, 3),
+        Command::GrantLease(GrantLease { ttl_ms: 1_000 }),
+    );
     assert_eq!(
         replayed,
         Response::LeaseGranted {
@@ -111,12 +124,18 @@ fn replies_per_client_are_bounded() {
     let c = Uuid::from_u128(1);
     let n = MAX_REPLIES_PER_CLIENT as u64 + 2;
     for s in 0..n {
-        h.run_as(seq(c, s, 0), Command::ExpireLeases { ids: vec![] });
+        h.run_as(
+            seq(c, s, 0),
+            Command::ExpireLeases(ExpireLeases { ids: vec![] }),
+        );
     }
     let session = h.state.client(None, &c).cloned().unwrap_or_default();
     assert_eq!(session.replies.len(), MAX_REPLIES_PER_CLIENT);
     assert_eq!(session.forgotten_below, 2);
-    let (stale, _) = h.run_as(seq(c, 1, 0), Command::ExpireLeases { ids: vec![] });
+    let (stale, _) = h.run_as(
+        seq(c, 1, 0),
+        Command::ExpireLeases(ExpireLeases { ids: vec![] }),
+    );
     assert_eq!(
         stale,
         Response::Rejected(CommandError::StaleRequest { seq: 1 })
@@ -130,7 +149,7 @@ fn the_least_recently_seen_client_is_evicted() {
         origin: Some(seq(Uuid::from_u128(client), 0, 0)),
         caller: Default::default(),
         time_ms: 0,
-        command: Command::ExpireLeases { ids: vec![] },
+        command: Command::ExpireLeases(ExpireLeases { ids: vec![] }),
     };
     let quotas = Quotas::default();
     let mut index = 0;
