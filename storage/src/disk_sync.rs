@@ -7,7 +7,7 @@
 //! cache nor the file's metadata (a grown file size), so a power loss can
 //! take back what it "flushed". Values too large for sled's log (a leaf
 //! node or record above a quarter segment) go to `blobs/N` files that sled
-//! writes and closes without any sync. [`DiskSync::sync`] adds what is
+//! writes and closes without any sync. `DiskSync::sync` adds what is
 //! missing, in an order that keeps a synced log from pointing at an unsynced
 //! blob:
 //!
@@ -18,7 +18,7 @@
 //!
 //! Files sled creates only when it opens (`conf`, `snap.*`, the `blobs`
 //! directory) are synced once, with their directories, by
-//! [`DiskSync::sync_all_files`].
+//! `DiskSync::sync_all_files`.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -106,7 +106,7 @@ impl DiskSync {
             .map_err(|e| io_error(&self.data_path, "fdatasync", e))
     }
 
-    /// [`DiskSync::sync`] on tokio's blocking pool.
+    /// `DiskSync::sync` on tokio's blocking pool.
     ///
     /// Not sled's `flush_async`: that runs the flush on sled's own thread
     /// pool, whose queue wakes *every* idle worker (seven by default) for
@@ -143,7 +143,7 @@ impl DiskSync {
         Ok(())
     }
 
-    /// Step 2 of [`DiskSync::sync`]: `fsync` each blob file that is new or
+    /// Step 2 of `DiskSync::sync`: `fsync` each blob file that is new or
     /// has grown since it was last synced, then the directory.
     fn sync_new_blobs(&self) -> Result<(), Error> {
         let entries = match std::fs::read_dir(&self.blobs_dir) {

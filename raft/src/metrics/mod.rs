@@ -7,7 +7,7 @@
 //! task that watches openraft's metrics (elections, leader changes,
 //! snapshots). Gauges that describe state (term, indexes, leases, locks,
 //! per-peer lag) are set from the node when `/metrics` is scraped, by
-//! [`crate::replica::scrape`]. The pure state machine knows none of this.
+//! the replica's `scrape` module. The pure state machine knows none of this.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

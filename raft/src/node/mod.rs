@@ -1,7 +1,7 @@
 //! A running replica: opens the stores, starts openraft and the peer
 //! listener, and stops all of it in order.
 //!
-//! - [`start_checks`]: what must hold before Raft starts (no other live
+//! - `start_checks`: what must hold before Raft starts (no other live
 //!   process with this id, no rolled-back dir); [`rollback`]: the latter,
 //!   asked of the peers.
 //! - [`peer_service`]: the server side of the peer API.

@@ -122,7 +122,7 @@ impl Replica {
             .map(|(_, at)| at.elapsed())
     }
 
-    /// Announces that this node is stopping (see [`Replica::stopping`]).
+    /// Announces that this node is stopping (calls held open end with "unavailable").
     pub fn mark_stopping(&self) {
         self.stopping.send_replace(true);
     }
