@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use crate::serving::Serving;
 use futures::Stream;
-use raftlock_storage::command::CancelOutcome;
-use raftlock_storage::command::{Cancel, Proclaim};
+use raftlock_storage::command::{Acquire, Cancel, CancelOutcome, Proclaim};
 use raftlock_storage::state::LockState;
 use raftlock_storage::{Command, CommandError, Mode, Response};
 use tokio::sync::{broadcast, mpsc};
@@ -19,7 +18,7 @@ use super::{header, read, unexpected, write, StreamPermit, StreamQuota};
 use crate::auth::Auth;
 use crate::input;
 use crate::pb;
-use crate::serving::grant_wait::AcquireSpec;
+use crate::serving::grant_wait::AcquireCall;
 use crate::status::to_status;
 
 /// Serves `raftlock.v1.Election`.
@@ -63,17 +62,19 @@ impl pb::election_server::Election for ElectionService {
         input::value(&req.value).map_err(to_status)?;
         // A campaign waits until it leads: it takes a place until it ends.
         let _permit = self.streams.admit(who.account()).map_err(to_status)?;
-        let spec = AcquireSpec {
-            name: req.name,
-            owner: req.owner,
-            lease: req.lease,
-            mode: Mode::Exclusive,
-            wait: true,
+        let spec = AcquireCall {
+            command: Acquire {
+                name: req.name,
+                owner: req.owner,
+                lease: req.lease,
+                mode: Mode::Exclusive,
+                wait: true,
+                value: Some(req.value),
+                // The node's default, as for a lock.
+                lock_delay_ms: self.node.lock_delay_ms(None),
+            },
             timeout: (req.wait_timeout_ms > 0)
                 .then(|| std::time::Duration::from_millis(req.wait_timeout_ms)),
-            value: Some(req.value),
-            // The node's default, as for a lock.
-            lock_delay: None,
             origin,
             caller: who.caller().clone(),
         };

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use crate::serving::Serving;
 use raftlock_raft::clock::wall_clock_ms;
-use raftlock_storage::command::CancelOutcome;
-use raftlock_storage::command::{AcquireWithTtl, Cancel, ForceRelease, Release};
+use raftlock_storage::command::{
+    Acquire, AcquireWithTtl, Cancel, CancelOutcome, ForceRelease, Release,
+};
 use raftlock_storage::state::Lock;
 use raftlock_storage::{Command, Mode, Response};
 use tonic::{Request, Response as Reply, Status};
@@ -16,7 +17,7 @@ use super::{header, read, unexpected, write, StreamQuota};
 use crate::auth::Auth;
 use crate::input;
 use crate::pb;
-use crate::serving::grant_wait::AcquireSpec;
+use crate::serving::grant_wait::AcquireCall;
 use crate::status::to_status;
 
 /// Most locks one List answers.
@@ -46,13 +47,12 @@ impl pb::lock_server::Lock for LockService {
         let lock_delay = input::lock_delay(req.lock_delay_ms).map_err(to_status)?;
         if let Some(ttl_ms) = req.ttl_ms {
             input::own_ttl(ttl_ms, req.lease, req.wait).map_err(to_status)?;
-            let delay = lock_delay.unwrap_or(self.node.replica().config().lock_delay);
             let command = Command::AcquireWithTtl(AcquireWithTtl {
                 name: req.name,
                 owner: req.owner,
                 ttl_ms,
                 mode,
-                lock_delay_ms: delay.as_millis() as u64,
+                lock_delay_ms: self.node.lock_delay_ms(lock_delay),
             });
             let (index, response) = write(&self.node, origin, who.caller(), command)
                 .await
@@ -80,15 +80,17 @@ impl pb::lock_server::Lock for LockService {
             true => self.streams.admit(who.account()).map_err(to_status)?,
             false => None,
         };
-        let spec = AcquireSpec {
-            name: req.name,
-            owner: req.owner,
-            lease: req.lease,
-            mode,
-            wait: req.wait,
+        let spec = AcquireCall {
+            command: Acquire {
+                name: req.name,
+                owner: req.owner,
+                lease: req.lease,
+                mode,
+                wait: req.wait,
+                value: None,
+                lock_delay_ms: self.node.lock_delay_ms(lock_delay),
+            },
             timeout: (req.wait_timeout_ms > 0).then(|| Duration::from_millis(req.wait_timeout_ms)),
-            value: None,
-            lock_delay,
             origin,
             caller: who.caller().clone(),
         };

@@ -23,30 +23,22 @@ use raftlock_raft::clock::wall_clock_ms;
 use raftlock_raft::Error;
 use raftlock_storage::command::CancelOutcome;
 use raftlock_storage::command::{Acquire, Cancel};
-use raftlock_storage::{
-    Caller, Claim, ClientSeq, Command, EndReason, Fence, LeaseId, Mode, Request, Response,
-};
+use raftlock_storage::{Caller, Claim, ClientSeq, Command, EndReason, Fence, Request, Response};
 use tokio::time::Instant;
 
 use super::event_router::Signal;
 use super::Serving;
 
-/// What to acquire.
+/// An Acquire as the server runs it: the command to replicate, and what
+/// only the call knows.
 #[derive(Debug, Clone)]
-pub struct AcquireSpec {
-    pub name: String,
-    pub owner: String,
-    pub lease: LeaseId,
-    pub mode: Mode,
-    /// Queue if busy; `false` answers `Ok(None)` at once.
-    pub wait: bool,
+pub struct AcquireCall {
+    /// The command, its lock-delay already resolved
+    /// ([`Serving::lock_delay_ms`]).
+    pub command: Acquire,
     /// How long to wait in the queue; `None` waits until granted.
     pub timeout: Option<Duration>,
-    /// Election candidates' value.
-    pub value: Option<Vec<u8>>,
-    /// How long the lock stays closed if this hold is lost to expiry or
-    /// force-release; `None`: the node's default (`Config::lock_delay`).
-    pub lock_delay: Option<Duration>,
+    /// The call's request id.
     pub origin: ClientSeq,
     /// Who asked; the server's own cancel of the wait acts for them too.
     pub caller: Caller,
@@ -62,30 +54,27 @@ pub struct Grant {
 }
 
 impl Serving {
+    /// The lock-delay an Acquire carries: `requested`, or the node's
+    /// default (`Config::lock_delay`).
+    pub fn lock_delay_ms(&self, requested: Option<Duration>) -> u64 {
+        requested
+            .unwrap_or(self.replica.config().lock_delay)
+            .as_millis()
+            .try_into()
+            .unwrap_or(u64::MAX)
+    }
+
     /// Acquires per `spec`: `Ok(Some(grant))`, or `Ok(None)` for a try-lock that
     /// found the lock busy.
-    pub async fn acquire(self: &Arc<Self>, spec: AcquireSpec) -> Result<Option<Grant>, Error> {
+    pub async fn acquire(self: &Arc<Self>, spec: AcquireCall) -> Result<Option<Grant>, Error> {
         let node = self;
         let started = Instant::now();
-        let mut watch = node.waiters.watch(&spec.name, &spec.owner);
+        let mut watch = node.waiters.watch(&spec.command.name, &spec.command.owner);
         let request = Request {
             origin: Some(spec.origin),
             caller: spec.caller.clone(),
             time_ms: wall_clock_ms(),
-            command: Command::Acquire(Acquire {
-                name: spec.name.clone(),
-                owner: spec.owner.clone(),
-                lease: spec.lease,
-                mode: spec.mode,
-                wait: spec.wait,
-                value: spec.value.clone(),
-                lock_delay_ms: spec
-                    .lock_delay
-                    .unwrap_or(node.replica.config().lock_delay)
-                    .as_millis()
-                    .try_into()
-                    .unwrap_or(u64::MAX),
-            }),
+            command: Command::Acquire(spec.command.clone()),
         };
         let (index, response) = node.write(request).await?;
         match response {
@@ -109,8 +98,8 @@ impl Serving {
 
         let mut cancel = CancelOnDrop {
             node: node.clone(),
-            name: spec.name.clone(),
-            owner: spec.owner.clone(),
+            name: spec.command.name.clone(),
+            owner: spec.command.owner.clone(),
             call: Claim::of(&spec.origin),
             caller: spec.caller.clone(),
             armed: true,
@@ -119,7 +108,7 @@ impl Serving {
         // A forwarded write is applied here a little after the leader.
         node.replica.wait_applied(index).await?;
         loop {
-            match standing(node, &spec.name, &spec.owner) {
+            match standing(node, &spec.command.name, &spec.command.owner) {
                 Standing::Holding(fence, count) => {
                     cancel.armed = false;
                     node.replica.metrics().on_granted_after(started.elapsed());
@@ -136,7 +125,7 @@ impl Serving {
                     cancel.armed = false;
                     return Err(Error::WaitEnded(format!(
                         "wait for {} ended without a grant",
-                        spec.name
+                        spec.command.name
                     )));
                 }
             }
@@ -145,7 +134,7 @@ impl Serving {
                 signal = watch.recv() => match signal {
                     Some(Signal::WaitEnded(reason)) => {
                         cancel.armed = false;
-                        return Err(Error::WaitEnded(format!("wait for {} ended: {}", spec.name, describe(reason))));
+                        return Err(Error::WaitEnded(format!("wait for {} ended: {}", spec.command.name, describe(reason))));
                     }
                     Some(_) => {} // granted, hold ended or snapshot: re-read the state
                     None => return Err(Error::ShuttingDown),
@@ -197,14 +186,22 @@ fn describe(reason: EndReason) -> &'static str {
 
 /// Ends a call whose wait ran out of time: cancels on its behalf. Only a
 /// committed cancel makes the answer a definite `Timeout`.
-async fn timed_out(node: &Arc<Serving>, spec: &AcquireSpec) -> Error {
+async fn timed_out(node: &Arc<Serving>, spec: &AcquireCall) -> Error {
     let waited = format!(
         "waited {:?} for {}",
         spec.timeout.unwrap_or_default(),
-        spec.name
+        spec.command.name
     );
     let call = Claim::of(&spec.origin);
-    match cancel(node, &spec.name, &spec.owner, call, &spec.caller).await {
+    match cancel(
+        node,
+        &spec.command.name,
+        &spec.command.owner,
+        call,
+        &spec.caller,
+    )
+    .await
+    {
         Ok(CancelOutcome::Dequeued | CancelOutcome::Released | CancelOutcome::NotFound) => {
             Error::Timeout(waited)
         }
@@ -215,8 +212,8 @@ async fn timed_out(node: &Arc<Serving>, spec: &AcquireSpec) -> Error {
         Err(e) => {
             keep_cancelling(
                 node.clone(),
-                spec.name.clone(),
-                spec.owner.clone(),
+                spec.command.name.clone(),
+                spec.command.owner.clone(),
                 call,
                 spec.caller.clone(),
             );
