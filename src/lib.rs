@@ -23,14 +23,15 @@
 //! - [`node`]: [`Node`], a running node (replica + client API listener), for
 //!   `raftlock serve` and for embedding in an application.
 //! - [`service`]: the gRPC services Lease, Lock, Election, Coordination
-//!   and Cluster: check input, call the serving layer, map the answer.
+//!   and Cluster: each request is checked into one form (a `TryFrom` per
+//!   call, with the state machine's own bounds, `Command::check`), handed to
+//!   the serving layer, and its answer mapped back.
 //! - [`serving`]: the lock-serving layer: grant waits, the leader's lease
 //!   and lock-delay timers and their tasks, routing of applied events, a
 //!   lease's leader-only calls. It reaches replication only through
 //!   `raftlock_raft::Replica`'s methods.
 //! - [`auth`]: who a client call comes from (token or certificate) and
 //!   what its roles let it touch; the auth file format in [`auth::policy`].
-//! - `input`: bounds on client input, checked before anything is proposed.
 //! - [`status`]: the one mapping from internal errors to gRPC statuses.
 //! - [`observe`]: the admin listener (`/metrics`, `/healthz`, `/readyz`,
 //!   the status page), the gRPC health service and per-call metrics.
@@ -71,7 +72,6 @@ pub mod certs;
 pub mod cli;
 pub mod config_layers;
 pub mod duration;
-mod input;
 pub mod node;
 pub mod observe;
 pub mod pb;

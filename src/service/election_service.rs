@@ -7,16 +7,16 @@ use std::sync::Arc;
 
 use crate::serving::Serving;
 use futures::Stream;
-use raftlock_storage::command::{Acquire, Cancel, CancelOutcome, Proclaim};
+use raftlock_storage::command::{Acquire, CancelOutcome};
 use raftlock_storage::state::LockState;
-use raftlock_storage::{Command, CommandError, Mode, Response};
+use raftlock_storage::{CommandError, Response};
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response as Reply, Status};
 
-use super::{header, read, unexpected, write, StreamPermit, StreamQuota};
+use super::checked::{Campaign, NamedRead};
+use super::{admit, header, read, unexpected, write, StreamPermit, StreamQuota};
 use crate::auth::Auth;
-use crate::input;
 use crate::pb;
 use crate::serving::grant_wait::AcquireCall;
 use crate::status::to_status;
@@ -52,33 +52,20 @@ impl pb::election_server::Election for ElectionService {
         &self,
         req: Request<pb::CampaignRequest>,
     ) -> Result<Reply<pb::CampaignResponse>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let req = req.into_inner();
-        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
-        input::name(&req.name).map_err(to_status)?;
-        who.check_name(&req.name)?;
-        input::owner(&req.owner).map_err(to_status)?;
-        input::lease(req.lease).map_err(to_status)?;
-        input::value(&req.value).map_err(to_status)?;
+        let (who, campaign): (_, Campaign) = admit(&self.auth, req)?;
         // A campaign waits until it leads: it takes a place until it ends.
         let _permit = self.streams.admit(who.account()).map_err(to_status)?;
-        let spec = AcquireCall {
+        let call = AcquireCall {
             command: Acquire {
-                name: req.name,
-                owner: req.owner,
-                lease: req.lease,
-                mode: Mode::Exclusive,
-                wait: true,
-                value: Some(req.value),
-                // The node's default, as for a lock.
+                // The node's default, as for a lock that names none.
                 lock_delay_ms: self.node.lock_delay_ms(None),
+                ..campaign.command
             },
-            timeout: (req.wait_timeout_ms > 0)
-                .then(|| std::time::Duration::from_millis(req.wait_timeout_ms)),
-            origin,
+            timeout: campaign.timeout,
+            origin: campaign.origin,
             caller: who.caller().clone(),
         };
-        let grant = self.node.acquire(spec).await.map_err(to_status)?;
+        let grant = self.node.acquire(call).await.map_err(to_status)?;
         let grant = grant.ok_or_else(|| Status::internal("campaign answered busy"))?;
         Ok(Reply::new(pb::CampaignResponse {
             header: header(&self.node, grant.revision),
@@ -90,23 +77,10 @@ impl pb::election_server::Election for ElectionService {
         &self,
         req: Request<pb::ProclaimRequest>,
     ) -> Result<Reply<pb::ProclaimResponse>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let req = req.into_inner();
-        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
-        input::name(&req.name).map_err(to_status)?;
-        who.check_name(&req.name)?;
-        input::owner(&req.owner).map_err(to_status)?;
-        input::value(&req.value).map_err(to_status)?;
-        let command = Command::Proclaim(Proclaim {
-            name: req.name,
-            owner: req.owner,
-            value: req.value,
-        });
-        let (index, response) = write(&self.node, origin, who.caller(), command)
-            .await
-            .map_err(to_status)?;
+        let (who, call) = admit(&self.auth, req)?;
+        let (index, response) = write(&self.node, &who, call).await?;
         let Response::Proclaimed = response else {
-            return Err(to_status(unexpected(response)));
+            return Err(unexpected(response));
         };
         Ok(Reply::new(pb::ProclaimResponse {
             header: header(&self.node, index),
@@ -117,13 +91,9 @@ impl pb::election_server::Election for ElectionService {
         &self,
         req: Request<pb::LeaderRequest>,
     ) -> Result<Reply<pb::LeaderResponse>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let req = req.into_inner();
-        input::name(&req.name).map_err(to_status)?;
-        who.check_name(&req.name)?;
-        let (revision, mut leader) = read(&self.node, req.local, |s| leader_of(s, &req.name))
-            .await
-            .map_err(to_status)?;
+        let (_, NamedRead(req)) = admit(&self.auth, req)?;
+        let (revision, mut leader) =
+            read(&self.node, req.local, |s| leader_of(s, &req.name)).await?;
         leader.header = header(&self.node, revision);
         Ok(Reply::new(leader))
     }
@@ -134,16 +104,11 @@ impl pb::election_server::Election for ElectionService {
         &self,
         req: Request<pb::ObserveRequest>,
     ) -> Result<Reply<Self::ObserveStream>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let name = req.into_inner().name;
-        input::name(&name).map_err(to_status)?;
-        who.check_name(&name)?;
+        let (who, NamedRead(pb::ObserveRequest { name })) = admit(&self.auth, req)?;
         let permit = self.streams.admit(who.account()).map_err(to_status)?;
         // Subscribe before the first read so no change falls between them.
         let changes = self.node.changes();
-        let (revision, first) = read(&self.node, false, |s| leader_of(s, &name))
-            .await
-            .map_err(to_status)?;
+        let (revision, first) = read(&self.node, false, |s| leader_of(s, &name)).await?;
         let (tx, rx) = mpsc::channel(16);
         tokio::spawn(observe(
             self.node.clone(),
@@ -161,34 +126,21 @@ impl pb::election_server::Election for ElectionService {
         &self,
         req: Request<pb::ResignRequest>,
     ) -> Result<Reply<pb::ResignResponse>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let req = req.into_inner();
-        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
-        input::name(&req.name).map_err(to_status)?;
-        who.check_name(&req.name)?;
-        input::owner(&req.owner).map_err(to_status)?;
-        let command = Command::Cancel(Cancel {
-            name: req.name.clone(),
-            owner: req.owner.clone(),
-            call: None,
-        });
-        let (index, response) = write(&self.node, origin, who.caller(), command)
-            .await
-            .map_err(to_status)?;
+        // Resigning what one does not hold or wait for is an error.
+        let not_holder = CommandError::NotHolder {
+            name: req.get_ref().name.clone(),
+            owner: req.get_ref().owner.clone(),
+        };
+        let (who, call) = admit(&self.auth, req)?;
+        let (index, response) = write(&self.node, &who, call).await?;
         match response {
             Response::Cancelled {
                 outcome: CancelOutcome::NotFound,
-            } => Err(to_status(
-                CommandError::NotHolder {
-                    name: req.name,
-                    owner: req.owner,
-                }
-                .into(),
-            )),
+            } => Err(to_status(not_holder.into())),
             Response::Cancelled { .. } => Ok(Reply::new(pb::ResignResponse {
                 header: header(&self.node, index),
             })),
-            other => Err(to_status(unexpected(other))),
+            other => Err(unexpected(other)),
         }
     }
 }

@@ -6,16 +6,15 @@ use std::sync::Arc;
 
 use crate::serving::Serving;
 use raftlock_raft::Error;
-use raftlock_storage::command::{GrantLease, RevokeAccountLeases, RevokeLease, SetLeaseTtl};
-use raftlock_storage::{Caller, Command, CommandError, Response};
+use raftlock_storage::{Caller, CommandError, Response};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::Stream;
 use tonic::{Request, Response as Reply, Status, Streaming};
 
-use super::{header, read, unexpected, write, StreamPermit, StreamQuota};
+use super::checked::lease_id;
+use super::{admit, header, read, unexpected, write, StreamPermit, StreamQuota};
 use crate::auth::Auth;
-use crate::input;
 use crate::pb;
 use crate::status::to_status;
 
@@ -33,16 +32,10 @@ impl pb::lease_server::Lease for LeaseService {
         &self,
         req: Request<pb::LeaseGrantRequest>,
     ) -> Result<Reply<pb::LeaseGrantResponse>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let req = req.into_inner();
-        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
-        input::ttl_ms(req.ttl_ms).map_err(to_status)?;
-        let command = Command::GrantLease(GrantLease { ttl_ms: req.ttl_ms });
-        let (index, response) = write(&self.node, origin, who.caller(), command)
-            .await
-            .map_err(to_status)?;
+        let (who, call) = admit(&self.auth, req)?;
+        let (index, response) = write(&self.node, &who, call).await?;
         let Response::LeaseGranted { id, ttl_ms } = response else {
-            return Err(to_status(unexpected(response)));
+            return Err(unexpected(response));
         };
         Ok(Reply::new(pb::LeaseGrantResponse {
             header: header(&self.node, index),
@@ -55,16 +48,10 @@ impl pb::lease_server::Lease for LeaseService {
         &self,
         req: Request<pb::LeaseRevokeRequest>,
     ) -> Result<Reply<pb::LeaseRevokeResponse>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let req = req.into_inner();
-        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
-        input::lease(req.id).map_err(to_status)?;
-        let command = Command::RevokeLease(RevokeLease { id: req.id });
-        let (index, response) = write(&self.node, origin, who.caller(), command)
-            .await
-            .map_err(to_status)?;
+        let (who, call) = admit(&self.auth, req)?;
+        let (index, response) = write(&self.node, &who, call).await?;
         let Response::LeaseRevoked { released, .. } = response else {
-            return Err(to_status(unexpected(response)));
+            return Err(unexpected(response));
         };
         Ok(Reply::new(pb::LeaseRevokeResponse {
             header: header(&self.node, index),
@@ -76,20 +63,10 @@ impl pb::lease_server::Lease for LeaseService {
         &self,
         req: Request<pb::LeaseSetTtlRequest>,
     ) -> Result<Reply<pb::LeaseSetTtlResponse>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let req = req.into_inner();
-        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
-        input::lease(req.id).map_err(to_status)?;
-        input::ttl_ms(req.ttl_ms).map_err(to_status)?;
-        let command = Command::SetLeaseTtl(SetLeaseTtl {
-            id: req.id,
-            ttl_ms: req.ttl_ms,
-        });
-        let (index, response) = write(&self.node, origin, who.caller(), command)
-            .await
-            .map_err(to_status)?;
+        let (who, call) = admit(&self.auth, req)?;
+        let (index, response) = write(&self.node, &who, call).await?;
         let Response::LeaseTtlSet { id, ttl_ms } = response else {
-            return Err(to_status(unexpected(response)));
+            return Err(unexpected(response));
         };
         Ok(Reply::new(pb::LeaseSetTtlResponse {
             header: header(&self.node, index),
@@ -134,22 +111,15 @@ impl pb::lease_server::Lease for LeaseService {
         &self,
         req: Request<pb::LeaseRevokeAllRequest>,
     ) -> Result<Reply<pb::LeaseRevokeAllResponse>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let req = req.into_inner();
-        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
-        let account = input::account(req.account.as_ref()).map_err(to_status)?;
-        who.check_admin(&format!("revoking every lease of {account}"))?;
-        let command = Command::RevokeAccountLeases(RevokeAccountLeases { account });
-        let (index, response) = write(&self.node, origin, who.caller(), command)
-            .await
-            .map_err(to_status)?;
+        let (who, call) = admit(&self.auth, req)?;
+        let (index, response) = write(&self.node, &who, call).await?;
         let Response::AccountLeasesRevoked {
             revoked,
             released,
             remaining,
         } = response
         else {
-            return Err(to_status(unexpected(response)));
+            return Err(unexpected(response));
         };
         Ok(Reply::new(pb::LeaseRevokeAllResponse {
             header: header(&self.node, index),
@@ -165,7 +135,7 @@ impl pb::lease_server::Lease for LeaseService {
     ) -> Result<Reply<pb::LeaseTimeToLiveResponse>, Status> {
         let who = self.auth.authenticate(&req)?;
         let req = req.into_inner();
-        input::lease(req.id).map_err(to_status)?;
+        lease_id(req.id).map_err(to_status)?;
         let (revision, found) = read(&self.node, req.local, |s| {
             s.lease(req.id).map(|l| {
                 if !who.may_see_lease_of(l.identity.as_deref()) {
@@ -179,8 +149,7 @@ impl pb::lease_server::Lease for LeaseService {
                 Ok((l.ttl_ms, attachments))
             })
         })
-        .await
-        .map_err(to_status)?;
+        .await?;
         let found = found.transpose()?;
         let Some((granted_ttl_ms, attachments)) = found else {
             return Err(to_status(CommandError::LeaseNotFound(req.id).into()));
@@ -214,8 +183,7 @@ impl pb::lease_server::Lease for LeaseService {
                 })
                 .collect::<Vec<_>>()
         })
-        .await
-        .map_err(to_status)?;
+        .await?;
         Ok(Reply::new(pb::LeaseListResponse {
             header: header(&self.node, revision),
             leases,
@@ -228,7 +196,7 @@ type KeepAliveReplies =
 
 /// Renews lease `id` for `caller`; answers its TTL.
 async fn renew(node: &Serving, id: u64, caller: &Caller) -> Result<u64, Error> {
-    input::lease(id)?;
+    lease_id(id)?;
     node.keep_alive(id, caller).await
 }
 

@@ -2,20 +2,17 @@
 //! force-release, check, describe, list.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::serving::Serving;
 use raftlock_raft::clock::wall_clock_ms;
-use raftlock_storage::command::{
-    Acquire, AcquireWithTtl, Cancel, CancelOutcome, ForceRelease, Release,
-};
+use raftlock_storage::command::{Acquire, CancelOutcome};
 use raftlock_storage::state::Lock;
 use raftlock_storage::{Command, Mode, Response};
 use tonic::{Request, Response as Reply, Status};
 
-use super::{header, read, unexpected, write, StreamQuota};
-use crate::auth::Auth;
-use crate::input;
+use super::checked::{AcquireLock, NamedRead, Write};
+use super::{admit, header, read, unexpected, write, StreamQuota};
+use crate::auth::{Auth, Principal};
 use crate::pb;
 use crate::serving::grant_wait::AcquireCall;
 use crate::status::to_status;
@@ -37,64 +34,42 @@ impl pb::lock_server::Lock for LockService {
         &self,
         req: Request<pb::AcquireRequest>,
     ) -> Result<Reply<pb::AcquireResponse>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let req = req.into_inner();
-        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
-        input::name(&req.name).map_err(to_status)?;
-        who.check_name(&req.name)?;
-        input::owner(&req.owner).map_err(to_status)?;
-        let mode = input::mode(req.mode, req.permits, req.limit).map_err(to_status)?;
-        let lock_delay = input::lock_delay(req.lock_delay_ms).map_err(to_status)?;
-        if let Some(ttl_ms) = req.ttl_ms {
-            input::own_ttl(ttl_ms, req.lease, req.wait).map_err(to_status)?;
-            let command = Command::AcquireWithTtl(AcquireWithTtl {
-                name: req.name,
-                owner: req.owner,
-                ttl_ms,
-                mode,
-                lock_delay_ms: self.node.lock_delay_ms(lock_delay),
-            });
-            let (index, response) = write(&self.node, origin, who.caller(), command)
-                .await
-                .map_err(to_status)?;
-            let (fence, count, lease) = match response {
-                Response::GrantedWithLease {
-                    lease,
-                    fence,
-                    count,
-                } => (fence, count, lease),
-                Response::Busy => (0, 0, 0),
-                other => return Err(to_status(unexpected(other))),
-            };
-            return Ok(Reply::new(pb::AcquireResponse {
-                header: header(&self.node, index),
-                acquired: lease != 0,
-                fence,
-                count,
-                lease,
-            }));
-        }
-        input::lease(req.lease).map_err(to_status)?;
+        let (who, call) = admit(&self.auth, req)?;
+        let (origin, command, lock_delay_ms, timeout) = match call {
+            AcquireLock::OwnTtl {
+                origin,
+                mut command,
+                lock_delay_ms,
+            } => {
+                command.lock_delay_ms = self.node.lock_delay_ms(lock_delay_ms);
+                let call = Write {
+                    origin,
+                    command: Command::AcquireWithTtl(command),
+                };
+                return self.acquire_with_ttl(&who, call).await;
+            }
+            AcquireLock::OnLease {
+                origin,
+                command,
+                lock_delay_ms,
+                timeout,
+            } => (origin, command, lock_delay_ms, timeout),
+        };
         // A waiting call is held open: it takes a place until it ends.
-        let _permit = match req.wait {
+        let _permit = match command.wait {
             true => self.streams.admit(who.account()).map_err(to_status)?,
             false => None,
         };
-        let spec = AcquireCall {
+        let call = AcquireCall {
             command: Acquire {
-                name: req.name,
-                owner: req.owner,
-                lease: req.lease,
-                mode,
-                wait: req.wait,
-                value: None,
-                lock_delay_ms: self.node.lock_delay_ms(lock_delay),
+                lock_delay_ms: self.node.lock_delay_ms(lock_delay_ms),
+                ..command
             },
-            timeout: (req.wait_timeout_ms > 0).then(|| Duration::from_millis(req.wait_timeout_ms)),
+            timeout,
             origin,
             caller: who.caller().clone(),
         };
-        let grant = self.node.acquire(spec).await.map_err(to_status)?;
+        let grant = self.node.acquire(call).await.map_err(to_status)?;
         let revision = grant.map(|g| g.revision).unwrap_or(0);
         Ok(Reply::new(pb::AcquireResponse {
             header: header(&self.node, revision),
@@ -109,21 +84,10 @@ impl pb::lock_server::Lock for LockService {
         &self,
         req: Request<pb::ReleaseRequest>,
     ) -> Result<Reply<pb::ReleaseResponse>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let req = req.into_inner();
-        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
-        input::name(&req.name).map_err(to_status)?;
-        who.check_name(&req.name)?;
-        input::owner(&req.owner).map_err(to_status)?;
-        let command = Command::Release(Release {
-            name: req.name,
-            owner: req.owner,
-        });
-        let (index, response) = write(&self.node, origin, who.caller(), command)
-            .await
-            .map_err(to_status)?;
+        let (who, call) = admit(&self.auth, req)?;
+        let (index, response) = write(&self.node, &who, call).await?;
         let Response::Released { remaining } = response else {
-            return Err(to_status(unexpected(response)));
+            return Err(unexpected(response));
         };
         Ok(Reply::new(pb::ReleaseResponse {
             header: header(&self.node, index),
@@ -135,23 +99,10 @@ impl pb::lock_server::Lock for LockService {
         &self,
         req: Request<pb::CancelRequest>,
     ) -> Result<Reply<pb::CancelResponse>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let req = req.into_inner();
-        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
-        input::name(&req.name).map_err(to_status)?;
-        who.check_name(&req.name)?;
-        input::owner(&req.owner).map_err(to_status)?;
-        // The client's own cancel: ends the wait or hold whoever claimed it.
-        let command = Command::Cancel(Cancel {
-            name: req.name,
-            owner: req.owner,
-            call: None,
-        });
-        let (index, response) = write(&self.node, origin, who.caller(), command)
-            .await
-            .map_err(to_status)?;
+        let (who, call) = admit(&self.auth, req)?;
+        let (index, response) = write(&self.node, &who, call).await?;
         let Response::Cancelled { outcome } = response else {
-            return Err(to_status(unexpected(response)));
+            return Err(unexpected(response));
         };
         let outcome = match outcome {
             CancelOutcome::Dequeued => "dequeued",
@@ -170,17 +121,10 @@ impl pb::lock_server::Lock for LockService {
         &self,
         req: Request<pb::ForceReleaseRequest>,
     ) -> Result<Reply<pb::ForceReleaseResponse>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let req = req.into_inner();
-        let origin = input::request_id(req.request_id.as_ref()).map_err(to_status)?;
-        input::name(&req.name).map_err(to_status)?;
-        who.check_admin("force-release")?;
-        let command = Command::ForceRelease(ForceRelease { name: req.name });
-        let (index, response) = write(&self.node, origin, who.caller(), command)
-            .await
-            .map_err(to_status)?;
+        let (who, call) = admit(&self.auth, req)?;
+        let (index, response) = write(&self.node, &who, call).await?;
         let Response::ForceReleased { holders } = response else {
-            return Err(to_status(unexpected(response)));
+            return Err(unexpected(response));
         };
         Ok(Reply::new(pb::ForceReleaseResponse {
             header: header(&self.node, index),
@@ -192,13 +136,9 @@ impl pb::lock_server::Lock for LockService {
         &self,
         req: Request<pb::CheckRequest>,
     ) -> Result<Reply<pb::CheckResponse>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let req = req.into_inner();
-        input::name(&req.name).map_err(to_status)?;
-        who.check_name(&req.name)?;
-        let (revision, valid) = read(&self.node, req.local, |s| s.check(&req.name, req.fence))
-            .await
-            .map_err(to_status)?;
+        let (_, NamedRead(req)) = admit(&self.auth, req)?;
+        let (revision, valid) =
+            read(&self.node, req.local, |s| s.check(&req.name, req.fence)).await?;
         Ok(Reply::new(pb::CheckResponse {
             header: header(&self.node, revision),
             valid,
@@ -209,16 +149,12 @@ impl pb::lock_server::Lock for LockService {
         &self,
         req: Request<pb::DescribeRequest>,
     ) -> Result<Reply<pb::DescribeResponse>, Status> {
-        let who = self.auth.authenticate(&req)?;
-        let req = req.into_inner();
-        input::name(&req.name).map_err(to_status)?;
-        who.check_name(&req.name)?;
+        let (_, NamedRead(req)) = admit(&self.auth, req)?;
         let now = wall_clock_ms();
         let (revision, lock) = read(&self.node, req.local, |s| {
             s.lock(&req.name).map(|l| lock_info(l, now))
         })
-        .await
-        .map_err(to_status)?;
+        .await?;
         Ok(Reply::new(pb::DescribeResponse {
             header: header(&self.node, revision),
             lock,
@@ -252,11 +188,38 @@ impl pb::lock_server::Lock for LockService {
                 .map(|l| lock_info(l, now))
                 .collect::<Vec<_>>()
         })
-        .await
-        .map_err(to_status)?;
+        .await?;
         Ok(Reply::new(pb::ListLocksResponse {
             header: header(&self.node, revision),
             locks,
+        }))
+    }
+}
+
+impl LockService {
+    /// A try-lock whose TTL is its own: one write, which grants or finds
+    /// the lock busy.
+    async fn acquire_with_ttl(
+        &self,
+        who: &Principal,
+        call: Write,
+    ) -> Result<Reply<pb::AcquireResponse>, Status> {
+        let (index, response) = write(&self.node, who, call).await?;
+        let (fence, count, lease) = match response {
+            Response::GrantedWithLease {
+                lease,
+                fence,
+                count,
+            } => (fence, count, lease),
+            Response::Busy => (0, 0, 0),
+            other => return Err(unexpected(other)),
+        };
+        Ok(Reply::new(pb::AcquireResponse {
+            header: header(&self.node, index),
+            acquired: lease != 0,
+            fence,
+            count,
+            lease,
         }))
     }
 }

@@ -1,8 +1,10 @@
 //! The client-facing gRPC services of `raftlock.v1`. Each is a thin layer:
-//! check input, build a command or read the state, map the answer. Calls
-//! held open (watches, waits) take a place in their account's
-//! [`StreamQuota`] first.
+//! [`admit`] the request into its checked form (module `checked`), hand
+//! it to the serving layer (a command to replicate, or a read of the
+//! state), and map the answer. Calls held open (watches, waits) take a
+//! place in their account's [`StreamQuota`] first.
 
+mod checked;
 mod cluster_service;
 mod coordination_service;
 mod election_service;
@@ -16,7 +18,12 @@ use crate::serving::Serving;
 use raftlock_raft::clock::wall_clock_ms;
 use raftlock_raft::Error;
 use raftlock_storage::state::LockState;
-use raftlock_storage::{Caller, ClientSeq, Command, Request, Response};
+use raftlock_storage::{Request, Response};
+use tonic::Status;
+
+use crate::auth::{Auth, Principal};
+use crate::status::to_status;
+use checked::{Checked, Needs, Write};
 
 pub use cluster_service::ClusterService;
 pub use coordination_service::CoordinationService;
@@ -37,22 +44,33 @@ fn header(node: &Serving, revision: u64) -> Option<pb::Header> {
     })
 }
 
-/// Replicates a client command for `caller`; a state-machine refusal
+/// A handler's preamble: authenticates the caller, checks the request into
+/// its checked form `C`, and holds the caller to what that form needs.
+fn admit<W, C>(auth: &Auth, req: tonic::Request<W>) -> Result<(Principal, C), Status>
+where
+    C: TryFrom<W, Error = Error> + Checked,
+{
+    let who = auth.authenticate(&req)?;
+    let call = C::try_from(req.into_inner()).map_err(to_status)?;
+    match call.needs() {
+        Needs::Nothing => {}
+        Needs::Name(name) => who.check_name(name)?,
+        Needs::Admin(what) => who.check_admin(&what)?,
+    }
+    Ok((who, call))
+}
+
+/// Replicates a checked call's command for `who`; a state-machine refusal
 /// becomes an error.
-async fn write(
-    node: &Serving,
-    origin: ClientSeq,
-    caller: &Caller,
-    command: Command,
-) -> Result<(u64, Response), Error> {
+async fn write(node: &Serving, who: &Principal, call: Write) -> Result<(u64, Response), Status> {
     let request = Request {
-        origin: Some(origin),
-        caller: caller.clone(),
+        origin: Some(call.origin),
+        caller: who.caller().clone(),
         time_ms: wall_clock_ms(),
-        command,
+        command: call.command,
     };
-    match node.write(request).await? {
-        (_, Response::Rejected(e)) => Err(e.into()),
+    match node.write(request).await.map_err(to_status)? {
+        (_, Response::Rejected(e)) => Err(to_status(e.into())),
         ok => Ok(ok),
     }
 }
@@ -63,15 +81,18 @@ async fn read<T>(
     node: &Arc<Serving>,
     local: bool,
     f: impl FnOnce(&LockState) -> T,
-) -> Result<(u64, T), Error> {
+) -> Result<(u64, T), Status> {
     let revision = if local {
         node.replica().applied_index()
     } else {
-        node.replica().read_barrier().await?
+        node.replica().read_barrier().await.map_err(to_status)?
     };
     Ok((revision, node.replica().read_state(f)))
 }
 
-fn unexpected(response: Response) -> Error {
-    Error::Internal(format!("unexpected state machine answer: {response:?}"))
+/// A state machine answer the call cannot have.
+fn unexpected(response: Response) -> Status {
+    to_status(Error::Internal(format!(
+        "unexpected state machine answer: {response:?}"
+    )))
 }

@@ -54,14 +54,17 @@ pub struct Grant {
 }
 
 impl Serving {
-    /// The lock-delay an Acquire carries: `requested`, or the node's
+    /// The lock-delay an Acquire carries: `requested_ms`, or the node's
     /// default (`Config::lock_delay`).
-    pub fn lock_delay_ms(&self, requested: Option<Duration>) -> u64 {
-        requested
-            .unwrap_or(self.replica.config().lock_delay)
-            .as_millis()
-            .try_into()
-            .unwrap_or(u64::MAX)
+    pub fn lock_delay_ms(&self, requested_ms: Option<u64>) -> u64 {
+        requested_ms.unwrap_or_else(|| {
+            self.replica
+                .config()
+                .lock_delay
+                .as_millis()
+                .try_into()
+                .unwrap_or(u64::MAX)
+        })
     }
 
     /// Acquires per `spec`: `Ok(Some(grant))`, or `Ok(None)` for a try-lock that

@@ -7,6 +7,7 @@
 //! [`Request::time_ms`], the proposer's wall clock, kept for display (hold
 //! durations) and never used to decide anything.
 
+pub mod checks;
 mod coordination;
 mod election_record;
 mod error;

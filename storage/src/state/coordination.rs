@@ -17,7 +17,6 @@
 
 use std::collections::BTreeSet;
 
-use super::bounds::{check_due, check_metadata, check_name, check_owner, check_ttl};
 use super::own_ttl::OwnTtlHold;
 use super::queue::count_u32;
 use super::records::{Intent, ReadWriteState};
@@ -106,9 +105,6 @@ impl LockState {
         request: &Request,
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
-        check_name(name)?;
-        check_owner(owner)?;
-        check_ttl(ttl_ms)?;
         if let Some(held) = self.own_hold(name, owner)? {
             if held.mode != Mode::Exclusive {
                 return Err(CommandError::Conflict {
@@ -137,8 +133,6 @@ impl LockState {
         owner: &str,
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
-        check_name(name)?;
-        check_owner(owner)?;
         let Some(held) = self.own_hold(name, owner)? else {
             return Ok(Response::Unheld { ended: false });
         };
@@ -171,17 +165,13 @@ impl LockState {
         request: &Request,
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
-        check_name(name)?;
-        check_owner(owner)?;
         let held = self.own_hold(name, owner)?;
         let outcome = match op {
             ReadWriteOp::Read { ttl_ms } => {
-                check_ttl(ttl_ms)?;
                 let generation = self.read(name, owner, ttl_ms, held, request, step)?;
                 ReadWriteOutcome::Read { generation }
             }
             ReadWriteOp::Write { ttl_ms, intent } => {
-                check_ttl(ttl_ms)?;
                 let granted = self.write(name, owner, ttl_ms, intent, held, request, step)?;
                 ReadWriteOutcome::Write { granted }
             }
@@ -212,7 +202,6 @@ impl LockState {
                 }
             }
             ReadWriteOp::Downgrade { ttl_ms } => {
-                check_ttl(ttl_ms)?;
                 let generation = match held {
                     Some(h) if h.mode == Mode::Exclusive => {
                         self.leases.set_ttl(h.lease, ttl_ms, step)?;
@@ -358,10 +347,6 @@ impl LockState {
             ttl_ms,
             metadata,
         } = *lead;
-        check_name(name)?;
-        check_owner(owner)?;
-        check_ttl(ttl_ms)?;
-        check_metadata(metadata)?;
         let mut metadata = metadata.to_vec();
         metadata.sort();
         let previous = self.named.election(name).cloned();
@@ -418,8 +403,6 @@ impl LockState {
         request: &Request,
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
-        check_name(name)?;
-        check_due(due)?;
         let won = match self.named.last_fired(name) {
             // Bits of non-negative finite floats order as the floats do.
             Some(fired) => fired < due,

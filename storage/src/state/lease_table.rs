@@ -13,9 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
-use super::bounds::check_ttl;
 use super::{Lease, Step};
 use crate::account::Account;
+use crate::command::checks::check_ttl;
 use crate::command::{CommandError, LeaseId, Response};
 use crate::event::Event;
 use crate::limits::{Quota, Quotas, MAX_LEASES};

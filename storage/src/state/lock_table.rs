@@ -8,7 +8,6 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::acquisition::{acquire_existing, acquire_new, Touched};
-use super::bounds::{check_lock_delay, check_mode, check_name, check_owner, check_value};
 use super::lease_table::LeaseTable;
 use super::queue::{self, count_u32};
 use super::{Holder, Lock, LockDelay, Step, Waiter};
@@ -64,13 +63,6 @@ impl LockTable {
         leases: &mut LeaseTable,
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
-        check_name(&req.name)?;
-        check_owner(&req.owner)?;
-        if let Some(value) = &req.value {
-            check_value(value)?;
-        }
-        check_mode(req.mode)?;
-        check_lock_delay(req.lock_delay_ms)?;
         // The chaos suite's deliberately broken build (see docs/chaos.md)
         // skips this check, so a dead lease can be granted a lock.
         #[cfg(not(feature = "chaos-skip-lease-check"))]
@@ -228,7 +220,6 @@ impl LockTable {
         value: &[u8],
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
-        check_value(value)?;
         let not_holder = || CommandError::NotHolder {
             name: name.to_owned(),
             owner: owner.to_owned(),

@@ -32,7 +32,6 @@
 
 mod acquisition;
 mod authority;
-mod bounds;
 mod coordination;
 mod lease_table;
 mod legacy_parts;
@@ -190,6 +189,9 @@ impl LockState {
         changes: &mut Changes,
     ) -> Response {
         if let Err(e) = self.authorize(request) {
+            return Response::Rejected(e);
+        }
+        if let Err(e) = request.command.check() {
             return Response::Rejected(e);
         }
         let mut step = Step {

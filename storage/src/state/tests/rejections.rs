@@ -182,7 +182,7 @@ fn kind_and_mode_conflicts() {
 #[test]
 fn releases_and_proclaims_by_non_holders() {
     let (mut h, _, _) = populated();
-    for (name, owner) in [("m", "b"), ("m", "zz"), ("none", "a"), ("", "")] {
+    for (name, owner) in [("m", "b"), ("m", "zz"), ("none", "a")] {
         let e = assert_refused(&mut h, release(name, owner));
         assert_eq!(
             e,
@@ -192,6 +192,9 @@ fn releases_and_proclaims_by_non_holders() {
             }
         );
     }
+    // Out of bounds is refused as such, before anyone's hold is looked at.
+    let e = assert_refused(&mut h, release("", ""));
+    assert!(matches!(e, CommandError::InvalidArgument(_)), "{e:?}");
 }
 
 #[test]
@@ -302,4 +305,116 @@ fn a_refused_client_request_only_records_its_reply() {
     };
     set_session(&mut expected, c, Some(session));
     assert_eq!(h.state.to_parts(), expected);
+}
+
+/// Each command a caller fills in, with one field out of bounds, is
+/// refused by `Command::check` (what the server's edge asks) and by the
+/// state machine, which changes nothing: the two are one check.
+#[test]
+fn every_field_out_of_bounds_is_refused_by_check_and_by_apply() {
+    use crate::command::{
+        AcquireWithTtl, Cancel, ClaimFire, ForceRelease, Hold, Lead, ReadWrite, Release, Unhold,
+    };
+    use crate::ReadWriteOp;
+    let (mut h, l, _) = populated();
+    let long_name = "n".repeat(MAX_NAME_LEN + 1);
+    let long_owner = "o".repeat(MAX_OWNER_LEN + 1);
+    let hold = |name: &str, owner: &str, ttl_ms| {
+        Command::Hold(Hold {
+            name: name.into(),
+            owner: owner.into(),
+            ttl_ms,
+        })
+    };
+    let bad = vec![
+        Command::GrantLease(GrantLease { ttl_ms: 0 }),
+        Command::SetLeaseTtl(SetLeaseTtl {
+            id: l,
+            ttl_ms: MAX_TTL_MS + 1,
+        }),
+        acquire("", "a", l, Mode::Exclusive, true),
+        acquire(&long_name, "a", l, Mode::Exclusive, true),
+        acquire("m", "", l, Mode::Exclusive, true),
+        acquire("m", &long_owner, l, Mode::Exclusive, true),
+        acquire("s", "p", l, permits(0, 3), true),
+        acquire("s", "p", l, permits(4, 3), true),
+        acquire("s", "p", l, permits(1, MAX_SEMAPHORE_LIMIT + 1), true),
+        Command::Acquire(Acquire {
+            lock_delay_ms: crate::limits::MAX_LOCK_DELAY_MS + 1,
+            ..acquire_struct("m", "a", l)
+        }),
+        Command::Acquire(Acquire {
+            value: Some(vec![0; MAX_VALUE_LEN + 1]),
+            ..acquire_struct("e", "a", l)
+        }),
+        Command::AcquireWithTtl(AcquireWithTtl {
+            name: "t".into(),
+            owner: "a".into(),
+            ttl_ms: 0,
+            mode: Mode::Exclusive,
+            lock_delay_ms: 0,
+        }),
+        Command::Release(Release {
+            name: String::new(),
+            owner: "a".into(),
+        }),
+        Command::Cancel(Cancel {
+            name: "m".into(),
+            owner: long_owner.clone(),
+            call: None,
+        }),
+        Command::ForceRelease(ForceRelease {
+            name: long_name.clone(),
+        }),
+        Command::Proclaim(Proclaim {
+            name: "m".into(),
+            owner: "a".into(),
+            value: vec![0; MAX_VALUE_LEN + 1],
+        }),
+        hold("h", "a", 0),
+        hold("", "a", 1_000),
+        Command::Unhold(Unhold {
+            name: "h".into(),
+            owner: String::new(),
+        }),
+        Command::ReadWrite(ReadWrite {
+            name: "rw2".into(),
+            owner: "a".into(),
+            op: ReadWriteOp::Write {
+                ttl_ms: MAX_TTL_MS + 1,
+                intent: false,
+            },
+        }),
+        Command::Lead(Lead {
+            name: "el".into(),
+            owner: "a".into(),
+            ttl_ms: 1_000,
+            metadata: vec![("k".into(), "1".into()), ("k".into(), "2".into())],
+        }),
+        Command::ClaimFire(ClaimFire {
+            name: "cron".into(),
+            due: f64::NAN.to_bits(),
+        }),
+    ];
+    for command in bad {
+        let checked = command.check();
+        assert!(
+            matches!(checked, Err(CommandError::InvalidArgument(_))),
+            "{command:?}: {checked:?}"
+        );
+        let applied = assert_refused(&mut h, command.clone());
+        assert_eq!(Err(applied), checked, "{command:?}");
+    }
+}
+
+fn acquire_struct(name: &str, owner: &str, lease: LeaseId) -> Acquire {
+    Acquire {
+        name: name.into(),
+        owner: owner.into(),
+        lease,
+        mode: Mode::Exclusive,
+        wait: false,
+        value: None,
+        lock_delay_ms: 0,
+    }
 }

@@ -1,0 +1,144 @@
+//! The calls that take a lock and may wait for it: Acquire and Campaign.
+//! Their lock-delay, when the caller names none, is the node's default,
+//! which the serving layer sets ([`Serving::lock_delay_ms`]).
+//!
+//! [`Serving::lock_delay_ms`]: crate::serving::Serving::lock_delay_ms
+
+use std::time::Duration;
+
+use raftlock_raft::Error;
+use raftlock_storage::command::checks::{check_acquire, check_acquire_with_ttl};
+use raftlock_storage::command::{Acquire, AcquireWithTtl};
+use raftlock_storage::{ClientSeq, Mode};
+
+use super::fields::{lease_id, mode, origin};
+use super::{Checked, Needs};
+use crate::pb;
+
+/// How long a waiting call waits in the queue: `None` until granted.
+pub(crate) type WaitFor = Option<Duration>;
+
+/// An Acquire, checked.
+#[derive(Debug)]
+pub(crate) enum AcquireLock {
+    /// A try-lock whose TTL is its own (`ttl_ms` set, no lease).
+    OwnTtl {
+        origin: ClientSeq,
+        command: AcquireWithTtl,
+        /// The lock-delay asked for; `None`: the node's default.
+        lock_delay_ms: Option<u64>,
+    },
+    /// A lock on the caller's lease, waited for or tried.
+    OnLease {
+        origin: ClientSeq,
+        command: Acquire,
+        /// The lock-delay asked for; `None`: the node's default.
+        lock_delay_ms: Option<u64>,
+        timeout: WaitFor,
+    },
+}
+
+impl Checked for AcquireLock {
+    fn needs(&self) -> Needs<'_> {
+        match self {
+            AcquireLock::OwnTtl { command, .. } => Needs::Name(&command.name),
+            AcquireLock::OnLease { command, .. } => Needs::Name(&command.name),
+        }
+    }
+}
+
+impl TryFrom<pb::AcquireRequest> for AcquireLock {
+    type Error = Error;
+    fn try_from(req: pb::AcquireRequest) -> Result<Self, Error> {
+        let origin = origin(req.request_id.as_ref())?;
+        let mode = mode(req.mode, req.permits, req.limit)?;
+        let lock_delay_ms = req.lock_delay_ms;
+        if let Some(ttl_ms) = req.ttl_ms {
+            if req.lease != 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "ttl_ms makes the lock a lease of its own; lease must be 0, not {}",
+                    req.lease
+                )));
+            }
+            if req.wait {
+                return Err(Error::InvalidArgument(
+                    "ttl_ms is for a try-lock (wait false): a waiter needs a lease kept \
+                     alive while it waits"
+                        .into(),
+                ));
+            }
+            let command = AcquireWithTtl {
+                name: req.name,
+                owner: req.owner,
+                ttl_ms,
+                mode,
+                lock_delay_ms: lock_delay_ms.unwrap_or(0),
+            };
+            check_acquire_with_ttl(&command)?;
+            return Ok(AcquireLock::OwnTtl {
+                origin,
+                command,
+                lock_delay_ms,
+            });
+        }
+        let command = Acquire {
+            name: req.name,
+            owner: req.owner,
+            lease: lease_id(req.lease)?,
+            mode,
+            wait: req.wait,
+            value: None,
+            lock_delay_ms: lock_delay_ms.unwrap_or(0),
+        };
+        check_acquire(&command)?;
+        Ok(AcquireLock::OnLease {
+            origin,
+            command,
+            lock_delay_ms,
+            timeout: wait_for(req.wait_timeout_ms),
+        })
+    }
+}
+
+/// A Campaign, checked: an exclusive Acquire that waits and carries the
+/// value its leader publishes.
+#[derive(Debug)]
+pub(crate) struct Campaign {
+    pub origin: ClientSeq,
+    pub command: Acquire,
+    pub timeout: WaitFor,
+}
+
+impl Checked for Campaign {
+    fn needs(&self) -> Needs<'_> {
+        Needs::Name(&self.command.name)
+    }
+}
+
+impl TryFrom<pb::CampaignRequest> for Campaign {
+    type Error = Error;
+    fn try_from(req: pb::CampaignRequest) -> Result<Self, Error> {
+        let origin = origin(req.request_id.as_ref())?;
+        let command = Acquire {
+            name: req.name,
+            owner: req.owner,
+            lease: lease_id(req.lease)?,
+            mode: Mode::Exclusive,
+            wait: true,
+            value: Some(req.value),
+            // The node's default, as for a lock that names none.
+            lock_delay_ms: 0,
+        };
+        check_acquire(&command)?;
+        Ok(Campaign {
+            origin,
+            command,
+            timeout: wait_for(req.wait_timeout_ms),
+        })
+    }
+}
+
+/// The wire's wait timeout: 0 waits until granted.
+fn wait_for(wait_timeout_ms: u64) -> WaitFor {
+    (wait_timeout_ms > 0).then(|| Duration::from_millis(wait_timeout_ms))
+}
