@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clap::Parser;
-use raftlock::{Client, Config, Error, InitialMember, Node};
+use raftlock::{Client, Config, Error, InitialMember, Node, ReplicationConfig};
 use tokio::time::{sleep, timeout};
 
 /// The election every copy campaigns in.
@@ -76,12 +76,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("embedded-data/node-{}", args.id)));
     let node = Node::start(Config {
-        id: args.id,
-        data_dir,
-        client_addr: me.addr.client_addr,
-        peer_addr: me.addr.peer_addr,
-        initial_cluster: args.members.clone(),
-        join_token: Some(args.join_token.clone()),
+        replication: ReplicationConfig {
+            id: args.id,
+            data_dir,
+            client_addr: me.addr.client_addr,
+            peer_addr: me.addr.peer_addr,
+            initial_cluster: args.members.clone(),
+            join_token: Some(args.join_token.clone()),
+            ..ReplicationConfig::default()
+        },
         ..Config::default()
     })
     .await?;

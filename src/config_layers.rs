@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use raftlock_raft::{Config, ConfigError};
+use raftlock_raft::ConfigError;
+
+use crate::Config;
 use serde::Serialize;
 
 /// Settings laid one over another; [`build`](Self::build) reads them into
@@ -86,7 +88,9 @@ impl ConfigLayers {
         let named = |key: &str| {
             self.origin(key).is_some() || self.origin(&format!("advertise_{key}")).is_some()
         };
-        config.listen_on_own_entry(!named("client_addr"), !named("peer_addr"));
+        config
+            .replication
+            .listen_on_own_entry(!named("client_addr"), !named("peer_addr"));
         config.validate()?;
         Ok(config)
     }

@@ -70,6 +70,7 @@ pub mod auth;
 pub mod certs;
 #[cfg(feature = "cli")]
 pub mod cli;
+pub mod config;
 pub mod config_layers;
 pub mod duration;
 pub mod node;
@@ -79,13 +80,15 @@ pub mod service;
 pub mod serving;
 pub mod status;
 
+pub use config::{Config, ServingConfig};
 pub use config_layers::ConfigLayers;
 pub use node::{Node, NodeBuilder};
 /// The Rust client: the `raftlock-client` crate, re-exported.
 pub use raftlock_client as client;
 pub use raftlock_client::{blocking, error, Client, Error};
 pub use raftlock_raft::peer::auth::ClusterKey;
+pub use raftlock_raft::Config as ReplicationConfig;
 /// Links a test has cut (feature `test-util`; not in a default build).
 #[cfg(feature = "test-util")]
 pub use raftlock_raft::LinkFilter;
-pub use raftlock_raft::{Config, ConfigError, InitialMember};
+pub use raftlock_raft::{ConfigError, InitialMember};

@@ -5,6 +5,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::Config;
+use raftlock_raft::config::ListenerLimits;
 use raftlock_raft::storage::state::LockState;
 use raftlock_raft::transport::bounded_listener::bounded_incoming;
 use raftlock_raft::transport::tls::node_dns_name;
@@ -12,8 +14,8 @@ use raftlock_raft::transport::tls_acceptor::{tls_incoming, TlsAcceptor};
 #[cfg(feature = "test-util")]
 use raftlock_raft::LinkFilter;
 pub use raftlock_raft::NodeStatus;
+use raftlock_raft::RaftNode;
 use raftlock_raft::Replica;
-use raftlock_raft::{Config, RaftNode};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -58,11 +60,9 @@ pub struct Node {
 /// ```no_run
 /// # async fn demo() -> Result<(), raftlock::Error> {
 /// use raftlock::{Config, Node};
-/// let config = Config {
-///     id: 1,
-///     data_dir: "app-data/raftlock".into(),
-///     ..Config::default()
-/// };
+/// let mut config = Config::default();
+/// config.replication.data_dir = "app-data/raftlock".into();
+/// config.serving.auth_file = Some("app-data/auth.toml".into());
 /// let node = Node::builder().config(config).start().await?;
 /// # let _ = node;
 /// # Ok(())
@@ -109,10 +109,20 @@ impl NodeBuilder {
 
     /// Binds the listeners, opens the data dir and starts serving.
     pub async fn start(self) -> Result<Node, Error> {
-        let mut config = self.config;
+        let Config {
+            replication: mut config,
+            serving: serving_config,
+        } = self.config.clone();
+        self.config
+            .validate()
+            .map_err(|e| Error::Startup(e.to_string()))?;
+        if let Some(warning) = self.config.exposure_warning() {
+            tracing::warn!("{warning}");
+        }
+        let client_limits = self.config.client_listener_limits();
         // Read the auth file before anything binds or opens: a mistake in
         // it must stop the node, never leave it serving without checks.
-        let auth = match &config.auth_file {
+        let auth = match &serving_config.auth_file {
             Some(path) => Auth::new(Some(Policy::load(path).map_err(Error::Startup)?)),
             None => Auth::default(),
         };
@@ -132,7 +142,7 @@ impl NodeBuilder {
                 .map_err(|e| Error::Startup(e.to_string()))?
                 .to_string();
         }
-        let admin_listener = match (self.admin_listener, &config.admin_addr) {
+        let admin_listener = match (self.admin_listener, &serving_config.admin_addr) {
             (Some(l), _) => Some(l),
             (None, Some(addr)) => Some(bind_admin(addr).await?),
             (None, None) => None,
@@ -144,15 +154,18 @@ impl NodeBuilder {
         let raft = raft.await.map_err(|e| Error::Startup(e.to_string()))?;
         let client_tls = raft
             .tls()
-            .map(|tls| tls.client_server_config(raft.inner().config().client_cert_auth));
-        let (serving, serving_tasks) =
-            Serving::start(raft.inner().clone()).map_err(|e| Error::Startup(e.to_string()))?;
+            .map(|tls| tls.client_server_config(serving_config.client_cert_auth));
+        let quota_streams = serving_config.quota_streams;
+        let (serving, serving_tasks) = Serving::start(raft.inner().clone(), serving_config)
+            .map_err(|e| Error::Startup(e.to_string()))?;
         let (stop, stop_rx) = watch::channel(false);
         let auth_on = auth.enabled();
         let server = tokio::spawn(serve_clients(
             serving.clone(),
             auth,
             client_listener,
+            client_limits,
+            quota_streams,
             client_tls,
             stop_rx.clone(),
         ));
@@ -388,6 +401,8 @@ async fn serve_clients(
     serving: Arc<Serving>,
     auth: Auth,
     listener: TcpListener,
+    limits: ListenerLimits,
+    quota_streams: u32,
     tls: Option<TlsAcceptor>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -396,9 +411,8 @@ async fn serve_clients(
     // once, embedded or not: it must not answer as a zombie (forwarding
     // writes, say) until its process exits.
     let core = node.clone();
-    let limits = node.config().client_listener_limits();
     // One count of open calls per account, shared by the services.
-    let streams = StreamQuota::new(node.config().quota_streams);
+    let streams = StreamQuota::new(quota_streams);
     let incoming = bounded_incoming(
         listener,
         limits.clone(),

@@ -5,13 +5,14 @@
 
 use std::path::PathBuf;
 
-use raftlock_raft::{Config, InitialMember};
+use raftlock_raft::InitialMember;
 use serde::Serialize;
 
 use super::signals::Interrupts;
 use super::EXIT_SUCCESS;
 use crate::config_layers::ConfigLayers;
 use crate::node::Node;
+use crate::Config;
 
 /// Flags of `raftlock serve`; each also reads `RAFTLOCK_<NAME>`.
 ///
@@ -206,6 +207,7 @@ impl ServeArgs {
             return None;
         }
         let port = config
+            .replication
             .client_addr
             .rsplit_once(':')
             .and_then(|(_, port)| port.parse::<u16>().ok())

@@ -6,8 +6,8 @@
 
 use std::ffi::OsString;
 
+use crate::Config;
 use clap::{ArgAction, Args, Parser};
-use raftlock_raft::Config;
 
 use super::serve::ServeArgs;
 
@@ -96,9 +96,12 @@ mod tests {
     #[test]
     fn flags_fill_the_config_and_bad_ones_are_named() {
         let config = serve_config(["--id", "2", "--heartbeat-ms", "40", "--insecure"]).unwrap();
-        assert_eq!(config.id, 2);
-        assert_eq!(config.heartbeat, std::time::Duration::from_millis(40));
-        assert!(config.insecure);
+        assert_eq!(config.replication.id, 2);
+        assert_eq!(
+            config.replication.heartbeat,
+            std::time::Duration::from_millis(40)
+        );
+        assert!(config.replication.insecure);
         let bad = serve_config(["--id", "x"]).unwrap_err();
         assert!(bad.contains("--id"), "{bad}");
         let unknown = serve_config(["--no-such"]).unwrap_err();

@@ -33,10 +33,16 @@ fn later_layers_win_key_by_key_over_the_defaults() {
         .and_then(|l| l.overlay("flags", &flags))
         .expect("layers fit");
     let config = layers.build().expect("valid");
-    assert_eq!(config.heartbeat, Duration::from_millis(80));
-    assert_eq!(config.election_timeout, Duration::from_millis(700));
-    assert_eq!(config.quota_leases, 7);
-    assert_eq!(config.snapshot_after_entries, 10_000, "the default");
+    assert_eq!(config.replication.heartbeat, Duration::from_millis(80));
+    assert_eq!(
+        config.replication.election_timeout,
+        Duration::from_millis(700)
+    );
+    assert_eq!(config.replication.quota_leases, 7);
+    assert_eq!(
+        config.replication.snapshot_after_entries, 10_000,
+        "the default"
+    );
     assert_eq!(layers.origin("heartbeat_ms"), Some("flags"));
     assert_eq!(layers.origin("election_timeout_ms"), Some("env"));
     assert_eq!(layers.origin("quota_leases"), Some("file"));
@@ -48,7 +54,7 @@ fn later_layers_win_key_by_key_over_the_defaults() {
 #[test]
 fn no_layers_is_the_default_config() {
     let config = ConfigLayers::default().build().expect("valid");
-    assert_eq!(config, raftlock_raft::Config::default());
+    assert_eq!(config, crate::Config::default());
 }
 
 /// A typo in a file, or in a front end's overlay, stops the build with
@@ -87,7 +93,7 @@ fn admin_addr_off_is_none_yet_named() {
         .toml("file", "admin_addr = \"127.0.0.1:9000\"\n")
         .and_then(|l| l.overlay("flags", &off))
         .expect("layers fit");
-    assert_eq!(layers.build().expect("valid").admin_addr, None);
+    assert_eq!(layers.build().expect("valid").serving.admin_addr, None);
     assert_eq!(layers.origin("admin_addr"), Some("flags"));
 }
 

@@ -55,11 +55,10 @@ pub struct Grant {
 
 impl Serving {
     /// The lock-delay an Acquire carries: `requested_ms`, or the node's
-    /// default (`Config::lock_delay`).
+    /// default (`ServingConfig::lock_delay`).
     pub fn lock_delay_ms(&self, requested_ms: Option<u64>) -> u64 {
         requested_ms.unwrap_or_else(|| {
-            self.replica
-                .config()
+            self.config
                 .lock_delay
                 .as_millis()
                 .try_into()

@@ -33,6 +33,7 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::config::ServingConfig;
 use raftlock_raft::{Error, LockGauges, Replica};
 use raftlock_storage::{Command, Request, Response};
 
@@ -49,6 +50,8 @@ const CHANGES_BACKLOG: usize = 1024;
 pub struct Serving {
     /// The replica below, reached through its methods only.
     replica: Arc<Replica>,
+    /// This layer's settings.
+    config: ServingConfig,
     /// Callers waiting for grants.
     waiters: Waiters,
     /// Lease deadlines (active on the leader only).
@@ -74,13 +77,17 @@ pub struct ServingTasks {
 impl Serving {
     /// Starts serving locks on `replica`: takes its applied stream, registers
     /// the lease calls the leader serves, and starts the timers' tasks.
-    pub fn start(replica: Arc<Replica>) -> Result<(Arc<Serving>, ServingTasks), Error> {
+    pub fn start(
+        replica: Arc<Replica>,
+        config: ServingConfig,
+    ) -> Result<(Arc<Serving>, ServingTasks), Error> {
         let applied = replica.take_applied().ok_or_else(|| {
             Error::Internal("the replica's applied stream is already taken".into())
         })?;
         let (changed, _) = broadcast::channel(CHANGES_BACKLOG);
         let serving = Arc::new(Serving {
             replica,
+            config,
             waiters: Waiters::default(),
             timer: LeaseTimer::default(),
             delays: LockDelayTimer::default(),

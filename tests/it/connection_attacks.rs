@@ -15,7 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use prost::Message;
 use raftlock::client::Acquire;
-use raftlock::{pb, Config};
+use raftlock::pb;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpSocket, TcpStream};
 use tonic::codegen::http::uri::PathAndQuery;
@@ -92,12 +92,10 @@ async fn lock_and_unlock(client: &raftlock::Client, name: &str) {
 /// the honest calls fail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_from_a_few_addresses_cannot_fill_the_client_port() {
-    let base = Config {
-        max_client_connections: 64,
-        max_connections_per_ip: 16,
-        handshake_timeout: Duration::from_secs(60),
-        ..test_config()
-    };
+    let mut base = test_config();
+    base.serving.max_client_connections = 64;
+    base.serving.max_connections_per_ip = 16;
+    base.replication.handshake_timeout = Duration::from_secs(60);
     let cluster = TestCluster::with_config(3, base).await;
     let leader = cluster.wait_for_leader().await;
     let client_port = cluster.addrs[&leader].0;
@@ -131,10 +129,8 @@ async fn a_flood_from_a_few_addresses_cannot_fill_the_client_port() {
 /// good (this test then fails on its 60 s bound).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn half_open_connections_are_closed_and_the_cluster_keeps_serving() {
-    let base = Config {
-        handshake_timeout: Duration::from_secs(1),
-        ..test_config()
-    };
+    let mut base = test_config();
+    base.replication.handshake_timeout = Duration::from_secs(1);
     let cluster = TestCluster::with_config(3, base).await;
     let leader = cluster.wait_for_leader().await;
     let (client_port, peer_port) = cluster.addrs[&leader];
@@ -219,11 +215,9 @@ async fn a_malformed_message_is_invalid_argument() {
 /// refused "too many clients" for a day).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_leases_from_one_source_leaves_room_for_others() {
-    let base = Config {
-        quota_clients: 30,
-        quota_leases: 40,
-        ..test_config()
-    };
+    let mut base = test_config();
+    base.replication.quota_clients = 30;
+    base.replication.quota_leases = 40;
     let cluster = TestCluster::with_config(3, base).await;
     let leader = cluster.wait_for_leader().await;
     let follower = cluster.others(leader)[0];
@@ -293,10 +287,8 @@ async fn a_flood_of_leases_from_one_source_leaves_room_for_others() {
 /// 30 (and any number more) are held open.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_watches_from_one_source_is_bounded() {
-    let base = Config {
-        quota_streams: 20,
-        ..test_config()
-    };
+    let mut base = test_config();
+    base.serving.quota_streams = 20;
     let cluster = TestCluster::with_config(3, base).await;
     let leader = cluster.wait_for_leader().await;
     let addr = cluster.addrs[&leader].0;

@@ -162,11 +162,9 @@ async fn expired_holder_hands_over_to_waiters_in_fifo_order() {
 
 #[tokio::test]
 async fn lagging_node_catches_up_by_snapshot() {
-    let config = raftlock::Config {
-        snapshot_after_entries: 50,
-        keep_entries_after_snapshot: 10,
-        ..test_config()
-    };
+    let mut config = test_config();
+    config.replication.snapshot_after_entries = 50;
+    config.replication.keep_entries_after_snapshot = 10;
     let cluster = TestCluster::with_config(3, config).await;
     let leader = cluster.wait_for_leader().await;
     let lagging = cluster
@@ -206,11 +204,9 @@ async fn lagging_node_catches_up_by_snapshot() {
 /// elections with 48 KiB values make a snapshot of several MiB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_of_many_pieces_reaches_a_lagging_node() {
-    let config = raftlock::Config {
-        snapshot_after_entries: 20,
-        keep_entries_after_snapshot: 5,
-        ..test_config()
-    };
+    let mut config = test_config();
+    config.replication.snapshot_after_entries = 20;
+    config.replication.keep_entries_after_snapshot = 5;
     let cluster = TestCluster::with_config(3, config).await;
     let leader = cluster.wait_for_leader().await;
     let lagging = cluster.others(leader)[0];

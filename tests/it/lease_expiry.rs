@@ -13,10 +13,8 @@ use crate::cluster::{test_config, TestCluster};
 /// told a lie. A keep-alive must be answered only once the outcome is known.
 #[tokio::test]
 async fn keep_alive_during_uncommitted_expiry_is_not_told_the_lease_is_gone() {
-    let base = raftlock::Config {
-        leader_wait: Duration::from_millis(1500),
-        ..test_config()
-    };
+    let mut base = test_config();
+    base.replication.leader_wait = Duration::from_millis(1500);
     let mut cluster = TestCluster::with_config(3, base).await;
     let leader = cluster.wait_for_leader().await;
     let followers = cluster.others(leader);
@@ -81,10 +79,8 @@ async fn keep_alive_during_uncommitted_expiry_is_not_told_the_lease_is_gone() {
 /// longer, it renews nothing, while the majority side elects a new leader.
 #[tokio::test]
 async fn a_cut_off_leader_stops_renewing_once_its_lease_runs_out() {
-    let base = raftlock::Config {
-        leader_wait: Duration::from_millis(500),
-        ..test_config()
-    };
+    let mut base = test_config();
+    base.replication.leader_wait = Duration::from_millis(500);
     let cluster = TestCluster::with_config(3, base.clone()).await;
     let leader = cluster.wait_for_leader().await;
     let at_leader = raftlock::Client::builder([cluster.addrs[&leader].0.to_string()])
@@ -105,7 +101,7 @@ async fn a_cut_off_leader_stops_renewing_once_its_lease_runs_out() {
     renewed.expect("a connected leader renews");
 
     cluster.isolate(leader);
-    tokio::time::sleep(base.election_timeout + Duration::from_millis(100)).await;
+    tokio::time::sleep(base.replication.election_timeout + Duration::from_millis(100)).await;
     assert_eq!(cluster.node(leader).status().role, "leader");
     match at_leader.keep_alive(lease).await {
         Err(Error::Unavailable(_)) => {}

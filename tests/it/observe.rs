@@ -9,7 +9,6 @@
 use std::time::Duration;
 
 use raftlock::client::Acquire;
-use raftlock::Config;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -21,11 +20,9 @@ const PATIENCE: Duration = Duration::from_secs(60);
 /// A cluster whose nodes serve the admin endpoints on port 0 and take a
 /// snapshot every 40 entries.
 async fn cluster_with_admin(n: u64) -> TestCluster {
-    let base = Config {
-        admin_addr: Some("127.0.0.1:0".into()),
-        snapshot_after_entries: 40,
-        ..test_config()
-    };
+    let mut base = test_config();
+    base.serving.admin_addr = Some("127.0.0.1:0".into());
+    base.replication.snapshot_after_entries = 40;
     TestCluster::with_config(n, base).await
 }
 
@@ -207,7 +204,7 @@ async fn readyz_of_an_idle_one_node_cluster_stays_200() {
     let cluster = cluster_with_admin(1).await;
     let leader = cluster.wait_for_leader().await;
     wait_ready(&cluster, leader, 200).await;
-    let idle = test_config().election_timeout * 8;
+    let idle = test_config().replication.election_timeout * 8;
     tokio::time::sleep(idle).await;
     let (code, body) = get(&cluster, leader, "/readyz").await;
     assert_eq!(code, 200, "after {} ms idle: {body}", idle.as_millis());

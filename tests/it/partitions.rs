@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use raftlock::client::{Acquire, Acquired};
-use raftlock::{Client, Config};
+use raftlock::Client;
 
 use crate::cluster::{test_config, TestCluster};
 
@@ -19,10 +19,8 @@ const TTL: Duration = Duration::from_secs(30);
 /// back, leaves that grant alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_that_cannot_be_cancelled_is_not_reported_as_timed_out() {
-    let config = raftlock::Config {
-        leader_wait: Duration::from_secs(2),
-        ..test_config()
-    };
+    let mut config = test_config();
+    config.replication.leader_wait = Duration::from_secs(2);
     let cluster = TestCluster::with_config(3, config).await;
     let leader = cluster.wait_for_leader().await;
     let cut_off = cluster.others(leader)[0];
@@ -122,11 +120,9 @@ async fn a_leader_without_quorum_answers_instead_of_hanging() {
 /// election timeout and, back, deposed the leader.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follower_back_from_a_partition_does_not_depose_the_leader() {
-    let config = Config {
-        heartbeat: Duration::from_millis(100),
-        election_timeout: Duration::from_millis(1000),
-        ..test_config()
-    };
+    let mut config = test_config();
+    config.replication.heartbeat = Duration::from_millis(100);
+    config.replication.election_timeout = Duration::from_millis(1000);
     let cluster = TestCluster::with_config(3, config).await;
     let leader = cluster.wait_for_leader().await;
     let follower = cluster.others(leader)[0];

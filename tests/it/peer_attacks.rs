@@ -10,7 +10,7 @@ use std::time::Duration;
 use openraft::raft::{AppendEntriesRequest, VoteRequest};
 use openraft::vote::RaftLeaderId;
 use raftlock::client::Acquire;
-use raftlock::{Config, Node};
+use raftlock::Node;
 use raftlock_raft::pb::peer_client::PeerClient;
 use raftlock_raft::pb::Blob;
 use raftlock_raft::peer::auth::Direction;
@@ -333,12 +333,13 @@ async fn a_copy_of_a_nodes_data_dir_cannot_start_as_a_second_member() {
     cluster.wait_for_leader().await;
 
     let started = Node::builder()
-        .config(Config {
-            id: 1,
-            data_dir: copy,
-            client_addr: "127.0.0.1:0".into(),
-            peer_addr: "127.0.0.1:0".into(),
-            ..test_config()
+        .config({
+            let mut config = test_config();
+            config.replication.id = 1;
+            config.replication.data_dir = copy;
+            config.replication.client_addr = "127.0.0.1:0".into();
+            config.replication.peer_addr = "127.0.0.1:0".into();
+            config
         })
         .start()
         .await;

@@ -5,7 +5,7 @@
 use openraft::raft::AppendEntriesRequest;
 use openraft::vote::RaftLeaderId;
 use raftlock::client::Acquire;
-use raftlock::{Config, Node};
+use raftlock::Node;
 use raftlock_raft::pb::Blob;
 use raftlock_raft::peer::auth::Direction;
 use raftlock_raft::peer::payload::encode;
@@ -146,13 +146,11 @@ async fn a_multi_node_cluster_without_peer_authentication_does_not_start() {
             .iter()
             .map(|m| m.parse().unwrap())
             .collect();
-    let config = Config {
-        data_dir: dir.path().join("n1"),
-        client_addr: "127.0.0.1:2".into(),
-        peer_addr: "127.0.0.1:1".into(),
-        initial_cluster: members,
-        ..test_config()
-    };
+    let mut config = test_config();
+    config.replication.data_dir = dir.path().join("n1");
+    config.replication.client_addr = "127.0.0.1:2".into();
+    config.replication.peer_addr = "127.0.0.1:1".into();
+    config.replication.initial_cluster = members;
     let err = Node::builder()
         .config(config.clone())
         .start()
@@ -167,9 +165,10 @@ async fn a_multi_node_cluster_without_peer_authentication_does_not_start() {
         "the refused node wrote its dir"
     );
     let err = Node::builder()
-        .config(Config {
-            join_token: Some("rlj1-nothex".into()),
-            ..config
+        .config({
+            let mut config = config;
+            config.replication.join_token = Some("rlj1-nothex".into());
+            config
         })
         .start()
         .await

@@ -57,7 +57,7 @@ fn swap_dirs(live: &Path, copy: &Path, newer: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_restarted_on_an_older_copy_of_its_dir_is_refused() {
     let (mut cluster, follower) = cluster_and_follower().await;
-    let live = cluster.config(follower).data_dir;
+    let live = cluster.config(follower).replication.data_dir;
     let copy = live.with_extension("backup");
     let newer = live.with_extension("newer");
 
@@ -100,7 +100,7 @@ async fn a_node_restarted_on_an_older_copy_of_its_dir_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dir_rolled_back_to_a_snapshot_of_its_running_node_is_refused() {
     let (mut cluster, follower) = cluster_and_follower().await;
-    let live = cluster.config(follower).data_dir;
+    let live = cluster.config(follower).replication.data_dir;
     let copy = live.with_extension("snapshot");
     let newer = live.with_extension("newer");
 

@@ -88,10 +88,8 @@ fn assert_refused_in_handshake(what: &str, result: Result<u64, tonic::Status>) {
 /// forwarding works, not how long a slow leader takes.
 #[tokio::test]
 async fn tls_cluster_elects_a_leader_and_serves_locks() {
-    let base = Config {
-        leader_wait: Duration::from_secs(30),
-        ..test_config()
-    };
+    let mut base = test_config();
+    base.replication.leader_wait = Duration::from_secs(30);
     let cluster = TestCluster::with_tls_config(3, base).await;
     let leader = cluster.wait_for_leader().await;
     for id in 1..=3 {
@@ -197,7 +195,7 @@ async fn peer_port_refuses_no_certificate_and_another_cas_certificate() {
 #[tokio::test]
 async fn peer_channel_refuses_another_nodes_certificate() {
     let cluster = TestCluster::with_tls(3, false).await;
-    let node1 = NodeTls::load(&cluster.config(1))
+    let node1 = NodeTls::load(&cluster.config(1).replication)
         .expect("node 1's files")
         .expect("TLS on");
     let as_node3 = dial_peer(&cluster, 2, node1.peer_client_config(3)).await;
@@ -272,15 +270,16 @@ async fn a_node_with_unusable_certificates_does_not_start() {
     raftlock::certs::create_ca(other.path(), false).expect("other CA");
     let data = tempfile::tempdir().expect("temp dir");
     let start = |cert: &str, key: &str, ca: std::path::PathBuf| {
-        Node::start(Config {
-            id: 2,
-            data_dir: data.path().join("n2"),
-            client_addr: "127.0.0.1:0".into(),
-            peer_addr: "127.0.0.1:0".into(),
-            tls_cert: Some(certs.join(cert)),
-            tls_key: Some(certs.join(key)),
-            tls_ca: Some(ca),
-            ..Config::default()
+        Node::start({
+            let mut config = Config::default();
+            config.replication.id = 2;
+            config.replication.data_dir = data.path().join("n2");
+            config.replication.client_addr = "127.0.0.1:0".into();
+            config.replication.peer_addr = "127.0.0.1:0".into();
+            config.replication.tls_cert = Some(certs.join(cert));
+            config.replication.tls_key = Some(certs.join(key));
+            config.replication.tls_ca = Some(ca);
+            config
         })
     };
     let cases = [

@@ -81,7 +81,7 @@ impl Running {
     /// Starts a node with `config` on a new runtime (blocking).
     fn start(config: Config, claim: DirClaim) -> Result<Running, Error> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .thread_name(format!("raftlock-node-{}", config.id))
+            .thread_name(format!("raftlock-node-{}", config.replication.id))
             .enable_all()
             .build()
             .map_err(|e| Error::Startup(format!("cannot start the node's runtime: {e}")))?;
@@ -176,7 +176,7 @@ impl NativeNode {
             Some(node) => Ok(f(node)),
             None => Err(to_py(Error::Startup(format!(
                 "node {} is not running: start() it first (it is stopped after stop())",
-                self.config.id
+                self.config.replication.id
             )))),
         }
     }
@@ -210,10 +210,10 @@ impl NativeNode {
         if self.running().is_some() {
             return Err(to_py(Error::Startup(format!(
                 "node {} is already running",
-                self.config.id
+                self.config.replication.id
             ))));
         }
-        let claim = DirClaim::take(&self.config.data_dir).map_err(to_py)?;
+        let claim = DirClaim::take(&self.config.replication.data_dir).map_err(to_py)?;
         start_logs();
         let config = self.config.clone();
         let (send, started) = oneshot::channel();
@@ -258,7 +258,7 @@ impl NativeNode {
         let limit = timeout.map(|t| secs("timeout", t)).transpose()?;
         let deadline = limit.map(|l| Instant::now() + l);
         let slot = self.running.clone();
-        let id = self.config.id;
+        let id = self.config.replication.id;
         finish(py, aio, async move {
             loop {
                 let status = {
@@ -299,13 +299,13 @@ impl NativeNode {
     /// This node's Raft id.
     #[getter]
     fn id(&self) -> u64 {
-        self.config.id
+        self.config.replication.id
     }
 
     /// The data dir.
     #[getter]
     fn data_dir(&self) -> PathBuf {
-        self.config.data_dir.clone()
+        self.config.replication.data_dir.clone()
     }
 
     /// The bound client, peer and admin addresses (the admin one `None`

@@ -1,5 +1,4 @@
-//! Whether a [`Config`] can work ([`Config::validate`]) and whether it is
-//! exposed without protection ([`Config::exposure_warning`]).
+//! Whether a [`Config`] can work ([`Config::validate`]).
 
 use std::time::Duration;
 
@@ -177,16 +176,10 @@ impl Config {
     fn validate_ranges(&self) -> Result<(), ConfigError> {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let quota = |q: u32| u64::from(q);
-        let checks: [(&'static str, u64, u64, u64); 13] = [
+        let checks: [(&'static str, u64, u64, u64); 11] = [
             ("heartbeat_ms", ms(self.heartbeat), 1, 10_000),
             ("election_timeout_ms", ms(self.election_timeout), 3, 60_000),
             ("leader_wait_ms", ms(self.leader_wait), 1, 600_000),
-            (
-                "lock_delay_ms",
-                ms(self.lock_delay),
-                0,
-                limits::MAX_LOCK_DELAY_MS,
-            ),
             (
                 "snapshot_after",
                 self.snapshot_after_entries,
@@ -228,7 +221,6 @@ impl Config {
                 limits::MAX_CLIENT_SESSIONS as u64,
             ),
             ("quota_waiters", quota(self.quota_waiters), 1, 1_000_000),
-            ("quota_streams", quota(self.quota_streams), 1, 1_000_000),
         ];
         for (key, value, min, max) in checks {
             if value < min || value > max {
@@ -243,13 +235,8 @@ impl Config {
         Ok(())
     }
 
-    /// Connection budgets that can admit someone, and timeouts a real
-    /// handshake and keep-alive can meet.
+    /// Timeouts a real handshake and keep-alive can meet.
     fn validate_connections(&self) -> Result<(), ConfigError> {
-        let (total, per_ip) = (self.max_client_connections, self.max_connections_per_ip);
-        if total == 0 || per_ip == 0 || per_ip > total {
-            return Err(ConfigError::ConnectionLimits { total, per_ip });
-        }
         let (handshake, idle) = (self.handshake_timeout, self.idle_timeout);
         if handshake < Duration::from_millis(100) || idle < Duration::from_secs(1) {
             return Err(ConfigError::ConnectionTimeouts { handshake, idle });
@@ -257,7 +244,7 @@ impl Config {
         Ok(())
     }
 
-    /// TLS is all three files or none; client certificates need TLS.
+    /// TLS is all three files or none.
     fn validate_tls(&self) -> Result<(), ConfigError> {
         let files = [
             ("tls_cert", &self.tls_cert),
@@ -265,9 +252,6 @@ impl Config {
             ("tls_ca", &self.tls_ca),
         ];
         let set = files.iter().filter(|(_, f)| f.is_some()).count();
-        if set == 0 && self.client_cert_auth {
-            return Err(ConfigError::ClientCertAuthWithoutTls);
-        }
         if set != 0 && set != files.len() {
             let missing = files
                 .iter()
@@ -277,47 +261,6 @@ impl Config {
         }
         Ok(())
     }
-
-    /// A warning to print at start when a listener is bound beyond
-    /// loopback without TLS: anyone on the network can then speak Raft to
-    /// the peer port and call every client RPC. `None` when all is well.
-    pub fn exposure_warning(&self) -> Option<String> {
-        let exposed: Vec<&str> = [&self.client_addr, &self.peer_addr]
-            .into_iter()
-            .filter(|addr| !is_loopback(addr))
-            .map(String::as_str)
-            .collect();
-        if exposed.is_empty() {
-            return None;
-        }
-        let exposed = exposed.join(" and ");
-        let authenticated = self.auth_file.is_some() || self.client_cert_auth;
-        match (self.tls_enabled(), authenticated) {
-            (true, true) => None,
-            (false, _) => Some(format!(
-                "listening on {exposed} without TLS: anyone who can reach these ports can \
-                 speak Raft to this node, read tokens off the wire and call every client \
-                 RPC, force-release included. Set --tls-cert, --tls-key and --tls-ca, and \
-                 --auth-file (see docs/security.md)"
-            )),
-            (true, false) => Some(format!(
-                "listening on {exposed} without client authentication: any client that \
-                 can reach the client port may force-release any lock, revoke any lease \
-                 and change the membership. Set --auth-file for roles, or at least \
-                 --client-cert-auth (see docs/security.md)"
-            )),
-        }
-    }
-}
-
-/// Whether `addr` (`host:port`) names a loopback address. Names other than
-/// `localhost` count as exposed: they may resolve anywhere.
-fn is_loopback(addr: &str) -> bool {
-    if let Ok(sock) = addr.parse::<std::net::SocketAddr>() {
-        return sock.ip().is_loopback();
-    }
-    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
-    host.eq_ignore_ascii_case("localhost")
 }
 
 #[cfg(test)]
@@ -407,55 +350,11 @@ mod tests {
     }
 
     #[test]
-    fn warns_when_exposed_without_tls_or_auth() {
-        assert_eq!(Config::default().exposure_warning(), None);
-        let local = Config {
-            client_addr: "localhost:7379".into(),
-            peer_addr: "[::1]:7380".into(),
-            ..Config::default()
-        };
-        assert_eq!(local.exposure_warning(), None);
-        let exposed = Config {
-            client_addr: "0.0.0.0:7379".into(),
-            ..Config::default()
-        };
-        let warning = exposed.exposure_warning().expect("a warning");
-        assert!(warning.contains("0.0.0.0:7379") && !warning.contains("7380"));
-        let named = Config {
-            peer_addr: "node1.example:7380".into(),
-            ..Config::default()
-        };
-        assert!(named.exposure_warning().is_some());
-        let with_tls = Config {
-            tls_cert: Some("n.crt".into()),
-            tls_key: Some("n.key".into()),
-            tls_ca: Some("ca.crt".into()),
-            ..exposed
-        };
-        let warning = with_tls.exposure_warning().expect("a warning without auth");
-        assert!(
-            warning.contains("without client authentication"),
-            "{warning}"
-        );
-        let with_auth = Config {
-            auth_file: Some("auth.toml".into()),
-            ..with_tls.clone()
-        };
-        assert_eq!(with_auth.exposure_warning(), None);
-        let with_certs = Config {
-            client_cert_auth: true,
-            ..with_tls
-        };
-        assert_eq!(with_certs.exposure_warning(), None);
-    }
-
-    #[test]
     fn tls_is_all_three_files_or_none() {
         let full = Config {
             tls_cert: Some("n.crt".into()),
             tls_key: Some("n.key".into()),
             tls_ca: Some("ca.crt".into()),
-            client_cert_auth: true,
             ..Config::default()
         };
         assert_eq!(full.validate(), Ok(()));
@@ -477,14 +376,6 @@ mod tests {
             Err(ConfigError::PartialTls {
                 missing: "tls_cert"
             })
-        );
-        let auth_only = Config {
-            client_cert_auth: true,
-            ..Config::default()
-        };
-        assert_eq!(
-            auth_only.validate(),
-            Err(ConfigError::ClientCertAuthWithoutTls)
         );
         assert!(!Config::default().tls_enabled());
     }

@@ -27,9 +27,6 @@ pub const DEFAULT_MAX_PEER_MESSAGE_BYTES: usize = 16 << 20;
 /// largest entry must fit.
 pub const MIN_PEER_MESSAGE_BYTES: usize = 8 << 20;
 
-/// Default of [`Config::quota_streams`].
-pub const DEFAULT_QUOTA_STREAMS: u32 = 10_000;
-
 /// One member of the initial cluster: `ID=PEER_ADDR/CLIENT_ADDR`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -127,11 +124,6 @@ pub struct Config {
     /// How long a write waits for a leader before giving up.
     #[serde(rename = "leader_wait_ms", with = "millis")]
     pub leader_wait: Duration,
-    /// The lock-delay of an acquire that names none: how long a lock stays
-    /// closed after its holder is lost to lease expiry or force-release
-    /// (never after a clean release). Zero: none, the lock passes on at once.
-    #[serde(rename = "lock_delay_ms", with = "millis")]
-    pub lock_delay: Duration,
     /// UNSAFE, for tests only: acknowledge writes once sled has flushed
     /// them (`sync_file_range`), without `fsync`/`fdatasync`. A power loss
     /// can then lose acknowledged grants and votes. Restores the behaviour
@@ -148,14 +140,6 @@ pub struct Config {
     /// The cluster CA (PEM). Peers must present a certificate it signed
     /// (mutual TLS); a peer's server certificate must chain to it.
     pub tls_ca: Option<PathBuf>,
-    /// Whether the client listener also requires a client certificate
-    /// signed by `tls_ca`. Needs the TLS settings.
-    pub client_cert_auth: bool,
-    /// Client authentication and roles: a TOML file of users (a token's
-    /// SHA-256, or a client certificate's name) and the roles they have
-    /// (`admin`, or name prefixes). `None`: every client may do anything,
-    /// the loopback default. See docs/security.md.
-    pub auth_file: Option<PathBuf>,
     /// The cluster's join token (`rlj1-...`): the secret that tags every
     /// peer message when peers do not use mTLS. Every member of a new
     /// cluster of more than one node gets the same one on its first start,
@@ -174,21 +158,6 @@ pub struct Config {
     /// a snapshot chunk (1 MiB) and the largest entry (about 1 MiB of
     /// payload), with room to spare.
     pub max_peer_message_bytes: usize,
-    /// Admin HTTP listener (`/metrics`, `/healthz`, `/readyz`, the status
-    /// page), `host:port`. `None` (the default): no admin listener. It has
-    /// no TLS or auth and shows every lock name and owner, so keep it on
-    /// loopback or behind a firewall (docs/operations.md). `"off"` (or
-    /// `""`) in a file, variable or flag reads as `None`.
-    #[serde(deserialize_with = "off_is_none")]
-    pub admin_addr: Option<String>,
-    /// Client connections this node holds open at once; one more is
-    /// accepted and closed at once. Keep it below the process's open-file
-    /// limit (`ulimit -n`).
-    pub max_client_connections: usize,
-    /// Client connections from one source IP address held open at once.
-    /// The peer listener has its own, fixed budget (256 connections, 64 per
-    /// address), so a client flood never takes the peers' places.
-    pub max_connections_per_ip: usize,
     /// Time a new connection (client or peer) has to send its first bytes
     /// (the HTTP/2 preface, or a TLS ClientHello); a silent or half-open
     /// connection is closed then.
@@ -214,10 +183,6 @@ pub struct Config {
     /// (counted by the account of the lease they wait on). Cluster-wide,
     /// the leader's setting.
     pub quota_waiters: u32,
-    /// Calls one account may hold open on this node at once: keep-alive
-    /// streams, Observe streams, and Acquire and Campaign calls that wait.
-    /// Per node.
-    pub quota_streams: u32,
 }
 
 impl Default for Config {
@@ -236,40 +201,24 @@ impl Default for Config {
             snapshot_after_entries: 10_000,
             keep_entries_after_snapshot: 1_000,
             leader_wait: Duration::from_secs(5),
-            lock_delay: Duration::ZERO,
             unsafe_no_fsync: false,
             tls_cert: None,
             tls_key: None,
             tls_ca: None,
-            client_cert_auth: false,
-            auth_file: None,
             join_token: None,
             join_token_file: None,
             insecure: false,
             max_peer_message_bytes: DEFAULT_MAX_PEER_MESSAGE_BYTES,
-            admin_addr: None,
-            max_client_connections: 10_000,
-            max_connections_per_ip: 1_000,
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             quota_leases: DEFAULT_QUOTA_LEASES,
             quota_clients: DEFAULT_QUOTA_CLIENTS,
             quota_waiters: DEFAULT_QUOTA_WAITERS,
-            quota_streams: DEFAULT_QUOTA_STREAMS,
         }
     }
 }
 
 impl Config {
-    /// The client listener's budget.
-    pub fn client_listener_limits(&self) -> ListenerLimits {
-        ListenerLimits {
-            max_connections: self.max_client_connections,
-            max_connections_per_ip: self.max_connections_per_ip,
-            ..self.timeouts(ListenerLimits::client_default())
-        }
-    }
-
     /// The per-account quotas this node's entries carry when it leads.
     pub fn quotas(&self) -> Quotas {
         Quotas {
@@ -284,7 +233,9 @@ impl Config {
         self.timeouts(ListenerLimits::peer_default())
     }
 
-    fn timeouts(&self, base: ListenerLimits) -> ListenerLimits {
+    /// `base` with this config's handshake and idle timeouts (both
+    /// listeners use them).
+    pub fn timeouts(&self, base: ListenerLimits) -> ListenerLimits {
         ListenerLimits {
             handshake_timeout: self.handshake_timeout,
             idle_timeout: self.idle_timeout,
@@ -400,21 +351,18 @@ impl Config {
     }
 }
 
-/// An address setting where `"off"` and `""` mean none.
-fn off_is_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let addr = Option::<String>::deserialize(d)?;
-    Ok(addr.filter(|a| a != "off" && !a.is_empty()))
-}
-
-mod millis {
+/// A [`Duration`] as a number of milliseconds, for serde.
+pub mod millis {
     use std::time::Duration;
 
     use serde::{Deserialize, Deserializer, Serializer};
 
+    /// Writes `d` as whole milliseconds.
     pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_u64(d.as_millis() as u64)
     }
 
+    /// Reads whole milliseconds.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         Ok(Duration::from_millis(u64::deserialize(d)?))
     }

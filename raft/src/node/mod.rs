@@ -110,9 +110,6 @@ impl RaftNode {
         })?;
 
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        if let Some(warning) = config.exposure_warning() {
-            tracing::warn!("{warning}");
-        }
         if config.unsafe_no_fsync {
             tracing::warn!(
                 "UNSAFE: --unsafe-no-fsync is set: writes are acknowledged without fsync, \

@@ -5,7 +5,7 @@ use clap::Parser;
 use crate::cli::{Cli, Command, LogFormat};
 
 /// The config `raftlock serve ARGS` describes, and the log format.
-fn parse(args: &[&str]) -> (raftlock_raft::Config, LogFormat) {
+fn parse(args: &[&str]) -> (crate::Config, LogFormat) {
     let argv = ["raftlock", "serve"].iter().chain(args);
     let cli = Cli::try_parse_from(argv).expect("flags parse");
     let Command::Serve(serve) = cli.command else {
@@ -17,13 +17,13 @@ fn parse(args: &[&str]) -> (raftlock_raft::Config, LogFormat) {
 #[test]
 fn admin_listener_is_off_unless_asked_for() {
     let (config, format) = parse(&[]);
-    assert_eq!(config.admin_addr, None);
+    assert_eq!(config.serving.admin_addr, None);
     assert_eq!(format, LogFormat::Text);
     let (config, format) = parse(&["--admin-addr", "127.0.0.1:7381", "--log-format", "json"]);
-    assert_eq!(config.admin_addr.as_deref(), Some("127.0.0.1:7381"));
+    assert_eq!(config.serving.admin_addr.as_deref(), Some("127.0.0.1:7381"));
     assert_eq!(format, LogFormat::Json);
     let (config, _) = parse(&["--admin-addr", "off"]);
-    assert_eq!(config.admin_addr, None);
+    assert_eq!(config.serving.admin_addr, None);
 }
 
 #[test]
@@ -48,7 +48,7 @@ fn connection_limits_come_from_flags_and_are_checked() {
         limits.keepalive_interval,
         std::time::Duration::from_millis(7500)
     );
-    let peer = config.peer_listener_limits();
+    let peer = config.replication.peer_listener_limits();
     assert_eq!(peer.idle_timeout, std::time::Duration::from_secs(30));
     let argv = ["raftlock", "serve", "--max-connections-per-ip", "0"];
     let Command::Serve(serve) = Cli::try_parse_from(argv).expect("flags parse").command else {
@@ -64,12 +64,12 @@ fn connection_limits_come_from_flags_and_are_checked() {
 fn quotas_come_from_flags_and_are_checked() {
     let (config, _) = parse(&[]);
     let defaults = raftlock_storage::Quotas::default();
-    assert_eq!(config.quotas(), defaults);
+    assert_eq!(config.replication.quotas(), defaults);
     assert_eq!(
         (defaults.leases, defaults.clients, defaults.waiters),
         (10_000, 10_000, 10_000)
     );
-    assert_eq!(config.quota_streams, 10_000);
+    assert_eq!(config.serving.quota_streams, 10_000);
     let (config, _) = parse(&[
         "--quota-leases",
         "5",
@@ -80,9 +80,9 @@ fn quotas_come_from_flags_and_are_checked() {
         "--quota-streams",
         "8",
     ]);
-    let quotas = config.quotas();
+    let quotas = config.replication.quotas();
     assert_eq!((quotas.leases, quotas.clients, quotas.waiters), (5, 6, 7));
-    assert_eq!(config.quota_streams, 8);
+    assert_eq!(config.serving.quota_streams, 8);
     let argv = ["raftlock", "serve", "--quota-leases", "0"];
     let Command::Serve(serve) = Cli::try_parse_from(argv).expect("flags parse").command else {
         panic!("not serve")
@@ -162,7 +162,7 @@ fn print_config_names_each_source_and_reads_back() {
     assert_eq!(source_of("initial_cluster"), "file");
     assert_eq!(source_of("election_timeout_ms"), "flag");
     assert_eq!(source_of("snapshot_after"), "default");
-    let back: raftlock_raft::Config = toml::from_str(&printed).expect("printed config parses");
+    let back: crate::Config = toml::from_str(&printed).expect("printed config parses");
     assert_eq!(back, serve.to_config().expect("valid"));
 }
 

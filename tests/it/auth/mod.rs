@@ -19,7 +19,7 @@ use raftlock::pb::cluster_client::ClusterClient;
 use raftlock::pb::election_client::ElectionClient;
 use raftlock::pb::lease_client::LeaseClient;
 use raftlock::pb::lock_client::LockClient;
-use raftlock::{Client, Config, Error};
+use raftlock::{Client, Error};
 use raftlock_storage::state::{Lease, Lock};
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
@@ -77,10 +77,8 @@ fn auth_file(dir: &std::path::Path) -> PathBuf {
 
 /// A 3-node cluster that authenticates clients with [`auth_file`].
 async fn cluster(dir: &tempfile::TempDir) -> TestCluster {
-    let base = Config {
-        auth_file: Some(auth_file(dir.path())),
-        ..test_config()
-    };
+    let mut base = test_config();
+    base.serving.auth_file = Some(auth_file(dir.path()));
     TestCluster::with_config(3, base).await
 }
 
@@ -284,10 +282,8 @@ async fn the_client_authenticates_with_its_token() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_client_certificate_is_an_identity() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let base = Config {
-        auth_file: Some(auth_file(dir.path())),
-        ..test_config()
-    };
+    let mut base = test_config();
+    base.serving.auth_file = Some(auth_file(dir.path()));
     let cluster = TestCluster::with_tls_config(3, base).await;
     let client = cluster.client().await;
     let guard = client

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use raftlock::auth::policy::token_sha256;
 use raftlock::client::{Acquire, ClientOptions};
-use raftlock::{Client, Config};
+use raftlock::Client;
 use serde_json::Value;
 
 use super::{describe, json, raftlock, run, stderr_of, TTL};
@@ -127,10 +127,8 @@ async fn auth_cluster(dir: &tempfile::TempDir) -> TestCluster {
     );
     let path = dir.path().join("auth.toml");
     std::fs::write(&path, text).expect("write the auth file");
-    let base = Config {
-        auth_file: Some(path),
-        ..test_config()
-    };
+    let mut base = test_config();
+    base.serving.auth_file = Some(path);
     TestCluster::with_config(3, base).await
 }
 

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use raftlock::client::{ClientOptions, ClientTls};
-use raftlock::{Client, ClusterKey, Config, InitialMember, LinkFilter, Node};
+use raftlock::{Client, ClusterKey, Config, InitialMember, LinkFilter, Node, ReplicationConfig};
 use raftlock_storage::NodeAddr;
 use tempfile::TempDir;
 use tokio::net::TcpListener;
@@ -38,9 +38,12 @@ pub const TEST_CLIENT: &str = "test";
 /// Fast timings for tests: elections in well under a second.
 pub fn test_config() -> Config {
     Config {
-        heartbeat: Duration::from_millis(50),
-        election_timeout: Duration::from_millis(300),
-        leader_wait: Duration::from_secs(5),
+        replication: ReplicationConfig {
+            heartbeat: Duration::from_millis(50),
+            election_timeout: Duration::from_millis(300),
+            leader_wait: Duration::from_secs(5),
+            ..ReplicationConfig::default()
+        },
         ..Config::default()
     }
 }
@@ -74,10 +77,8 @@ impl TestCluster {
     /// certificates required with `client_cert_auth`), from certificates
     /// made for the cluster in its temp dir.
     pub async fn with_tls(n: u64, client_cert_auth: bool) -> TestCluster {
-        let base = Config {
-            client_cert_auth,
-            ..test_config()
-        };
+        let mut base = test_config();
+        base.serving.client_cert_auth = client_cert_auth;
         Self::start(n, base, true, None).await
     }
 
@@ -96,13 +97,11 @@ impl TestCluster {
         let certs = tls.then(|| make_certs(&dir.path().join("certs"), n));
         // Peers authenticate as in production: with certificates, or with
         // a join token every member shares.
-        let base = match (tls, base.insecure, &base.join_token) {
-            (false, false, None) => Config {
-                join_token: Some(ClusterKey::generate().to_token()),
-                ..base
-            },
-            _ => base,
-        };
+        let mut base = base;
+        let replication = &mut base.replication;
+        if !tls && !replication.insecure && replication.join_token.is_none() {
+            replication.join_token = Some(ClusterKey::generate().to_token());
+        }
         let mut listeners = BTreeMap::new();
         let mut addrs = BTreeMap::new();
         for id in 1..=n {
@@ -121,19 +120,17 @@ impl TestCluster {
         };
         let members = cluster.members(1..=n);
         for (id, (cl, pl)) in listeners {
-            let config = Config {
-                initial_cluster: members.clone(),
-                ..cluster.config(id)
-            };
+            let mut config = cluster.config(id);
+            config.replication.initial_cluster = members.clone();
             if let Some((bytes, bump)) = backup {
                 let seed = raftlock_storage::backup::Seed {
                     node_id: id,
                     members: members.iter().map(|m| (m.id, m.addr.clone())).collect(),
-                    bootstrap: config.bootstrap(),
+                    bootstrap: config.replication.bootstrap(),
                     bump,
                     token: String::new(),
                 };
-                raftlock_storage::backup::restore(&config.data_dir, bytes, &seed)
+                raftlock_storage::backup::restore(&config.replication.data_dir, bytes, &seed)
                     .expect("restore the backup");
             }
             let node = cluster
@@ -161,6 +158,7 @@ impl TestCluster {
     /// The cluster's peer secret; `None` with TLS or `insecure`.
     pub fn key(&self) -> Option<ClusterKey> {
         self.base
+            .replication
             .join_token
             .as_deref()
             .map(|t| ClusterKey::from_token(t).expect("the cluster's join token"))
@@ -179,18 +177,17 @@ impl TestCluster {
     /// cluster).
     pub fn config(&self, id: u64) -> Config {
         let (c, p) = self.addrs[&id];
-        let mut config = Config {
-            id,
-            data_dir: self.dir.path().join(format!("node{id}")),
-            client_addr: c.to_string(),
-            peer_addr: p.to_string(),
-            ..self.base.clone()
-        };
+        let mut config = self.base.clone();
+        let replication = &mut config.replication;
+        replication.id = id;
+        replication.data_dir = self.dir.path().join(format!("node{id}"));
+        replication.client_addr = c.to_string();
+        replication.peer_addr = p.to_string();
         if let Some(certs) = &self.certs {
             let (cert, key) = raftlock::certs::node_files(certs, id);
-            config.tls_cert = Some(cert);
-            config.tls_key = Some(key);
-            config.tls_ca = Some(certs.join(raftlock::certs::CA_CERT));
+            replication.tls_cert = Some(cert);
+            replication.tls_key = Some(key);
+            replication.tls_ca = Some(certs.join(raftlock::certs::CA_CERT));
         }
         config
     }
@@ -335,7 +332,7 @@ impl TestCluster {
                     tracing::debug!("restart attempt failed: {e}");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                Err(e) => panic!("cannot restart node {}: {e}", config.id),
+                Err(e) => panic!("cannot restart node {}: {e}", config.replication.id),
             }
         }
     }
@@ -345,10 +342,8 @@ impl TestCluster {
         let (cl, ca) = bind().await;
         let (pl, pa) = bind().await;
         self.addrs.insert(id, (ca, pa));
-        let config = Config {
-            join: true,
-            ..self.config(id)
-        };
+        let mut config = self.config(id);
+        config.replication.join = true;
         let node = self
             .builder(config)
             .client_listener(cl)

@@ -1,0 +1,205 @@
+//! A node's settings: replication's ([`raftlock_raft::Config`]) and the
+//! serving layer's ([`ServingConfig`]: client authentication, the client
+//! and admin listeners, the default lock-delay, calls held open). One flat
+//! table of keys holds both, in a TOML file as in flags (`heartbeat_ms`,
+//! `auth_file`, ...); a key neither knows is refused.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use raftlock_raft::config::{millis, ListenerLimits};
+use raftlock_raft::ConfigError;
+use raftlock_storage::limits::MAX_LOCK_DELAY_MS;
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Default of [`ServingConfig::quota_streams`].
+pub const DEFAULT_QUOTA_STREAMS: u32 = 10_000;
+
+/// Everything a node needs to start.
+///
+/// In a TOML file the keys are the `raftlock serve` flags with `_` for `-`
+/// (`heartbeat_ms = 50`, `initial_cluster = ["1=PEER/CLIENT", ...]`,
+/// `auth_file = "auth.toml"`), replication's and serving's side by side.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Config {
+    /// Replication: identity, addresses, cluster, timings, storage, TLS,
+    /// peer authentication, replicated quotas.
+    #[serde(flatten)]
+    pub replication: raftlock_raft::Config,
+    /// Serving clients: authentication, listeners, lock-delay, streams.
+    #[serde(flatten)]
+    pub serving: ServingConfig,
+}
+
+/// The serving layer's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServingConfig {
+    /// Whether the client listener also requires a client certificate
+    /// signed by `tls_ca`. Needs the TLS settings.
+    pub client_cert_auth: bool,
+    /// Client authentication and roles: a TOML file of users (a token's
+    /// SHA-256, or a client certificate's name) and the roles they have
+    /// (`admin`, or name prefixes). `None`: every client may do anything,
+    /// the loopback default. See docs/security.md.
+    pub auth_file: Option<PathBuf>,
+    /// Admin HTTP listener (`/metrics`, `/healthz`, `/readyz`, the status
+    /// page), `host:port`. `None` (the default): no admin listener. It has
+    /// no TLS or auth and shows every lock name and owner, so keep it on
+    /// loopback or behind a firewall (docs/operations.md). `"off"` (or
+    /// `""`) in a file, variable or flag reads as `None`.
+    #[serde(deserialize_with = "off_is_none")]
+    pub admin_addr: Option<String>,
+    /// Client connections this node holds open at once; one more is
+    /// accepted and closed at once. Keep it below the process's open-file
+    /// limit (`ulimit -n`).
+    pub max_client_connections: usize,
+    /// Client connections from one source IP address held open at once.
+    /// The peer listener has its own, fixed budget (256 connections, 64 per
+    /// address), so a client flood never takes the peers' places.
+    pub max_connections_per_ip: usize,
+    /// The lock-delay of an acquire that names none: how long a lock stays
+    /// closed after its holder is lost to lease expiry or force-release
+    /// (never after a clean release). Zero: none, the lock passes on at once.
+    #[serde(rename = "lock_delay_ms", with = "millis")]
+    pub lock_delay: Duration,
+    /// Calls one account may hold open on this node at once: keep-alive
+    /// streams, Observe streams, and Acquire and Campaign calls that wait.
+    /// Per node.
+    pub quota_streams: u32,
+}
+
+impl Default for ServingConfig {
+    fn default() -> Self {
+        ServingConfig {
+            client_cert_auth: false,
+            auth_file: None,
+            admin_addr: None,
+            max_client_connections: 10_000,
+            max_connections_per_ip: 1_000,
+            lock_delay: Duration::ZERO,
+            quota_streams: DEFAULT_QUOTA_STREAMS,
+        }
+    }
+}
+
+/// One flat table read as both parts: the serving layer takes its keys,
+/// replication the rest, refusing any it does not know.
+impl<'de> Deserialize<'de> for Config {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Flat {
+            #[serde(flatten)]
+            serving: ServingConfig,
+            #[serde(flatten)]
+            rest: toml::Table,
+        }
+        let flat = Flat::deserialize(d)?;
+        let replication = toml::Value::Table(flat.rest)
+            .try_into()
+            .map_err(serde::de::Error::custom)?;
+        Ok(Config {
+            replication,
+            serving: flat.serving,
+        })
+    }
+}
+
+impl Config {
+    /// Checks the settings fit together.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.replication.validate()?;
+        let serving = &self.serving;
+        let lock_delay = u64::try_from(serving.lock_delay.as_millis()).unwrap_or(u64::MAX);
+        let ranges = [
+            ("lock_delay_ms", lock_delay, 0, MAX_LOCK_DELAY_MS),
+            (
+                "quota_streams",
+                u64::from(serving.quota_streams),
+                1,
+                1_000_000,
+            ),
+        ];
+        for (key, value, min, max) in ranges {
+            if value < min || value > max {
+                return Err(ConfigError::OutOfRange {
+                    key,
+                    value,
+                    min,
+                    max,
+                });
+            }
+        }
+        let (total, per_ip) = (
+            serving.max_client_connections,
+            serving.max_connections_per_ip,
+        );
+        if total == 0 || per_ip == 0 || per_ip > total {
+            return Err(ConfigError::ConnectionLimits { total, per_ip });
+        }
+        if serving.client_cert_auth && !self.replication.tls_enabled() {
+            return Err(ConfigError::ClientCertAuthWithoutTls);
+        }
+        Ok(())
+    }
+
+    /// The client listener's budget.
+    pub fn client_listener_limits(&self) -> ListenerLimits {
+        ListenerLimits {
+            max_connections: self.serving.max_client_connections,
+            max_connections_per_ip: self.serving.max_connections_per_ip,
+            ..self.replication.timeouts(ListenerLimits::client_default())
+        }
+    }
+
+    /// A warning to print at start when a listener is bound beyond
+    /// loopback without TLS: anyone on the network can then speak Raft to
+    /// the peer port and call every client RPC. `None` when all is well.
+    pub fn exposure_warning(&self) -> Option<String> {
+        let replication = &self.replication;
+        let exposed: Vec<&str> = [&replication.client_addr, &replication.peer_addr]
+            .into_iter()
+            .filter(|addr| !is_loopback(addr))
+            .map(String::as_str)
+            .collect();
+        if exposed.is_empty() {
+            return None;
+        }
+        let exposed = exposed.join(" and ");
+        let authenticated = self.serving.auth_file.is_some() || self.serving.client_cert_auth;
+        match (replication.tls_enabled(), authenticated) {
+            (true, true) => None,
+            (false, _) => Some(format!(
+                "listening on {exposed} without TLS: anyone who can reach these ports can \
+                 speak Raft to this node, read tokens off the wire and call every client \
+                 RPC, force-release included. Set --tls-cert, --tls-key and --tls-ca, and \
+                 --auth-file (see docs/security.md)"
+            )),
+            (true, false) => Some(format!(
+                "listening on {exposed} without client authentication: any client that \
+                 can reach the client port may force-release any lock, revoke any lease \
+                 and change the membership. Set --auth-file for roles, or at least \
+                 --client-cert-auth (see docs/security.md)"
+            )),
+        }
+    }
+}
+
+/// An address setting where `"off"` and `""` mean none.
+fn off_is_none<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let addr = Option::<String>::deserialize(d)?;
+    Ok(addr.filter(|a| a != "off" && !a.is_empty()))
+}
+
+/// Whether `addr` (`host:port`) names a loopback address. Names other than
+/// `localhost` count as exposed: they may resolve anywhere.
+fn is_loopback(addr: &str) -> bool {
+    if let Ok(sock) = addr.parse::<std::net::SocketAddr>() {
+        return sock.ip().is_loopback();
+    }
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.eq_ignore_ascii_case("localhost")
+}
+
+#[cfg(test)]
+mod tests;
