@@ -27,12 +27,6 @@ pub enum Error {
     /// No leader is known or reachable right now; retry later.
     #[error("unavailable: {0}")]
     Unavailable(String),
-    /// A wait ran past its deadline and was cancelled.
-    #[error("timed out: {0}")]
-    Timeout(String),
-    /// A wait ended without a grant (cancelled, lease ended, force-released).
-    #[error("{0}")]
-    WaitEnded(String),
     /// Bad input caught before it reached the log.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

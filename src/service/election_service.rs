@@ -19,7 +19,7 @@ use super::{admit, header, read, unexpected, write, StreamPermit, StreamQuota};
 use crate::auth::Auth;
 use crate::pb;
 use crate::serving::grant_wait::AcquireCall;
-use crate::status::to_status;
+use crate::status::{to_status, wait_status};
 
 /// Serves `raftlock.v1.Election`.
 pub struct ElectionService {
@@ -65,7 +65,7 @@ impl pb::election_server::Election for ElectionService {
             origin: campaign.origin,
             caller: who.caller().clone(),
         };
-        let grant = self.node.acquire(call).await.map_err(to_status)?;
+        let grant = self.node.acquire(call).await.map_err(wait_status)?;
         let grant = grant.ok_or_else(|| Status::internal("campaign answered busy"))?;
         Ok(Reply::new(pb::CampaignResponse {
             header: header(&self.node, grant.revision),

@@ -15,7 +15,7 @@ use super::{admit, header, read, unexpected, write, StreamQuota};
 use crate::auth::{Auth, Principal};
 use crate::pb;
 use crate::serving::grant_wait::AcquireCall;
-use crate::status::to_status;
+use crate::status::{to_status, wait_status};
 
 /// Most locks one List answers.
 const DEFAULT_LIST_LIMIT: usize = 1000;
@@ -69,7 +69,7 @@ impl pb::lock_server::Lock for LockService {
             origin,
             caller: who.caller().clone(),
         };
-        let grant = self.node.acquire(call).await.map_err(to_status)?;
+        let grant = self.node.acquire(call).await.map_err(wait_status)?;
         let revision = grant.map(|g| g.revision).unwrap_or(0);
         Ok(Reply::new(pb::AcquireResponse {
             header: header(&self.node, revision),

@@ -44,6 +44,22 @@ pub struct AcquireCall {
     pub caller: Caller,
 }
 
+/// Why an Acquire gave no grant: replication's refusal, or the wait's own
+/// end.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WaitError {
+    /// Replication (or the state machine) refused or could not answer.
+    #[error(transparent)]
+    Replica(#[from] Error),
+    /// The wait ran past its timeout and was cancelled.
+    #[error("timed out: {0}")]
+    Timeout(String),
+    /// The wait ended without a grant: cancelled, its lease ended, or the
+    /// lock force-released.
+    #[error("{0}")]
+    Ended(String),
+}
+
 /// A grant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Grant {
@@ -68,7 +84,10 @@ impl Serving {
 
     /// Acquires per `spec`: `Ok(Some(grant))`, or `Ok(None)` for a try-lock that
     /// found the lock busy.
-    pub async fn acquire(self: &Arc<Self>, spec: AcquireCall) -> Result<Option<Grant>, Error> {
+    pub async fn acquire(
+        self: &Arc<Self>,
+        spec: AcquireCall,
+    ) -> Result<Option<Grant>, WaitError> {
         let node = self;
         let started = Instant::now();
         let mut watch = node.waiters.watch(&spec.command.name, &spec.command.owner);
@@ -89,12 +108,13 @@ impl Serving {
                 }));
             }
             Response::Busy => return Ok(None),
-            Response::Rejected(e) => return Err(e.into()),
+            Response::Rejected(e) => return Err(Error::from(e).into()),
             Response::Queued { .. } => {}
             other => {
                 return Err(Error::Internal(format!(
                     "unexpected answer to acquire: {other:?}"
-                )))
+                ))
+                .into())
             }
         }
 
@@ -125,7 +145,7 @@ impl Serving {
                 Standing::Waiting => {}
                 Standing::Gone => {
                     cancel.armed = false;
-                    return Err(Error::WaitEnded(format!(
+                    return Err(WaitError::Ended(format!(
                         "wait for {} ended without a grant",
                         spec.command.name
                     )));
@@ -136,16 +156,16 @@ impl Serving {
                 signal = watch.recv() => match signal {
                     Some(Signal::WaitEnded(reason)) => {
                         cancel.armed = false;
-                        return Err(Error::WaitEnded(format!("wait for {} ended: {}", spec.command.name, describe(reason))));
+                        return Err(WaitError::Ended(format!("wait for {} ended: {}", spec.command.name, describe(reason))));
                     }
                     Some(_) => {} // granted, hold ended or snapshot: re-read the state
-                    None => return Err(Error::ShuttingDown),
+                    None => return Err(Error::ShuttingDown.into()),
                 },
                 _ = node.replica.stopped() => {
                     // The caller's retry (same request id) on another node
                     // finds its place in the queue again.
                     cancel.armed = false;
-                    return Err(Error::Unavailable("node is shutting down; retry on another node".into()));
+                    return Err(Error::Unavailable("node is shutting down; retry on another node".into()).into());
                 }
                 _ = tokio::time::sleep_until(deadline.unwrap_or(far)) => {
                     cancel.armed = false;
@@ -188,7 +208,7 @@ fn describe(reason: EndReason) -> &'static str {
 
 /// Ends a call whose wait ran out of time: cancels on its behalf. Only a
 /// committed cancel makes the answer a definite `Timeout`.
-async fn timed_out(node: &Arc<Serving>, spec: &AcquireCall) -> Error {
+async fn timed_out(node: &Arc<Serving>, spec: &AcquireCall) -> WaitError {
     let waited = format!(
         "waited {:?} for {}",
         spec.timeout.unwrap_or_default(),
@@ -205,12 +225,13 @@ async fn timed_out(node: &Arc<Serving>, spec: &AcquireCall) -> Error {
     .await
     {
         Ok(CancelOutcome::Dequeued | CancelOutcome::Released | CancelOutcome::NotFound) => {
-            Error::Timeout(waited)
+            WaitError::Timeout(waited)
         }
         Ok(CancelOutcome::Superseded) => Error::Unavailable(format!(
             "{waited}; a later attempt of this request now owns the wait, \
              retry with a higher attempt to learn how it ended"
-        )),
+        ))
+        .into(),
         Err(e) => {
             keep_cancelling(
                 node.clone(),
@@ -223,6 +244,7 @@ async fn timed_out(node: &Arc<Serving>, spec: &AcquireCall) -> Error {
                 "{waited}, but could not cancel the wait ({e}): it may still be \
                  queued or granted; retry with a higher attempt to learn how it ended"
             ))
+            .into()
         }
     }
 }
