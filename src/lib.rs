@@ -82,7 +82,7 @@ pub mod status;
 
 pub use config::{Config, ServingConfig};
 pub use config_layers::ConfigLayers;
-pub use node::{Node, NodeBuilder};
+pub use node::{Node, NodeBuilder, NodeError};
 /// The Rust client: the `raftlock-client` crate, re-exported.
 pub use raftlock_client as client;
 pub use raftlock_client::{blocking, error, Client, Error};

@@ -268,7 +268,10 @@ mod tests {
                 WaitError::Replica(Error::Unavailable("no leader".into())),
                 Code::Unavailable,
             ),
-            (WaitError::Timeout("waited 1s".into()), Code::DeadlineExceeded),
+            (
+                WaitError::Timeout("waited 1s".into()),
+                Code::DeadlineExceeded,
+            ),
             (WaitError::Ended("lease expired".into()), Code::Aborted),
         ];
         for (e, code) in cases {

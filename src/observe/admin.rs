@@ -27,7 +27,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::status_view::StatusSource;
-use crate::error::Error;
+use crate::node::NodeError;
 
 /// The status page, one self-contained file.
 const STATUS_PAGE: &str = include_str!("status_page.html");
@@ -39,10 +39,14 @@ struct Admin {
 }
 
 /// Binds the admin listener at `addr`, with a clear error if it cannot.
-pub async fn bind_admin(addr: &str) -> Result<TcpListener, Error> {
+pub async fn bind_admin(addr: &str) -> Result<TcpListener, NodeError> {
     TcpListener::bind(addr)
         .await
-        .map_err(|e| Error::Startup(format!("cannot listen on admin address {addr}: {e}")))
+        .map_err(|source| NodeError::Listen {
+            which: "admin",
+            addr: addr.to_owned(),
+            source,
+        })
 }
 
 /// Serves the admin endpoints of `node` on `listener` until `stop` turns
@@ -52,10 +56,12 @@ pub fn serve_admin(
     tls: Option<NodeTls>,
     listener: TcpListener,
     mut stop: watch::Receiver<bool>,
-) -> Result<(SocketAddr, JoinHandle<()>), Error> {
-    let addr = listener
-        .local_addr()
-        .map_err(|e| Error::Startup(format!("admin listener: {e}")))?;
+) -> Result<(SocketAddr, JoinHandle<()>), NodeError> {
+    let addr = listener.local_addr().map_err(|source| NodeError::Listen {
+        which: "admin",
+        addr: "(a listener handed over)".to_owned(),
+        source,
+    })?;
     if !addr.ip().is_loopback() {
         tracing::warn!(
             %addr,

@@ -84,10 +84,7 @@ impl Serving {
 
     /// Acquires per `spec`: `Ok(Some(grant))`, or `Ok(None)` for a try-lock that
     /// found the lock busy.
-    pub async fn acquire(
-        self: &Arc<Self>,
-        spec: AcquireCall,
-    ) -> Result<Option<Grant>, WaitError> {
+    pub async fn acquire(self: &Arc<Self>, spec: AcquireCall) -> Result<Option<Grant>, WaitError> {
         let node = self;
         let started = Instant::now();
         let mut watch = node.waiters.watch(&spec.command.name, &spec.command.owner);
@@ -111,10 +108,9 @@ impl Serving {
             Response::Rejected(e) => return Err(Error::from(e).into()),
             Response::Queued { .. } => {}
             other => {
-                return Err(Error::Internal(format!(
-                    "unexpected answer to acquire: {other:?}"
-                ))
-                .into())
+                return Err(
+                    Error::Internal(format!("unexpected answer to acquire: {other:?}")).into(),
+                )
             }
         }
 

@@ -24,6 +24,7 @@ mod lease_expiry;
 mod leases;
 mod locks;
 mod membership;
+mod node_errors;
 mod observe;
 mod partitions;
 mod peer_attacks;

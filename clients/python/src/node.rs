@@ -85,7 +85,11 @@ impl Running {
             .enable_all()
             .build()
             .map_err(|e| Error::Startup(format!("cannot start the node's runtime: {e}")))?;
-        let node = runtime.block_on(Node::start(config))?;
+        // Python raises it as `raftlock.errors.NodeError`, its words
+        // carrying the cause.
+        let node = runtime
+            .block_on(Node::start(config))
+            .map_err(|e| Error::Startup(e.to_string()))?;
         Ok(Running {
             parts: Some((node, runtime, claim)),
             pid: std::process::id(),

@@ -5,7 +5,10 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod error;
+
 use crate::Config;
+pub use error::NodeError;
 use raftlock_raft::config::ListenerLimits;
 use raftlock_raft::storage::state::LockState;
 use raftlock_raft::transport::bounded_listener::bounded_incoming;
@@ -108,14 +111,12 @@ impl NodeBuilder {
     }
 
     /// Binds the listeners, opens the data dir and starts serving.
-    pub async fn start(self) -> Result<Node, Error> {
+    pub async fn start(self) -> Result<Node, NodeError> {
         let Config {
             replication: mut config,
             serving: serving_config,
         } = self.config.clone();
-        self.config
-            .validate()
-            .map_err(|e| Error::Startup(e.to_string()))?;
+        self.config.validate()?;
         if let Some(warning) = self.config.exposure_warning() {
             tracing::warn!("{warning}");
         }
@@ -123,23 +124,40 @@ impl NodeBuilder {
         // Read the auth file before anything binds or opens: a mistake in
         // it must stop the node, never leave it serving without checks.
         let auth = match &serving_config.auth_file {
-            Some(path) => Auth::new(Some(Policy::load(path).map_err(Error::Startup)?)),
+            Some(path) => Auth::new(Some(Policy::load(path).map_err(|reason| {
+                NodeError::AuthFile {
+                    path: path.display().to_string(),
+                    reason,
+                }
+            })?)),
             None => Auth::default(),
         };
         let client_listener = match self.client_listener {
             Some(l) => l,
-            None => TcpListener::bind(&config.client_addr).await.map_err(|e| {
-                Error::Startup(format!("cannot listen on {}: {e}", config.client_addr))
-            })?,
+            None => TcpListener::bind(&config.client_addr)
+                .await
+                .map_err(|source| NodeError::Listen {
+                    which: "client",
+                    addr: config.client_addr.clone(),
+                    source,
+                })?,
         };
         let client_addr = client_listener
             .local_addr()
-            .map_err(|e| Error::Startup(e.to_string()))?;
+            .map_err(|source| NodeError::Listen {
+                which: "client",
+                addr: config.client_addr.clone(),
+                source,
+            })?;
         config.client_addr = client_addr.to_string();
         if let Some(peer) = &self.peer_listener {
             config.peer_addr = peer
                 .local_addr()
-                .map_err(|e| Error::Startup(e.to_string()))?
+                .map_err(|source| NodeError::Listen {
+                    which: "peer",
+                    addr: config.peer_addr.clone(),
+                    source,
+                })?
                 .to_string();
         }
         let admin_listener = match (self.admin_listener, &serving_config.admin_addr) {
@@ -151,13 +169,13 @@ impl NodeBuilder {
         let raft = RaftNode::start_with_link_filter(config, self.peer_listener, self.filter);
         #[cfg(not(feature = "test-util"))]
         let raft = RaftNode::start(config, self.peer_listener);
-        let raft = raft.await.map_err(|e| Error::Startup(e.to_string()))?;
+        let raft = raft.await?;
         let client_tls = raft
             .tls()
             .map(|tls| tls.client_server_config(serving_config.client_cert_auth));
         let quota_streams = serving_config.quota_streams;
-        let (serving, serving_tasks) = Serving::start(raft.inner().clone(), serving_config)
-            .map_err(|e| Error::Startup(e.to_string()))?;
+        let (serving, serving_tasks) =
+            Serving::start(raft.inner().clone(), serving_config).map_err(NodeError::Serving)?;
         let (stop, stop_rx) = watch::channel(false);
         let auth_on = auth.enabled();
         let server = tokio::spawn(serve_clients(
@@ -206,7 +224,7 @@ impl Node {
     }
 
     /// Starts a node with `config`.
-    pub async fn start(config: Config) -> Result<Node, Error> {
+    pub async fn start(config: Config) -> Result<Node, NodeError> {
         Node::builder().config(config).start().await
     }
 
