@@ -47,7 +47,7 @@ pub mod pb {
 pub use config::{Config, ConfigError, InitialMember};
 pub use error::Error;
 pub use leader_service::LeaderService;
-pub use metrics::{LockGauges, NodeMetrics};
+pub use metrics::NodeMetrics;
 pub use node::RaftNode;
 #[cfg(feature = "test-util")]
 pub use peer::link_filter::LinkFilter;

@@ -13,7 +13,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use raftlock_storage::{Applied, EndReason, Event, Fence};
 
-use raftlock_raft::Replica;
+use super::metrics::LockMetrics;
 
 use super::lease_timer::LeaseTimer;
 use super::lock_delay_timer::LockDelayTimer;
@@ -130,9 +130,8 @@ pub async fn route_events(
     waiters: Waiters,
     timers: (LeaseTimer, LockDelayTimer),
     changed: broadcast::Sender<String>,
-    replica: Arc<Replica>,
+    metrics: Arc<LockMetrics>,
 ) {
-    let metrics = replica.metrics();
     while let Some(applied) = rx.recv().await {
         match applied {
             Applied::Snapshot { .. } => {

@@ -97,7 +97,7 @@ impl Serving {
         let (index, response) = node.write(request).await?;
         match response {
             Response::Granted { fence, count } => {
-                node.replica.metrics().on_granted_after(started.elapsed());
+                node.metrics.on_granted_after(started.elapsed());
                 return Ok(Some(Grant {
                     fence,
                     count,
@@ -129,7 +129,7 @@ impl Serving {
             match standing(node, &spec.command.name, &spec.command.owner) {
                 Standing::Holding(fence, count) => {
                     cancel.armed = false;
-                    node.replica.metrics().on_granted_after(started.elapsed());
+                    node.metrics.on_granted_after(started.elapsed());
                     // At least `index`: the wait above saw it applied.
                     let revision = node.replica.applied_index().max(index);
                     return Ok(Some(Grant {

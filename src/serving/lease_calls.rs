@@ -48,7 +48,7 @@ impl Serving {
         };
         match self.call_leader(&call).await? {
             LeaseReply::Ttl(Some(ttl)) => {
-                self.replica.metrics().on_keep_alive();
+                self.metrics.on_keep_alive();
                 Ok(ttl)
             }
             LeaseReply::Ttl(None) => Err(CommandError::LeaseNotFound(id).into()),

@@ -24,6 +24,7 @@ mod leader_tasks;
 mod lease_calls;
 pub mod lease_timer;
 pub mod lock_delay_timer;
+pub mod metrics;
 
 use raftlock_storage::command::SetLeaseTtl;
 use std::sync::Arc;
@@ -34,7 +35,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::config::ServingConfig;
-use raftlock_raft::{Error, LockGauges, Replica};
+use metrics::{LockGauges, LockMetrics};
+use raftlock_raft::{Error, Replica};
 use raftlock_storage::{Command, Request, Response};
 
 use event_router::{route_events, Waiters};
@@ -52,6 +54,8 @@ pub struct Serving {
     replica: Arc<Replica>,
     /// This layer's settings.
     config: ServingConfig,
+    /// Locks and leases, as `/metrics` shows them.
+    metrics: Arc<LockMetrics>,
     /// Callers waiting for grants.
     waiters: Waiters,
     /// Lease deadlines (active on the leader only).
@@ -88,6 +92,7 @@ impl Serving {
         let serving = Arc::new(Serving {
             replica,
             config,
+            metrics: Arc::new(LockMetrics::new()),
             waiters: Waiters::default(),
             timer: LeaseTimer::default(),
             delays: LockDelayTimer::default(),
@@ -102,7 +107,7 @@ impl Serving {
             serving.waiters.clone(),
             (serving.timer.clone(), serving.delays.clone()),
             serving.changed.clone(),
-            serving.replica.clone(),
+            serving.metrics.clone(),
         ));
         let timers = vec![
             tokio::spawn(leader_tasks::track_leadership(
@@ -164,8 +169,8 @@ impl Serving {
         if self.replica.is_leader() {
             gauges.expiry_backlog = Some(self.timer.backlog(Instant::now()) as u64);
         }
-        self.replica.metrics().set_lock_gauges(gauges);
-        self.replica.scrape_metrics()
+        self.metrics.set_gauges(gauges);
+        self.replica.scrape_metrics(self.metrics.registry())
     }
 }
 

@@ -1,20 +1,19 @@
 //! A node's Prometheus metrics: one registry per node (a test process runs
 //! several), every name prefixed `raftlock_`, with help text and unit.
 //!
-//! Counters move where things happen: applied events (every node applies
-//! every entry, so each node counts every grant), the proposer (batches),
-//! the peer transport (errors), the client-facing request layer, and the
-//! task that watches openraft's metrics (elections, leader changes,
-//! snapshots). Gauges that describe state (term, indexes, leases, locks,
-//! per-peer lag) are set from the node when `/metrics` is scraped, by
-//! the replica's `scrape` module. The pure state machine knows none of this.
+//! Counters move where things happen: the proposer (batches), the log
+//! store (appends), the peer transport (errors), the client-facing request
+//! layer and listeners, and the task that watches openraft's metrics
+//! (elections, leader changes, snapshots). Gauges that describe state
+//! (term, indexes, members, per-peer lag) are set when `/metrics` is
+//! scraped, by the replica's `scrape` module. Locks and leases are the
+//! serving layer's to count (`raftlock::serving::metrics`); its registry is
+//! encoded with this one ([`NodeMetrics::encode_with`]).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -22,7 +21,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 use crate::transport::bounded_listener::ListenerMetrics;
-use raftlock_storage::{EndReason, Event, NodeId};
+use raftlock_storage::NodeId;
 
 /// A label set: (name, value) pairs.
 pub type Labels = Vec<(&'static str, String)>;
@@ -37,27 +36,6 @@ type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
 /// Latency buckets: 100 µs to about 52 s, doubling.
 fn latency() -> Histogram {
     Histogram::new(exponential_buckets(0.000_1, 2.0, 20))
-}
-
-/// Wait and hold-time buckets: 1 ms to about 9 h, times four.
-fn long_durations() -> Histogram {
-    Histogram::new(exponential_buckets(0.001, 4.0, 13))
-}
-
-/// The lock state as the gauges show it, counted by the serving layer.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct LockGauges {
-    /// Leases in the applied state.
-    pub leases: u64,
-    /// Locks with at least one holder.
-    pub locks_held: u64,
-    /// Holders of all locks.
-    pub holders: u64,
-    /// Waiters of all locks.
-    pub waiters: u64,
-    /// Leases past their deadline whose expiry is not applied yet (leader
-    /// only).
-    pub expiry_backlog: Option<u64>,
 }
 
 /// A gauge value from a count or index (gauges are signed).
@@ -92,21 +70,6 @@ pub struct NodeMetrics {
     log_append: Histogram,
     log_append_entries: Histogram,
     proposal_time: Histogram,
-    // Locks and leases, set at scrape time.
-    pub(crate) leases: Gauge,
-    pub(crate) locks_held: Gauge,
-    pub(crate) holders: Gauge,
-    pub(crate) waiters: Gauge,
-    pub(crate) expiry_backlog: Gauges,
-    // Locks and leases, counted from applied events.
-    grants: Counter,
-    releases: Counters,
-    lease_grants: Counter,
-    lease_ends: Counters,
-    lock_delays: Counter,
-    keep_alives: Counter,
-    wait_time: Histogram,
-    hold_time: Histogram,
     // Client requests.
     requests: Counters,
     request_time: Histograms,
@@ -119,9 +82,6 @@ pub struct NodeMetrics {
     connections_open: Gauges,
     connections_refused: Counters,
     connections_timed_out: Counters,
-    /// When each current hold began on this node, for the hold-time
-    /// histogram; bounded by the number of live holds.
-    holds: Mutex<HashMap<(String, String), Instant>>,
     /// Snapshots installed so far, so the Raft watcher can tell a built
     /// snapshot from an installed one.
     pub(crate) installs_seen: AtomicU64,
@@ -160,19 +120,6 @@ impl NodeMetrics {
             log_append: latency(),
             log_append_entries: Histogram::new(exponential_buckets(1.0, 2.0, 12)),
             proposal_time: latency(),
-            leases: Gauge::default(),
-            locks_held: Gauge::default(),
-            holders: Gauge::default(),
-            waiters: Gauge::default(),
-            expiry_backlog: Gauges::default(),
-            grants: Counter::default(),
-            releases: Counters::default(),
-            lease_grants: Counter::default(),
-            lock_delays: Counter::default(),
-            lease_ends: Counters::default(),
-            keep_alives: Counter::default(),
-            wait_time: long_durations(),
-            hold_time: long_durations(),
             requests: Counters::default(),
             request_time: Histograms::new_with_constructor(latency),
             peer_lag: Gauges::default(),
@@ -182,7 +129,6 @@ impl NodeMetrics {
             connections_open: Gauges::default(),
             connections_refused: Counters::default(),
             connections_timed_out: Counters::default(),
-            holds: Mutex::default(),
             installs_seen: AtomicU64::new(0),
         };
         m.register(&mut r);
@@ -191,62 +137,25 @@ impl NodeMetrics {
 
     /// The metrics in the Prometheus (OpenMetrics) text format.
     pub fn encode(&self) -> String {
+        self.encode_with(&Registry::default())
+    }
+
+    /// These metrics and those of `layer_above` (registered by the layer
+    /// that serves clients), as one text in the Prometheus (OpenMetrics)
+    /// format.
+    pub fn encode_with(&self, layer_above: &Registry) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
-        let _ = encode(&mut out, &self.registry);
+        let _ = encode_registry(&mut out, &self.registry);
+        let _ = encode_registry(&mut out, layer_above);
+        let _ = encode_eof(&mut out);
         out
     }
 
-    /// Counts one applied event.
-    pub fn on_event(&self, event: &Event) {
-        match event {
-            Event::Granted { name, owner, .. } => {
-                self.grants.inc();
-                self.hold_map()
-                    .entry((name.clone(), owner.clone()))
-                    .or_insert_with(Instant::now);
-            }
-            Event::HoldEnded {
-                name,
-                owner,
-                reason,
-                ..
-            } => {
-                self.releases
-                    .get_or_create(&vec![("reason", hold_reason(*reason).to_string())])
-                    .inc();
-                let started = self.hold_map().remove(&(name.clone(), owner.clone()));
-                if let Some(started) = started {
-                    self.hold_time.observe(started.elapsed().as_secs_f64());
-                }
-            }
-            Event::LeaseGranted { .. } => {
-                self.lease_grants.inc();
-            }
-            Event::LeaseEnded { reason, .. } => {
-                let reason = match reason {
-                    EndReason::LeaseExpired => "expired",
-                    _ => "revoked",
-                };
-                self.lease_ends
-                    .get_or_create(&vec![("reason", reason.to_string())])
-                    .inc();
-            }
-            Event::LockDelayStarted { .. } => {
-                self.lock_delays.inc();
-            }
-            Event::WaitEnded { .. }
-            | Event::Changed { .. }
-            | Event::LockDelayEnded { .. }
-            | Event::LeaseTtlSet { .. } => {}
-        }
-    }
-
-    /// A snapshot replaced the state: holds from before it are not timed.
+    /// A snapshot replaced the state.
     pub fn on_snapshot_installed(&self) {
         self.snapshots_installed.inc();
         self.installs_seen.fetch_add(1, Ordering::Relaxed);
-        self.hold_map().clear();
     }
 
     /// One proposed entry carrying `writes` client writes.
@@ -280,32 +189,6 @@ impl NodeMetrics {
     pub fn on_log_append(&self, entries: usize, took: Duration) {
         self.log_append.observe(took.as_secs_f64());
         self.log_append_entries.observe(entries as f64);
-    }
-
-    /// Sets the gauges of the applied lock state and, on the leader, the
-    /// lease timer's expiry backlog (`None` elsewhere, which clears it).
-    /// The serving layer calls this just before a scrape.
-    pub fn set_lock_gauges(&self, gauges: LockGauges) {
-        self.leases.set(clamp(gauges.leases));
-        self.locks_held.set(clamp(gauges.locks_held));
-        self.holders.set(clamp(gauges.holders));
-        self.waiters.set(clamp(gauges.waiters));
-        self.expiry_backlog.clear();
-        if let Some(backlog) = gauges.expiry_backlog {
-            self.expiry_backlog
-                .get_or_create(&Labels::new())
-                .set(clamp(backlog));
-        }
-    }
-
-    /// One keep-alive answered.
-    pub fn on_keep_alive(&self) {
-        self.keep_alives.inc();
-    }
-
-    /// A grant reached a caller `waited` after its Acquire arrived.
-    pub fn on_granted_after(&self, waited: Duration) {
-        self.wait_time.observe(waited.as_secs_f64());
     }
 
     /// A Raft RPC to `peer` failed.
@@ -354,20 +237,6 @@ impl NodeMetrics {
         self.request_time
             .get_or_create(&labels)
             .observe(took.as_secs_f64());
-    }
-
-    fn hold_map(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Instant>> {
-        self.holds.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// The `reason` label of a hold that ended.
-fn hold_reason(reason: EndReason) -> &'static str {
-    match reason {
-        EndReason::Released => "released",
-        EndReason::LeaseRevoked => "lease_revoked",
-        EndReason::LeaseExpired => "lease_expired",
-        EndReason::ForceReleased => "force_released",
     }
 }
 

@@ -106,63 +106,6 @@ impl NodeMetrics {
             Unit::Seconds,
             self.proposal_time.clone(),
         );
-        let lock = r.sub_registry_with_prefix("lock");
-        lock.register(
-            "held",
-            "Locks with at least one holder",
-            self.locks_held.clone(),
-        );
-        lock.register("holders", "Holders over all locks", self.holders.clone());
-        lock.register(
-            "waiters",
-            "Queued waiters over all locks",
-            self.waiters.clone(),
-        );
-        lock.register(
-            "grants",
-            "Lock grants applied (immediate and off the queue)",
-            self.grants.clone(),
-        );
-        lock.register(
-            "releases",
-            "Holds ended, by reason: released, lease_revoked, lease_expired, force_released",
-            self.releases.clone(),
-        );
-        lock.register_with_unit(
-            "wait",
-            "Time from an Acquire or Campaign reaching this node to its grant",
-            Unit::Seconds,
-            self.wait_time.clone(),
-        );
-        lock.register_with_unit(
-            "hold",
-            "Time a hold lasted, from its grant to its end, as this node applied them",
-            Unit::Seconds,
-            self.hold_time.clone(),
-        );
-        lock.register(
-            "delays",
-            "Lock-delays begun: a lock closed after losing a holder to expiry or force-release",
-            self.lock_delays.clone(),
-        );
-        let lease = r.sub_registry_with_prefix("lease");
-        lease.register("live", "Live leases", self.leases.clone());
-        lease.register("grants", "Leases granted", self.lease_grants.clone());
-        lease.register(
-            "ends",
-            "Leases ended, by reason: revoked, expired",
-            self.lease_ends.clone(),
-        );
-        lease.register(
-            "keepalives",
-            "Lease keep-alives answered through this node",
-            self.keep_alives.clone(),
-        );
-        lease.register(
-            "expiry_backlog",
-            "Leases past their deadline whose expiry is not applied yet (leader only)",
-            self.expiry_backlog.clone(),
-        );
         let grpc = r.sub_registry_with_prefix("grpc");
         grpc.register(
             "requests",

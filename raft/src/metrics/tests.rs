@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use raftlock_storage::{EndReason, Event};
-
 use super::NodeMetrics;
 
 /// The `# TYPE` line of `name` in `text`, if any.
@@ -31,20 +29,9 @@ fn every_metric_has_its_name_type_help_and_unit() {
     m.on_peer_append(2, Duration::from_millis(1));
     let _client = m.listener("client");
     m.commit_index.get_or_create(&Vec::new()).set(1);
-    m.expiry_backlog.get_or_create(&Vec::new()).set(0);
     m.peer_lag
         .get_or_create(&vec![("peer", "2".to_string())])
         .set(0);
-    m.on_event(&Event::HoldEnded {
-        name: "a".into(),
-        owner: "o".into(),
-        fence: 3,
-        reason: EndReason::Released,
-    });
-    m.on_event(&Event::LeaseEnded {
-        id: 7,
-        reason: EndReason::LeaseRevoked,
-    });
     let text = m.encode();
     let expected = [
         ("raftlock_raft_term", "gauge"),
@@ -68,18 +55,6 @@ fn every_metric_has_its_name_type_help_and_unit() {
         ("raftlock_raft_log_append_seconds", "histogram"),
         ("raftlock_raft_log_append_entries", "histogram"),
         ("raftlock_raft_proposal_seconds", "histogram"),
-        ("raftlock_lock_held", "gauge"),
-        ("raftlock_lock_holders", "gauge"),
-        ("raftlock_lock_waiters", "gauge"),
-        ("raftlock_lock_grants", "counter"),
-        ("raftlock_lock_releases", "counter"),
-        ("raftlock_lock_wait_seconds", "histogram"),
-        ("raftlock_lock_hold_seconds", "histogram"),
-        ("raftlock_lease_live", "gauge"),
-        ("raftlock_lease_grants", "counter"),
-        ("raftlock_lease_ends", "counter"),
-        ("raftlock_lease_keepalives", "counter"),
-        ("raftlock_lease_expiry_backlog", "gauge"),
         ("raftlock_grpc_requests", "counter"),
         ("raftlock_grpc_request_duration_seconds", "histogram"),
         ("raftlock_peer_replication_lag_entries", "gauge"),
@@ -89,7 +64,6 @@ fn every_metric_has_its_name_type_help_and_unit() {
         ("raftlock_connections_open", "gauge"),
         ("raftlock_connections_refused", "counter"),
         ("raftlock_connections_timed_out", "counter"),
-        ("raftlock_lock_delays", "counter"),
     ];
     for (name, kind) in expected {
         assert_eq!(type_of(&text, name), Some(kind), "{name} in:\n{text}");
@@ -118,47 +92,10 @@ fn every_metric_has_its_name_type_help_and_unit() {
 #[test]
 fn counters_follow_events() {
     let m = NodeMetrics::new();
-    let granted = Event::Granted {
-        name: "a".into(),
-        owner: "o".into(),
-        lease: 7,
-        fence: 3,
-    };
-    m.on_event(&granted);
-    m.on_event(&Event::HoldEnded {
-        name: "a".into(),
-        owner: "o".into(),
-        fence: 3,
-        reason: EndReason::LeaseExpired,
-    });
-    m.on_event(&Event::LeaseGranted {
-        id: 7,
-        ttl_ms: 1000,
-    });
-    m.on_event(&Event::LeaseEnded {
-        id: 7,
-        reason: EndReason::LeaseExpired,
-    });
-    m.on_keep_alive();
     m.on_proposed(3);
     m.on_request("raftlock.v1.Lock/Acquire", "Ok", Duration::from_millis(2));
     m.on_request("raftlock.v1.Lock/Acquire", "Ok", Duration::from_millis(2));
     let text = m.encode();
-    assert_eq!(sample(&text, "raftlock_lock_grants_total"), Some(1.0));
-    assert_eq!(
-        sample(
-            &text,
-            "raftlock_lock_releases_total{reason=\"lease_expired\"}"
-        ),
-        Some(1.0)
-    );
-    assert_eq!(sample(&text, "raftlock_lock_hold_seconds_count"), Some(1.0));
-    assert_eq!(sample(&text, "raftlock_lease_grants_total"), Some(1.0));
-    assert_eq!(
-        sample(&text, "raftlock_lease_ends_total{reason=\"expired\"}"),
-        Some(1.0)
-    );
-    assert_eq!(sample(&text, "raftlock_lease_keepalives_total"), Some(1.0));
     assert_eq!(sample(&text, "raftlock_raft_proposals_total"), Some(3.0));
     assert_eq!(
         sample(&text, "raftlock_raft_proposed_entries_total"),

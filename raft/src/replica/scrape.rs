@@ -15,10 +15,11 @@ use crate::replica::Replica;
 
 impl Replica {
     /// The node's metrics, the replica's state gauges brought up to date,
-    /// in the Prometheus text format.
-    pub fn scrape_metrics(&self) -> String {
+    /// with those of the layer above (`layer_above`), in the Prometheus
+    /// text format.
+    pub fn scrape_metrics(&self, layer_above: &prometheus_client::registry::Registry) -> String {
         self.refresh_gauges();
-        self.metrics.encode()
+        self.metrics.encode_with(layer_above)
     }
 
     fn refresh_gauges(&self) {
