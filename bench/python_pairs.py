@@ -286,8 +286,11 @@ def run_worker(
             *common,
         ]
     else:
+        python = sys.executable
+        if workload.endswith("-before"):
+            python, workload = args.before_python, workload.removesuffix("-before")
         cmd = [
-            sys.executable,
+            python,
             __file__,
             "--worker",
             workload,
@@ -369,6 +372,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--smoke", action="store_true", help="1 round of 1 s, 4 tasks: proves the driver runs"
     )
     p.add_argument("--json", type=Path, help="write every round and the medians here")
+    p.add_argument(
+        "--before-python",
+        help="also run asyncio and threads with this interpreter (another raftlock "
+        "installed), as asyncio-before and threads-before: before/after in one run",
+    )
     p.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
     p.add_argument("--tag", default="py", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -385,7 +393,12 @@ def main(argv: list[str]) -> int:
     if args.worker:
         print(json.dumps(WORKERS[args.worker](args)))
         return 0
-    workloads = [w for w in WORKLOADS if w in args.only]
+    workloads = []
+    for w in WORKLOADS:
+        if w in args.only:
+            if args.before_python and w in ("asyncio", "threads"):
+                workloads.append(f"{w}-before")
+            workloads.append(w)
     if "rust" in workloads and not Path(args.bench).is_file():
         print(
             f"rust: skipped, no raftlock-bench at {args.bench} "
