@@ -4,15 +4,15 @@
 //! queues the outcome here, still as Rust data, and wakes the loop by
 //! writing one byte to a socket the loop watches (`loop.add_reader`), once
 //! per batch. The loop's own thread, which holds the GIL anyway, drains the
-//! queue, converts each outcome to Python and resolves its future. Before,
-//! each call's end took the GIL on a runtime thread (waiting for the busy
-//! loop to let go of it) and then asked the loop to run a callback
-//! (`call_soon_threadsafe`); under load that wait cost more than the call.
+//! queue, converts each outcome to Python and resolves its future: one
+//! wake-up serves every call that ended meanwhile, and neither side waits
+//! for the other to let go of the GIL. The calls a pass of the loop makes
+//! start together ([`LoopPort::flush`]), with one hand-off to the runtime.
 //!
 //! The port lives as long as its loop (an attribute of the loop, or an
 //! entry of a weak registry for loops that take no attributes); a loop
 //! that cannot watch a descriptor gets none, and its calls end through
-//! `call_soon_threadsafe` as before (`run::awaitable`).
+//! `call_soon_threadsafe` (`run::awaitable`).
 
 use std::collections::HashMap;
 use std::future::Future;
