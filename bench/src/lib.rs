@@ -22,6 +22,8 @@
 //! - [`report`]: the JSON model, the markdown table and the chart.
 //! - [`holder`]: the `hold` subcommand — a lock holder in its own process,
 //!   for W5 to kill.
+//! - [`pairs_client`]: the `pairs` subcommand — W1–W3's clients against a
+//!   cluster started elsewhere (the Python driver's Rust column).
 //! - [`run`]: the whole benchmark, start to finish.
 
 pub mod breakdown;
@@ -30,6 +32,7 @@ pub mod driver;
 pub mod error;
 pub mod etcd_rpc;
 pub mod holder;
+pub mod pairs_client;
 pub mod plan;
 pub mod report;
 pub mod run;

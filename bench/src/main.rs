@@ -4,6 +4,7 @@
 //! raftlock-bench --smoke          # every workload, tiny counts, < 2 minutes
 //! raftlock-bench --full           # the counts the targets are stated for
 //! raftlock-bench hold ...         # (internal) a lock holder for W5 to kill
+//! raftlock-bench pairs ...        # W1–W3's clients on a running cluster (bench/python_pairs.py)
 //! ```
 
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use clap::{Args, Parser, Subcommand};
 
 use raftlock_bench::cluster::System;
 use raftlock_bench::holder::{hold, HoldArgs};
+use raftlock_bench::pairs_client::{pairs, PairsArgs};
 use raftlock_bench::plan::{Mode, Plan, WorkloadId};
 use raftlock_bench::report::markdown;
 use raftlock_bench::run::{run, Setup};
@@ -31,6 +33,9 @@ struct Cli {
 enum Command {
     /// Hold a lock and keep its lease alive until killed (used by W5).
     Hold(HoldArgs),
+    /// Lock+unlock pairs (W1–W3's clients) against a running raftlock
+    /// cluster; prints one JSON line (used by bench/python_pairs.py).
+    Pairs(PairsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -92,6 +97,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Some(Command::Hold(args)) => runtime.block_on(hold(args)).map(drop),
+        Some(Command::Pairs(args)) => runtime.block_on(pairs(args)),
         None => match setup(cli.bench) {
             Ok(setup) => {
                 let out = setup.out_dir.clone();

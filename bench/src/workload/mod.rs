@@ -6,7 +6,7 @@
 mod crash_handoff;
 mod keep_alive;
 mod leader_kill;
-mod pairs;
+pub mod pairs;
 mod scale;
 
 use std::collections::BTreeMap;

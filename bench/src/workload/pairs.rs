@@ -4,6 +4,7 @@
 //! measured window.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::Barrier;
 use tokio::time::Instant;
@@ -11,7 +12,7 @@ use tokio::time::Instant;
 use super::{secs, Bench, Run};
 use crate::breakdown;
 use crate::cluster::System;
-use crate::driver::Driver;
+use crate::driver::{Driver, LeaseId};
 use crate::plan::WorkloadId;
 use crate::stats::Samples;
 use crate::Error;
@@ -48,10 +49,116 @@ impl Spec {
     }
 }
 
-struct Outcome {
-    pairs: u64,
-    errors: u64,
-    samples: Samples,
+/// What the clients of one run did inside the measured window.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub pairs: u64,
+    pub errors: u64,
+    pub samples: Samples,
+}
+
+/// The clients of one run, connected, each with its lease, waiting at a
+/// barrier for [`Load::run`].
+pub struct Load {
+    tasks: Vec<tokio::task::JoinHandle<Outcome>>,
+    barrier: Arc<Barrier>,
+    start: Arc<std::sync::OnceLock<Instant>>,
+}
+
+impl Load {
+    /// Connects `spec.clients` clients of `system` to `endpoints`, each
+    /// granting its own lease; client `i` locks `{tag}/{i}` (distinct
+    /// locks) or `tag`. They lock and unlock from [`run`](Self::run) for
+    /// `warmup + duration`.
+    pub async fn connect(
+        system: System,
+        endpoints: &[String],
+        spec: &Spec,
+        tag: &str,
+        warmup: Duration,
+        duration: Duration,
+    ) -> Result<Load, Error> {
+        let mut clients = Vec::new();
+        for _ in 0..spec.clients {
+            let mut driver = Driver::connect(system, endpoints).await?;
+            let lease = driver.grant(secs(60)).await?;
+            clients.push((driver, lease));
+        }
+        let barrier = Arc::new(Barrier::new(spec.clients + 1));
+        let start = Arc::new(std::sync::OnceLock::<Instant>::new());
+        let mut tasks = Vec::new();
+        for (i, (driver, lease)) in clients.into_iter().enumerate() {
+            let name = if spec.distinct_locks {
+                format!("{tag}/{i}")
+            } else {
+                tag.to_string()
+            };
+            let (barrier, start) = (barrier.clone(), start.clone());
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                let t0 = *start
+                    .get()
+                    .expect("the start time is set before the barrier opens");
+                pairs_until(driver, lease, &name, t0 + warmup, t0 + warmup + duration).await
+            }));
+        }
+        Ok(Load {
+            tasks,
+            barrier,
+            start,
+        })
+    }
+
+    /// Opens the barrier now and answers what every client did.
+    pub async fn run(self) -> Result<Outcome, Error> {
+        let _ = self.start.set(Instant::now());
+        self.barrier.wait().await;
+        let mut total = Outcome::default();
+        for t in self.tasks {
+            let out = t.await.map_err(|e| Error::Workload {
+                workload: "pairs",
+                message: format!("a client task failed: {e}"),
+            })?;
+            total.pairs += out.pairs;
+            total.errors += out.errors;
+            total.samples.extend(out.samples);
+        }
+        Ok(total)
+    }
+}
+
+/// One client locking and unlocking `name` until `end`; a pair counts when
+/// it starts at or after `measure_from` and ends by `end`.
+async fn pairs_until(
+    mut driver: Driver,
+    lease: LeaseId,
+    name: &str,
+    measure_from: Instant,
+    end: Instant,
+) -> Outcome {
+    let mut out = Outcome::default();
+    while Instant::now() < end {
+        let began = Instant::now();
+        let held = match driver.lock(name, lease).await {
+            Ok(h) => h,
+            Err(_) => {
+                out.errors += 1;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let acquired = began.elapsed();
+        if driver.unlock(held).await.is_err() {
+            out.errors += 1;
+            continue;
+        }
+        if began >= measure_from && Instant::now() <= end {
+            out.pairs += 1;
+            out.samples.push(acquired);
+        }
+    }
+    let _ = driver.revoke(lease).await;
+    out
 }
 
 /// One round of `spec` on `system`.
@@ -63,57 +170,8 @@ pub async fn run(
 ) -> Result<Run, Error> {
     let endpoints = bench.cluster(system).endpoints();
     let (warmup, duration) = (bench.plan.warmup, bench.plan.duration);
-    let mut clients = Vec::new();
-    for _ in 0..spec.clients {
-        let mut driver = Driver::connect(system, &endpoints).await?;
-        let lease = driver.grant(secs(60)).await?;
-        clients.push((driver, lease));
-    }
-    let barrier = Arc::new(Barrier::new(spec.clients + 1));
-    let start = Arc::new(std::sync::OnceLock::<Instant>::new());
-    let mut tasks = Vec::new();
-    for (i, (mut driver, lease)) in clients.into_iter().enumerate() {
-        let name = if spec.distinct_locks {
-            format!("{}/r{round}/{i}", spec.id)
-        } else {
-            format!("{}/r{round}", spec.id)
-        };
-        let (barrier, start) = (barrier.clone(), start.clone());
-        tasks.push(tokio::spawn(async move {
-            barrier.wait().await;
-            let t0 = *start
-                .get()
-                .expect("the start time is set before the barrier opens");
-            let (measure_from, end) = (t0 + warmup, t0 + warmup + duration);
-            let mut out = Outcome {
-                pairs: 0,
-                errors: 0,
-                samples: Samples::default(),
-            };
-            while Instant::now() < end {
-                let began = Instant::now();
-                let held = match driver.lock(&name, lease).await {
-                    Ok(h) => h,
-                    Err(_) => {
-                        out.errors += 1;
-                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                        continue;
-                    }
-                };
-                let acquired = began.elapsed();
-                if driver.unlock(held).await.is_err() {
-                    out.errors += 1;
-                    continue;
-                }
-                if began >= measure_from && Instant::now() <= end {
-                    out.pairs += 1;
-                    out.samples.push(acquired);
-                }
-            }
-            let _ = driver.revoke(lease).await;
-            out
-        }));
-    }
+    let tag = format!("{}/r{round}", spec.id);
+    let load = Load::connect(system, &endpoints, spec, &tag, warmup, duration).await?;
     // raftlock's own timings of each stage of a write, over this run.
     let admin: Vec<String> = endpoints
         .iter()
@@ -124,20 +182,10 @@ pub async fn run(
         System::Etcd => None,
     };
     let leader = bench.cluster(system).leader().await.ok();
-    let _ = start.set(Instant::now());
-    barrier.wait().await;
+    let out = load.run().await?;
     let mut run = Run::new(system, round);
-    let mut samples = Samples::default();
-    let mut pairs = 0;
-    for t in tasks {
-        let out = t.await.map_err(|e| Error::Workload {
-            workload: "pairs",
-            message: format!("a client task failed: {e}"),
-        })?;
-        pairs += out.pairs;
-        run.errors += out.errors;
-        samples.extend(out.samples);
-    }
+    let (pairs, samples) = (out.pairs, out.samples);
+    run.errors = out.errors;
     if let (Some(before), Some(leader)) = (before, leader) {
         let after = breakdown::scrape_all(&admin).await;
         let still = bench.cluster(system).leader().await.ok();

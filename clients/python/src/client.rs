@@ -60,8 +60,9 @@ impl NativeClient {
 
     /// Takes a lock (`mode` "exclusive"), a shared hold ("shared") or
     /// `permits` of a semaphore of `limit` ("permits"); `None` when a
-    /// try-lock (`wait=False`) finds it busy.
-    #[pyo3(signature = (name, ttl, timeout, wait, mode, permits, limit, owner, lock_delay, *, aio=false))]
+    /// try-lock (`wait=False`) finds it busy. `on_lost(reason)` is called,
+    /// from a runtime thread, if the hold is lost.
+    #[pyo3(signature = (name, ttl, timeout, wait, mode, permits, limit, owner, lock_delay, *, on_lost=None, aio=false))]
     fn lock<'py>(
         &self,
         py: Python<'py>,
@@ -74,6 +75,7 @@ impl NativeClient {
         limit: u32,
         owner: Option<String>,
         lock_delay: Option<f64>,
+        on_lost: Option<Py<PyAny>>,
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mut builder = match mode.as_str() {
@@ -104,7 +106,7 @@ impl NativeClient {
             } else {
                 builder.try_acquire().await?
             };
-            Ok(guard.map(NativeGuard::new))
+            Ok(guard.map(|guard| NativeGuard::watched(guard, on_lost)))
         })
     }
 
@@ -489,4 +491,10 @@ impl NativeClient {
     pub(crate) fn from_client(client: Client) -> Self {
         Self { client }
     }
+}
+
+/// A fresh owner token (a random UUID, as text), for a lock made without one.
+#[pyfunction]
+pub fn new_owner() -> String {
+    uuid::Uuid::new_v4().to_string()
 }

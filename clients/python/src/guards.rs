@@ -104,7 +104,17 @@ impl<G: Hold> Held<G> {
     /// is lost; never after it was released.
     fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
         let lost = self.get().map_err(to_py)?.lost();
-        let runtime = crate::run::runtime()?;
+        self.watch(crate::run::runtime()?.handle(), lost, callback);
+        Ok(())
+    }
+
+    /// Runs `callback(reason)` on `runtime` when `lost` resolves.
+    fn watch(
+        &self,
+        runtime: &tokio::runtime::Handle,
+        lost: Pin<Box<dyn Future<Output = Error> + Send + 'static>>,
+        callback: Py<PyAny>,
+    ) {
         let task = runtime.spawn(async move {
             let why = match lost.await {
                 Error::LockLost(why) => why,
@@ -117,7 +127,6 @@ impl<G: Hold> Held<G> {
             });
         });
         unpoisoned(&self.watchers).push(task.abort_handle());
-        Ok(())
     }
 
     fn stop_watchers(&self) {
@@ -167,6 +176,20 @@ pub struct NativeGuard {
 }
 
 impl NativeGuard {
+    /// A guard that calls `on_lost(reason)` when the hold is lost, made
+    /// inside the call that acquired it: the watcher starts on the runtime
+    /// thread that runs the call, with no hand-off to another thread.
+    pub fn watched(guard: LockGuard, on_lost: Option<Py<PyAny>>) -> Self {
+        let lost = on_lost.map(|callback| (guard.lost(), callback));
+        let native = NativeGuard::new(guard);
+        if let Some((lost, callback)) = lost {
+            native
+                .held
+                .watch(&tokio::runtime::Handle::current(), Box::pin(lost), callback);
+        }
+        native
+    }
+
     pub fn new(guard: LockGuard) -> Self {
         let name = guard.name().to_owned();
         NativeGuard {

@@ -21,13 +21,15 @@
 //!   `raftlock serve` reads its flags; `node_status` is its view of the
 //!   cluster;
 //! - `convert`: durations and the read-only records crossing to Python;
-//! - `run`: blocking or awaiting a call, and errors as exceptions.
+//! - `run`: blocking or awaiting a call, and errors as exceptions;
+//! - `loop_port`: where awaited calls end, on their event loop's thread.
 
 mod cli;
 mod client;
 mod client_options;
 mod convert;
 mod guards;
+mod loop_port;
 mod node;
 mod node_options;
 mod node_status;
@@ -49,7 +51,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli::run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(run::interpreter_exiting, m)?)?;
+    m.add_function(wrap_pyfunction!(client::new_owner, m)?)?;
     m.add_class::<client::NativeClient>()?;
+    m.add_class::<loop_port::LoopPort>()?;
     m.add_class::<guards::NativeGuard>()?;
     m.add_class::<guards::NativeLeadership>()?;
     m.add_class::<guards::NativeTaskGuard>()?;

@@ -5,11 +5,13 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyCFunction;
 use pyo3::IntoPyObjectExt;
 use raftlock_client::Error;
@@ -56,40 +58,76 @@ where
         ));
     }
     let runtime = runtime()?;
-    let mut task = runtime.spawn(fut);
+    // The answer comes back over a std channel: no runtime context to
+    // enter and no timer to arm (the signal poll) per call.
+    let (answer, answered) = std::sync::mpsc::sync_channel(1);
+    let task = runtime.spawn(async move {
+        let _ = answer.send(fut.await);
+    });
+    let mut answered = answered;
     loop {
-        let polled = py.detach(|| {
-            runtime.block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut task).await })
+        let (polled, receiver) = py.detach(move || {
+            let polled = answered.recv_timeout(SIGNAL_POLL);
+            (polled, answered)
         });
+        answered = receiver;
         match polled {
-            Ok(Ok(result)) => return result.map_err(to_py),
-            Ok(Err(join)) => {
-                return Err(PyRuntimeError::new_err(format!(
-                    "raftlock call failed: {join}"
-                )))
-            }
-            Err(_elapsed) => {
+            Ok(result) => return result.map_err(to_py),
+            Err(RecvTimeoutError::Timeout) => {
                 if let Err(signal) = py.check_signals() {
                     task.abort();
                     return Err(signal);
                 }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                // The task ended without answering: it panicked.
+                let join = py.detach(|| runtime.block_on(task));
+                return Err(PyRuntimeError::new_err(match join {
+                    Err(join) => format!("raftlock call failed: {join}"),
+                    Ok(()) => "raftlock call failed without an answer".to_owned(),
+                }));
             }
         }
     }
 }
 
 /// `fut` as an asyncio future of the running loop. Cancelling it drops
-/// `fut` (and so cancels the call) and leaves Python alone; otherwise the
-/// outcome is handed to the loop with `call_soon_threadsafe`, through
-/// [`with_python`], so a call that ends while the interpreter exits is
-/// dropped instead of entering a finalizing interpreter.
+/// `fut` (and so cancels the call). It ends through the loop's
+/// [`LoopPort`](crate::loop_port): no runtime thread takes the GIL for it.
+/// A loop that cannot watch a descriptor has the outcome handed to it with
+/// `call_soon_threadsafe` instead, through [`with_python`], so a call that
+/// ends while the interpreter exits is dropped instead of entering a
+/// finalizing interpreter.
 pub fn awaitable<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = Result<T, Error>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
     let runtime = runtime()?;
-    let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+    let event_loop = GET_RUNNING_LOOP
+        .import(py, "asyncio", "get_running_loop")?
+        .call0()?;
+    match crate::loop_port::port_of(&event_loop)? {
+        Some(port) => crate::loop_port::through_port(&event_loop, &port, fut),
+        None => awaitable_threadsafe(event_loop, runtime, fut),
+    }
+}
+
+/// `asyncio.get_running_loop`, looked up once.
+static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// [`awaitable`] for a loop without a port: the outcome is handed to the
+/// loop with `call_soon_threadsafe`.
+fn awaitable_threadsafe<'py, F, T>(
+    event_loop: Bound<'py, PyAny>,
+    runtime: &tokio::runtime::Runtime,
+    fut: F,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Result<T, Error>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    let py = event_loop.py();
     let py_future = event_loop.call_method0("create_future")?;
     let (cancel, cancelled) = oneshot::channel::<()>();
     let cancel = Mutex::new(Some(cancel));

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import os
 import threading
-import uuid
 from collections.abc import Callable, Sequence
 from os import PathLike
 from typing import Any
@@ -112,7 +111,7 @@ class LockBase:
         limit: int,
     ) -> None:
         self.name = name
-        self.owner = owner if owner is not None else str(uuid.uuid4())
+        self.owner = owner if owner is not None else _native.new_owner()
         self._ttl = seconds("ttl", ttl)
         self._timeout = seconds("timeout", timeout)
         self._lock_delay = None if lock_delay is None else float(lock_delay)

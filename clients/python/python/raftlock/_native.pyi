@@ -15,6 +15,14 @@ def run_cli(argv: list[str]) -> int:
 def interpreter_exiting() -> None:
     """From now on no runtime thread enters Python (an ``atexit`` hook)."""
 
+def new_owner() -> str:
+    """A fresh owner token: a random UUID, as text."""
+
+class LoopPort:
+    """Where the awaited calls of one event loop end (``loop.add_reader``)."""
+    def fileno(self) -> int: ...
+    def drain(self) -> None: ...
+
 class Holder:
     owner: str
     lease: int
@@ -185,6 +193,7 @@ class NativeClient:
         owner: str | None,
         lock_delay: float | None,
         *,
+        on_lost: Callable[[str], object] | None = None,
         aio: bool = False,
     ) -> Any: ...
     def check(self, name: str, fence: int, *, aio: bool = False) -> Any: ...

@@ -271,14 +271,17 @@ class Lock(LockBase):
         if top is not None:
             guard = top.reenter()
         else:
+            lost = threading.Event()
             try:
-                guard = self._client._native.lock(*self._lock_args(wait, blocking))
+                guard = self._client._native.lock(
+                    *self._lock_args(wait, blocking),
+                    on_lost=on_lost_thread(lost, self._on_lost),
+                )
             except Timeout:
                 return False
             if guard is None:
                 return False
-            self._lost = threading.Event()
-            guard.on_lost(on_lost_thread(self._lost, self._on_lost))
+            self._lost = lost
         _valid_or_release(guard)
         self._push(guard)
         return True

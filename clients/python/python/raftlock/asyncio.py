@@ -231,15 +231,19 @@ class Lock(LockBase):
         if top is not None:
             guard: _native.NativeGuard = await top.reenter(aio=True)
         else:
+            lost = asyncio.Event()
+            task = asyncio.current_task() if self._abort_on_loss else None
             try:
-                guard = await self._client._native.lock(*self._lock_args(wait, blocking), aio=True)
+                guard = await self._client._native.lock(
+                    *self._lock_args(wait, blocking),
+                    on_lost=on_lost_loop(lost, self._on_lost, task),
+                    aio=True,
+                )
             except Timeout:
                 return False
             if guard is None:
                 return False
-            self._lost = asyncio.Event()
-            task = asyncio.current_task() if self._abort_on_loss else None
-            guard.on_lost(on_lost_loop(self._lost, self._on_lost, task))
+            self._lost = lost
         await _valid_or_release(guard)
         self._push(guard)
         return True

@@ -1,0 +1,470 @@
+"""W2 from Python beside the Rust client: lock+unlock pairs on one 3-node
+raftlock cluster, in one run, the workloads alternating round by round.
+
+    python bench/python_pairs.py --raftlock target/release/raftlock \\
+        --bench target/release/raftlock-bench --rounds 3 --duration 8
+
+Workloads (each round runs every one once, the order reversed on odd
+rounds, each in a fresh process):
+
+- ``rust``: the Rust bench's own W2 clients (``raftlock-bench pairs``);
+- ``asyncio``: ``raftlock.asyncio``, TASKS tasks on TASKS locks, each task
+  ``async with client.lock(name)`` on a client of its own;
+- ``threads``: the blocking client, TASKS threads, ``with client.lock(name)``;
+- ``redis``: redis-py's asyncio ``Lock`` on a Redis with ``appendfsync
+  always`` (the reference column; skipped, saying so, without
+  ``redis-server`` or redis-py).
+
+Each reports pairs/s, acquire p50/p99 and its process's CPU per pair over
+the measured window; the table gives the medians and the ratio to ``rust``.
+The cluster is started with ``cluster-scripts/start.sh`` (free ports) and
+stopped at the end, unless ``--endpoints`` names a running one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+WORKLOADS = ("rust", "asyncio", "threads", "redis")
+
+
+class Window:
+    """The measured window of one run: pairs that start after the warm-up
+    and end inside it count; CPU is the process's over the window."""
+
+    def __init__(self, warmup: float, duration: float) -> None:
+        self.start = time.monotonic()
+        self.measure_from = self.start + warmup
+        self.end = self.measure_from + duration
+        self.duration = duration
+        self.samples: list[float] = []
+        self.errors = 0
+        self.lock = threading.Lock()
+
+    def record(self, began: float, acquired: float, done: float) -> None:
+        if began >= self.measure_from and done <= self.end:
+            with self.lock:
+                self.samples.append(acquired - began)
+
+    def report(self, cpu: float | None) -> dict[str, Any]:
+        pairs = len(self.samples)
+        ordered = sorted(self.samples)
+
+        def quantile(q: float) -> float:
+            if not ordered:
+                return 0.0
+            rank = max(1, min(len(ordered), int(-(-q * len(ordered) // 1))))
+            return ordered[rank - 1] * 1000
+
+        return {
+            "pairs_per_s": pairs / self.duration,
+            "acquire_p50_ms": quantile(0.5),
+            "acquire_p99_ms": quantile(0.99),
+            "acquire_max_ms": quantile(1.0),
+            "errors": self.errors,
+            "cpu_ms_per_pair": cpu * 1000 / pairs if cpu is not None and pairs else None,
+        }
+
+
+async def window_cpu(window: Window) -> float:
+    """This process's CPU seconds (every thread) inside the window."""
+    await asyncio.sleep(max(0.0, window.measure_from - time.monotonic()))
+    began = time.process_time()
+    await asyncio.sleep(max(0.0, window.end - time.monotonic()))
+    return time.process_time() - began
+
+
+async def run_async_tasks(
+    tasks: int, window: Window, one_pair: Callable[[int], Awaitable[float]]
+) -> float:
+    """``tasks`` tasks each calling ``one_pair(i)`` (which answers when
+    it acquired) until the window ends; answers the window's CPU."""
+
+    async def worker(i: int) -> None:
+        while time.monotonic() < window.end:
+            began = time.monotonic()
+            try:
+                acquired = await one_pair(i)
+            except Exception:
+                window.errors += 1
+                await asyncio.sleep(0.01)
+                continue
+            window.record(began, acquired, time.monotonic())
+
+    cpu = asyncio.ensure_future(window_cpu(window))
+    await asyncio.gather(*(worker(i) for i in range(tasks)))
+    return await cpu
+
+
+def worker_asyncio(args: argparse.Namespace) -> dict[str, Any]:
+    import raftlock.asyncio
+
+    async def main() -> dict[str, Any]:
+        clients = [raftlock.asyncio.Client(args.endpoints) for _ in range(args.tasks)]
+        for c in clients:
+            await c.session_lease()  # connected and granted before the window
+        window = Window(args.warmup, args.duration)
+
+        async def one_pair(i: int) -> float:
+            async with clients[i].lock(f"{args.tag}/{i}"):
+                acquired = time.monotonic()
+            return acquired
+
+        cpu = await run_async_tasks(args.tasks, window, one_pair)
+        for c in clients:
+            await c.close()
+        return window.report(cpu)
+
+    return asyncio.run(main())
+
+
+def worker_threads(args: argparse.Namespace) -> dict[str, Any]:
+    import raftlock
+
+    clients = [raftlock.Client(args.endpoints) for _ in range(args.tasks)]
+    for c in clients:
+        c.session_lease()
+    window = Window(args.warmup, args.duration)
+
+    def worker(i: int) -> None:
+        client, name = clients[i], f"{args.tag}/{i}"
+        while time.monotonic() < window.end:
+            began = time.monotonic()
+            try:
+                with client.lock(name):
+                    acquired = time.monotonic()
+            except Exception:
+                with window.lock:
+                    window.errors += 1
+                time.sleep(0.01)
+                continue
+            window.record(began, acquired, time.monotonic())
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.tasks)]
+    for t in threads:
+        t.start()
+    time.sleep(max(0.0, window.measure_from - time.monotonic()))
+    began = time.process_time()
+    time.sleep(max(0.0, window.end - time.monotonic()))
+    cpu = time.process_time() - began
+    for t in threads:
+        t.join()
+    for c in clients:
+        c.close()
+    return window.report(cpu)
+
+
+def worker_redis(args: argparse.Namespace) -> dict[str, Any]:
+    import redis.asyncio
+
+    async def main() -> dict[str, Any]:
+        host, port = args.endpoints[0].rsplit(":", 1)
+        clients = [redis.asyncio.Redis(host=host, port=int(port)) for _ in range(args.tasks)]
+        for c in clients:
+            await c.ping()
+        window = Window(args.warmup, args.duration)
+
+        async def one_pair(i: int) -> float:
+            async with clients[i].lock(f"{args.tag}/{i}", timeout=60):
+                acquired = time.monotonic()
+            return acquired
+
+        cpu = await run_async_tasks(args.tasks, window, one_pair)
+        for c in clients:
+            await c.aclose()
+        return window.report(cpu)
+
+    return asyncio.run(main())
+
+
+WORKERS = {"asyncio": worker_asyncio, "threads": worker_threads, "redis": worker_redis}
+
+
+class RaftlockCluster:
+    """Three ``raftlock serve`` nodes on free ports (cluster-scripts)."""
+
+    def __init__(self, binary: str) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="raftlock-pybench-"))
+        self.env = {**os.environ, "RAFTLOCK_BIN": binary}
+        out = self.script("start.sh", "-n", "3", "-d", str(self.dir), "--free-ports", "--no-build")
+        self.endpoints = out.strip().splitlines()[-1].removeprefix("ENDPOINTS=").split(",")
+
+    def script(self, name: str, *args: str) -> str:
+        done = subprocess.run(
+            [str(REPO / "cluster-scripts" / name), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{name} failed ({done.returncode}):\n{done.stderr}")
+        return done.stdout
+
+    def stop(self) -> None:
+        self.script("stop.sh", "-d", str(self.dir), "-t", "0")
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Redis:
+    """A redis-server that syncs every write (``appendfsync always``)."""
+
+    def __init__(self, binary: str) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="raftlock-pybench-redis-"))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.endpoint = f"127.0.0.1:{port}"
+        self.proc = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.dir),
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    self.stop()
+                    raise RuntimeError("redis-server did not start") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def run_worker(
+    workload: str, endpoints: list[str], tag: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    """One run of ``workload`` in a process of its own; its JSON report."""
+    common = ["--warmup", str(args.warmup), "--duration", str(args.duration)]
+    if workload == "rust":
+        cmd = [
+            args.bench,
+            "pairs",
+            "--endpoints",
+            ",".join(endpoints),
+            "--workload",
+            "W2",
+            "--clients",
+            str(args.tasks),
+            "--tag",
+            tag,
+            *common,
+        ]
+    else:
+        python = sys.executable
+        if workload.endswith("-before"):
+            python, workload = args.before_python, workload.removesuffix("-before")
+        cmd = [
+            python,
+            __file__,
+            "--worker",
+            workload,
+            "--endpoints",
+            ",".join(endpoints),
+            "--tasks",
+            str(args.tasks),
+            "--tag",
+            tag,
+            *common,
+        ]
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=args.warmup + args.duration + 120
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{workload} run failed ({done.returncode}):\n{done.stderr}")
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def table(runs: dict[str, list[dict[str, Any]]]) -> str:
+    def median(workload: str, key: str) -> float | None:
+        values = [r[key] for r in runs[workload] if r.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    rust = median("rust", "pairs_per_s") if "rust" in runs else None
+    lines = [
+        "| W2 workload | pairs/s | / rust | acquire p50 (ms) | p99 (ms) "
+        "| client CPU per pair (ms) | errors |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for workload, rows in runs.items():
+        pps = median(workload, "pairs_per_s") or 0.0
+        ratio = f"{pps / rust:.2f}x" if rust else "-"
+        cpu = median(workload, "cpu_ms_per_pair")
+        lines.append(
+            f"| {workload} | {pps:,.0f} | {ratio} "
+            f"| {median(workload, 'acquire_p50_ms') or 0:.2f} "
+            f"| {median(workload, 'acquire_p99_ms') or 0:.2f} "
+            f"| {'-' if cpu is None else f'{cpu:.3f}'} "
+            f"| {sum(int(r['errors']) for r in rows)} |"
+        )
+    return "\n".join(lines)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--raftlock",
+        default=os.environ.get("RAFTLOCK_BIN") or str(REPO / "target/release/raftlock"),
+        help="the raftlock that serves the cluster (default: RAFTLOCK_BIN, else target/release)",
+    )
+    p.add_argument(
+        "--bench",
+        default=os.environ.get("RAFTLOCK_BENCH_BIN") or str(REPO / "target/release/raftlock-bench"),
+        help="raftlock-bench, the rust column (default: RAFTLOCK_BENCH_BIN, else target/release)",
+    )
+    p.add_argument(
+        "--redis-server",
+        default=shutil.which("redis-server"),
+        help="redis-server (default: on PATH)",
+    )
+    p.add_argument(
+        "--endpoints", type=lambda s: s.split(","), help="a running cluster instead of starting one"
+    )
+    p.add_argument(
+        "--only",
+        type=lambda s: s.split(","),
+        default=list(WORKLOADS),
+        help="comma-separated subset of " + ",".join(WORKLOADS),
+    )
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--warmup", type=float, default=1.0)
+    p.add_argument("--duration", type=float, default=8.0)
+    p.add_argument("--tasks", type=int, default=32, help="tasks (threads) and locks")
+    p.add_argument(
+        "--smoke", action="store_true", help="1 round of 1 s, 4 tasks: proves the driver runs"
+    )
+    p.add_argument("--json", type=Path, help="write every round and the medians here")
+    p.add_argument(
+        "--before-python",
+        help="also run asyncio and threads with this interpreter (another raftlock "
+        "installed), as asyncio-before and threads-before: before/after in one run",
+    )
+    p.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
+    p.add_argument("--tag", default="py", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.smoke:
+        args.rounds, args.warmup, args.duration, args.tasks = 1, 0.2, 1.0, 4
+    unknown = set(args.only) - set(WORKLOADS)
+    if unknown:
+        p.error(f"unknown workloads {sorted(unknown)} (choose from {', '.join(WORKLOADS)})")
+    return args
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    if args.worker:
+        print(json.dumps(WORKERS[args.worker](args)))
+        return 0
+    workloads = []
+    for w in WORKLOADS:
+        if w in args.only:
+            if args.before_python and w in ("asyncio", "threads"):
+                workloads.append(f"{w}-before")
+            workloads.append(w)
+    if "rust" in workloads and not Path(args.bench).is_file():
+        print(
+            f"rust: skipped, no raftlock-bench at {args.bench} "
+            "(cargo build --release -p raftlock-bench)"
+        )
+        workloads.remove("rust")
+    if "redis" in workloads:
+        try:
+            import redis  # noqa: F401
+        except ImportError:
+            print("redis: skipped, redis-py is not installed (pip install redis)")
+            workloads.remove("redis")
+    if "redis" in workloads and not args.redis_server:
+        print("redis: skipped, no redis-server on PATH (apt-get install redis-server)")
+        workloads.remove("redis")
+    load_before = os.getloadavg()
+    cluster = None if args.endpoints else RaftlockCluster(args.raftlock)
+    redis_server = Redis(args.redis_server) if "redis" in workloads else None
+    endpoints = args.endpoints or cluster.endpoints  # type: ignore[union-attr]
+    runs: dict[str, list[dict[str, Any]]] = {w: [] for w in workloads}
+    try:
+        for round_no in range(args.rounds):
+            order = workloads if round_no % 2 == 0 else workloads[::-1]
+            for workload in order:
+                target = (
+                    [redis_server.endpoint] if workload == "redis" and redis_server else endpoints
+                )
+                report = run_worker(workload, target, f"{args.tag}/r{round_no}/{workload}", args)
+                report["round"] = round_no + 1
+                runs[workload].append(report)
+                print(
+                    f"  round {round_no + 1} {workload:<8} {report['pairs_per_s']:8.0f} pairs/s "
+                    f"p50 {report['acquire_p50_ms']:.2f} ms "
+                    f"p99 {report['acquire_p99_ms']:.2f} ms  "
+                    f"cpu/pair {report['cpu_ms_per_pair'] or 0:.3f} ms  errors {report['errors']}",
+                    flush=True,
+                )
+    finally:
+        if redis_server:
+            redis_server.stop()
+        if cluster:
+            cluster.stop()
+    load_after = os.getloadavg()
+    print()
+    print(table(runs))
+    print(
+        f"\n{args.rounds} rounds of {args.duration:g} s (+{args.warmup:g} s warm-up), "
+        f"{args.tasks} tasks; load average {load_before[0]:.2f} before, "
+        f"{load_after[0]:.2f} after; {os.cpu_count()} CPUs"
+    )
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "command": " ".join([sys.executable, *sys.argv]),
+                    "rounds": runs,
+                    "load_before": load_before,
+                    "load_after": load_after,
+                    "tasks": args.tasks,
+                    "duration": args.duration,
+                },
+                indent=1,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
