@@ -5,15 +5,14 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod client_listener;
 mod error;
 
 use crate::Config;
+use client_listener::serve_clients;
 pub use error::NodeError;
-use raftlock_raft::config::ListenerLimits;
 use raftlock_raft::storage::state::LockState;
-use raftlock_raft::transport::bounded_listener::bounded_incoming;
 use raftlock_raft::transport::tls::node_dns_name;
-use raftlock_raft::transport::tls_acceptor::{tls_incoming, TlsAcceptor};
 #[cfg(feature = "test-util")]
 use raftlock_raft::LinkFilter;
 pub use raftlock_raft::NodeStatus;
@@ -27,19 +26,8 @@ use crate::auth::policy::Policy;
 use crate::auth::Auth;
 use crate::client::{Client, ClientOptions, ClientTls};
 use crate::error::Error;
-use crate::observe::{bind_admin, health_service, serve_admin, RequestMetricsLayer};
-use crate::pb;
-use crate::service::{
-    ClusterService, CoordinationService, ElectionService, LeaseService, LockService, StreamQuota,
-};
+use crate::observe::{bind_admin, serve_admin};
 use crate::serving::{Serving, ServingTasks};
-
-/// Most concurrent calls on one client connection.
-const MAX_STREAMS_PER_CONNECTION: u32 = 65_536;
-
-/// Largest header block of one client call (a bearer token and request
-/// metadata fit many times over).
-const MAX_HEADER_LIST_BYTES: u32 = 64 << 10;
 
 /// A running node. [`shutdown`](Node::shutdown) stops it in order; dropping
 /// it instead aborts its tasks, like a crash (the data on disk stays).
@@ -61,7 +49,7 @@ pub struct Node {
 /// hand over: listeners it bound itself, a link filter.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), raftlock::Error> {
+/// # async fn demo() -> Result<(), raftlock::NodeError> {
 /// use raftlock::{Config, Node};
 /// let mut config = Config::default();
 /// config.replication.data_dir = "app-data/raftlock".into();
@@ -162,7 +150,13 @@ impl NodeBuilder {
         }
         let admin_listener = match (self.admin_listener, &serving_config.admin_addr) {
             (Some(l), _) => Some(l),
-            (None, Some(addr)) => Some(bind_admin(addr).await?),
+            (None, Some(addr)) => {
+                Some(bind_admin(addr).await.map_err(|source| NodeError::Listen {
+                    which: "admin",
+                    addr: addr.clone(),
+                    source,
+                })?)
+            }
             (None, None) => None,
         };
         #[cfg(feature = "test-util")]
@@ -188,12 +182,15 @@ impl NodeBuilder {
             stop_rx.clone(),
         ));
         let admin = match admin_listener {
-            Some(l) => Some(serve_admin(
-                serving.clone(),
-                raft.tls().cloned(),
-                l,
-                stop_rx,
-            )?),
+            Some(l) => Some(
+                serve_admin(serving.clone(), raft.tls().cloned(), l, stop_rx).map_err(
+                    |source| NodeError::Listen {
+                        which: "admin",
+                        addr: "(the admin listener handed over)".to_owned(),
+                        source,
+                    },
+                )?,
+            ),
             None => None,
         };
         tracing::info!(
@@ -255,7 +252,7 @@ impl Node {
     /// node's own certificate.
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), raftlock::Error> {
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     /// let node = raftlock::Node::start(raftlock::Config::default()).await?;
     /// let client = node.client().await?;
     /// let lease = client.grant_lease(std::time::Duration::from_secs(10)).await?;
@@ -412,85 +409,5 @@ impl Drop for Node {
         if let Some((_, admin)) = &self.admin {
             admin.abort();
         }
-    }
-}
-
-async fn serve_clients(
-    serving: Arc<Serving>,
-    auth: Auth,
-    listener: TcpListener,
-    limits: ListenerLimits,
-    quota_streams: u32,
-    tls: Option<TlsAcceptor>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let node = serving.replica().clone();
-    // A node whose Raft core stopped on its own stops serving clients at
-    // once, embedded or not: it must not answer as a zombie (forwarding
-    // writes, say) until its process exits.
-    let core = node.clone();
-    // One count of open calls per account, shared by the services.
-    let streams = StreamQuota::new(quota_streams);
-    let incoming = bounded_incoming(
-        listener,
-        limits.clone(),
-        "client",
-        node.metrics().listener("client"),
-    );
-    let router = tonic::transport::Server::builder()
-        .layer(RequestMetricsLayer::new(node.clone()))
-        .http2_keepalive_interval(Some(limits.keepalive_interval))
-        .http2_keepalive_timeout(Some(limits.keepalive_timeout))
-        // Headers of a client call are small; a flood of huge ones is not.
-        .http2_max_header_list_size(Some(MAX_HEADER_LIST_BYTES))
-        // Every queued Acquire or Campaign is an open stream; a client with
-        // many waiting tasks shares one connection.
-        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
-        .add_service(pb::lease_server::LeaseServer::new(LeaseService {
-            node: serving.clone(),
-            auth: auth.clone(),
-            streams: streams.clone(),
-        }))
-        .add_service(pb::lock_server::LockServer::new(LockService {
-            node: serving.clone(),
-            auth: auth.clone(),
-            streams: streams.clone(),
-        }))
-        .add_service(pb::election_server::ElectionServer::new(ElectionService {
-            node: serving.clone(),
-            auth: auth.clone(),
-            streams,
-        }))
-        .add_service(pb::coordination_server::CoordinationServer::new(
-            CoordinationService {
-                node: serving,
-                auth: auth.clone(),
-            },
-        ))
-        .add_service(health_service(node.clone()))
-        .add_service(pb::cluster_server::ClusterServer::new(ClusterService {
-            node,
-            auth,
-        }));
-    let stopped = async move {
-        tokio::select! {
-            _ = stop.changed() => {}
-            reason = core.failed() => {
-                tracing::error!("client listener closed: {reason}");
-            }
-            why = core.removed() => {
-                tracing::warn!("client listener closed: removed from the cluster: {why}");
-            }
-        }
-    };
-    let result = match tls {
-        Some(tls) => {
-            let incoming = tls_incoming(incoming, tls, "client");
-            router.serve_with_incoming_shutdown(incoming, stopped).await
-        }
-        None => router.serve_with_incoming_shutdown(incoming, stopped).await,
-    };
-    if let Err(e) = result {
-        tracing::error!("client listener failed: {e}");
     }
 }

@@ -27,7 +27,6 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::status_view::StatusSource;
-use crate::node::NodeError;
 
 /// The status page, one self-contained file.
 const STATUS_PAGE: &str = include_str!("status_page.html");
@@ -38,15 +37,9 @@ struct Admin {
     status: StatusSource,
 }
 
-/// Binds the admin listener at `addr`, with a clear error if it cannot.
-pub async fn bind_admin(addr: &str) -> Result<TcpListener, NodeError> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|source| NodeError::Listen {
-            which: "admin",
-            addr: addr.to_owned(),
-            source,
-        })
+/// Binds the admin listener at `addr`.
+pub async fn bind_admin(addr: &str) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr).await
 }
 
 /// Serves the admin endpoints of `node` on `listener` until `stop` turns
@@ -56,12 +49,8 @@ pub fn serve_admin(
     tls: Option<NodeTls>,
     listener: TcpListener,
     mut stop: watch::Receiver<bool>,
-) -> Result<(SocketAddr, JoinHandle<()>), NodeError> {
-    let addr = listener.local_addr().map_err(|source| NodeError::Listen {
-        which: "admin",
-        addr: "(a listener handed over)".to_owned(),
-        source,
-    })?;
+) -> std::io::Result<(SocketAddr, JoinHandle<()>)> {
+    let addr = listener.local_addr()?;
     if !addr.ip().is_loopback() {
         tracing::warn!(
             %addr,

@@ -34,7 +34,9 @@ mod node;
 mod node_options;
 mod node_status;
 mod observer;
+mod py_errors;
 mod run;
+mod runtime;
 
 use pyo3::prelude::*;
 

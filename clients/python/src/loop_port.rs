@@ -30,7 +30,7 @@ use pyo3::IntoPyObjectExt;
 use raftlock_client::Error;
 use tokio::sync::oneshot;
 
-use crate::run::to_py;
+use crate::py_errors::to_py;
 
 /// A finished call's answer, made Python on the loop's thread.
 type Answer = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
@@ -111,7 +111,7 @@ impl LoopPort {
     /// per pass in which calls were made).
     fn flush(&self) -> PyResult<()> {
         let calls = std::mem::take(&mut *unpoisoned(&self.submitted));
-        let runtime = crate::run::runtime()?;
+        let runtime = crate::runtime::runtime()?;
         if calls.len() == 1 {
             calls.into_iter().for_each(|call| drop(runtime.spawn(call)));
         } else if !calls.is_empty() {

@@ -1,12 +1,12 @@
 //! Running the client's futures for Python: blocking (GIL released, Ctrl-C
 //! honoured) or as an asyncio future, on the one tokio runtime of
 //! `pyo3-async-runtimes`; runtime threads entering Python only while the
-//! interpreter is not exiting; and the client's errors as `raftlock.errors`.
+//! interpreter is not exiting.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
@@ -15,30 +15,13 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyCFunction;
 use pyo3::IntoPyObjectExt;
 use raftlock_client::Error;
+
+pub use crate::py_errors::to_py;
+pub use crate::runtime::runtime;
 use tokio::sync::oneshot;
 
 /// How often a blocking call looks for a signal (Ctrl-C) while it waits.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
-
-/// The process that started the shared runtime. Its threads do not survive
-/// `fork()`: a child that used it would wait for ever on tasks no thread
-/// runs, so it is told instead.
-static RUNTIME_PID: OnceLock<u32> = OnceLock::new();
-
-/// The shared runtime, if this process (not a parent it forked from)
-/// started it.
-pub fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
-    let pid = std::process::id();
-    let runtime = pyo3_async_runtimes::tokio::get_runtime();
-    if *RUNTIME_PID.get_or_init(|| pid) != pid {
-        return Err(PyRuntimeError::new_err(
-            "raftlock was used before this process forked, and its threads do not \
-             survive fork(): create raftlock clients after forking (e.g. in a \
-             gunicorn post_fork hook, not with --preload)",
-        ));
-    }
-    Ok(runtime)
-}
 
 /// Runs `fut` to completion on the shared runtime, blocking this thread
 /// with the GIL released. A signal handler that raises (Ctrl-C:
@@ -222,37 +205,4 @@ where
     } else {
         block(py, fut)?.into_bound_py_any(py)
     }
-}
-
-/// The exception of `raftlock.errors` for `e`: one class per variant, its
-/// message without the variant's words (the class says them).
-pub fn to_py(e: Error) -> PyErr {
-    let (class, message) = match &e {
-        Error::InvalidArgument(m) => ("InvalidArgument", m.clone()),
-        Error::LeaseExpired(m) => ("LeaseExpired", m.clone()),
-        Error::NotHeld(m) => ("NotHeld", m.clone()),
-        Error::Timeout(m) => ("Timeout", m.clone()),
-        Error::WaitEnded(m) => ("WaitEnded", m.clone()),
-        Error::LimitReached(m) => ("LimitReached", m.clone()),
-        Error::LockLost(m) => ("LockLost", m.clone()),
-        Error::StaleFence { .. } => ("StaleFence", e.to_string()),
-        Error::OutcomeUnknown(m) => ("OutcomeUnknown", m.clone()),
-        Error::Unauthenticated(m) => ("Unauthenticated", m.clone()),
-        Error::PermissionDenied(m) => ("PermissionDenied", m.clone()),
-        Error::NotServed(_) => ("NotServed", e.to_string()),
-        Error::Unavailable(m) => ("Unavailable", m.clone()),
-        Error::Tls(m) => ("TlsError", m.clone()),
-        Error::Startup(m) => ("NodeError", m.clone()),
-        _ => ("InternalError", e.to_string()),
-    };
-    Python::attach(|py| {
-        let made = py
-            .import("raftlock.errors")
-            .and_then(|m| m.getattr(class))
-            .and_then(|cls| cls.call1((message.clone(),)));
-        match made {
-            Ok(exception) => PyErr::from_value(exception),
-            Err(import) => import,
-        }
-    })
 }
