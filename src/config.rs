@@ -55,8 +55,13 @@ pub struct ServingConfig {
     /// limit (`ulimit -n`).
     pub max_client_connections: usize,
     /// Client connections from one source IP address held open at once.
-    /// The peer listener has its own, fixed budget (256 connections, 64 per
-    /// address), so a client flood never takes the peers' places.
+    /// A client holds one connection to each node it has called (its
+    /// sessions' keep-alives, waits and watches are streams on it), so the
+    /// default, 2 500, admits 2 000 clients on one host with room for
+    /// reconnects, and leaves three quarters of `max_client_connections`
+    /// to every other address. The peer listener has its own, fixed budget
+    /// (256 connections, 64 per address), so a client flood never takes the
+    /// peers' places.
     pub max_connections_per_ip: usize,
     /// The lock-delay of an acquire that names none: how long a lock stays
     /// closed after its holder is lost to lease expiry or force-release
@@ -76,7 +81,7 @@ impl Default for ServingConfig {
             auth_file: None,
             admin_addr: None,
             max_client_connections: 10_000,
-            max_connections_per_ip: 1_000,
+            max_connections_per_ip: 2_500,
             lock_delay: Duration::ZERO,
             quota_streams: DEFAULT_QUOTA_STREAMS,
         }

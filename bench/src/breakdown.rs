@@ -81,8 +81,8 @@ async fn scrape(addr: &str) -> Option<String> {
 }
 
 /// Sum of every sample of `name` (any labels) whose labels contain
-/// `label` (empty: all).
-fn total(text: &str, name: &str, label: &str) -> f64 {
+/// `label` (empty: all), in one node's `/metrics` text.
+pub fn total(text: &str, name: &str, label: &str) -> f64 {
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {

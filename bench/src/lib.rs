@@ -16,7 +16,7 @@
 //!   keep-alive and revoke a lease; lock and unlock a name.
 //! - [`etcd_rpc`]: the generated etcd v3 gRPC client (Lease, Lock, KV,
 //!   Maintenance).
-//! - [`workload`]: W1–W7, each a function from a cluster and a plan to one
+//! - [`workload`]: W1–W8, each a function from a cluster and a plan to one
 //!   round's measurements.
 //! - [`stats`]: latency summaries and medians.
 //! - [`report`]: the JSON model, the markdown table and the chart.

@@ -59,9 +59,12 @@ struct BenchArgs {
     /// Only these systems (etcd, raftlock), e.g. to profile one alone.
     #[arg(long, value_delimiter = ',')]
     systems: Vec<System>,
-    /// A/B rounds of W1–W4 (and of W5/W6, at most 5) instead of the mode's.
+    /// A/B rounds of W1–W4 (and of W5/W6/W8, at most 5) instead of the mode's.
     #[arg(long)]
     rounds: Option<usize>,
+    /// W8's connected clients instead of the mode's (2 000 in --full).
+    #[arg(long)]
+    w8_clients: Option<usize>,
     /// The raftlock binary; default: `raftlock` next to this binary.
     #[arg(long, env = "RAFTLOCK_BIN")]
     raftlock_bin: Option<PathBuf>,
@@ -149,6 +152,10 @@ fn setup(args: BenchArgs) -> Result<Setup, String> {
     if let Some(r) = args.rounds {
         plan.rounds = r.max(1);
         plan.fault_rounds = r.clamp(1, 5);
+        plan.w8_rounds = r.clamp(1, 5);
+    }
+    if let Some(n) = args.w8_clients {
+        plan.w8_clients = n.max(1);
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
     let raftlock_bin = match args.raftlock_bin {

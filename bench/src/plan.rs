@@ -18,7 +18,7 @@ pub enum Mode {
     Full,
 }
 
-/// The seven workloads of the benchmark issue.
+/// The workloads of the benchmark issues (W1–W7: issue 14; W8: issue 30).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum WorkloadId {
     W1,
@@ -28,10 +28,11 @@ pub enum WorkloadId {
     W5,
     W6,
     W7,
+    W8,
 }
 
 impl WorkloadId {
-    pub const ALL: [WorkloadId; 7] = [
+    pub const ALL: [WorkloadId; 8] = [
         WorkloadId::W1,
         WorkloadId::W2,
         WorkloadId::W3,
@@ -39,6 +40,7 @@ impl WorkloadId {
         WorkloadId::W5,
         WorkloadId::W6,
         WorkloadId::W7,
+        WorkloadId::W8,
     ];
 
     /// One line saying what it measures.
@@ -51,6 +53,7 @@ impl WorkloadId {
             WorkloadId::W5 => "handoff after the holder's process is killed",
             WorkloadId::W6 => "next acquire after kill -9 of the leader",
             WorkloadId::W7 => "100k leases each holding a lock: RSS, mass expiry",
+            WorkloadId::W8 => "connected clients (2 000) keeping leases alive; a W1 probe",
         }
     }
 }
@@ -68,7 +71,7 @@ impl std::str::FromStr for WorkloadId {
         WorkloadId::ALL
             .into_iter()
             .find(|w| w.to_string().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| format!("unknown workload {s:?} (W1..W7)"))
+            .ok_or_else(|| format!("unknown workload {s:?} (W1..W8)"))
     }
 }
 
@@ -108,6 +111,14 @@ pub struct Plan {
     /// Added to W7's planned creation time before the common deadline.
     #[serde(with = "secs")]
     pub w7_slack: Duration,
+    /// Connected clients in W8, each with its own connection and lease.
+    pub w8_clients: usize,
+    /// Rounds of W8 (each system once per round).
+    pub w8_rounds: usize,
+    /// TTL of W8's client leases; each is renewed every third of it, as
+    /// both systems' session keepers do.
+    #[serde(with = "secs")]
+    pub w8_ttl: Duration,
 }
 
 impl Plan {
@@ -129,6 +140,9 @@ impl Plan {
                 w7_rounds: 1,
                 w7_expiry_wait: Duration::from_secs(30),
                 w7_slack: Duration::from_secs(1),
+                w8_clients: 50,
+                w8_rounds: 1,
+                w8_ttl: Duration::from_secs(3),
             },
             Mode::Full => Plan {
                 mode,
@@ -145,6 +159,10 @@ impl Plan {
                 w7_rounds: 1,
                 w7_expiry_wait: Duration::from_secs(300),
                 w7_slack: Duration::from_secs(5),
+                w8_clients: 2_000,
+                w8_rounds: 3,
+                // raftlock's default session TTL (`DEFAULT_SESSION_TTL`).
+                w8_ttl: Duration::from_secs(10),
             },
         }
     }
@@ -180,12 +198,14 @@ mod tests {
     fn workload_ids_parse_either_case() {
         assert_eq!("w3".parse::<WorkloadId>(), Ok(WorkloadId::W3));
         assert_eq!(" W7".parse::<WorkloadId>(), Ok(WorkloadId::W7));
-        assert!("W8".parse::<WorkloadId>().is_err());
+        assert_eq!("w8".parse::<WorkloadId>(), Ok(WorkloadId::W8));
+        assert!("W9".parse::<WorkloadId>().is_err());
     }
 
     #[test]
     fn smoke_is_smaller_than_full() {
         let (s, f) = (Plan::new(Mode::Smoke), Plan::new(Mode::Full));
         assert!(s.duration < f.duration && s.w7_leases < f.w7_leases);
+        assert!(s.w8_clients < f.w8_clients && f.w8_clients == 2_000);
     }
 }

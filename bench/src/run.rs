@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::cluster::{etcd, raftlock};
-use crate::plan::Plan;
+use crate::plan::{Plan, WorkloadId};
 use crate::report::{Environment, Report, WorkloadReport};
 use crate::workload::{run_workload, Bench};
 use crate::Error;
@@ -38,6 +38,14 @@ pub async fn run(setup: Setup) -> Result<Report, Error> {
     let started_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    let open_files = raise_open_file_limit();
+    let needed = 3 * setup.plan.w8_clients as u64 + 1_000;
+    if setup.plan.workloads.contains(&WorkloadId::W8) && open_files.is_some_and(|n| n < needed) {
+        eprintln!(
+            "warning: the open-file limit is {} (ulimit -n); W8's clients need about {needed}",
+            open_files.unwrap_or(0)
+        );
+    }
     let (etcd_bin, etcd_version) = etcd::ensure_installed()?;
     if setup.work_dir.exists() {
         std::fs::remove_dir_all(&setup.work_dir)
@@ -79,6 +87,7 @@ pub async fn run(setup: Setup) -> Result<Report, Error> {
             raftlock_args: setup.raftlock_args.clone(),
             git: git_describe(),
             started_unix,
+            open_files_limit: open_files,
         },
         plan: setup.plan,
         total_s: began.elapsed().as_secs_f64(),
@@ -86,6 +95,33 @@ pub async fn run(setup: Setup) -> Result<Report, Error> {
     };
     report.write(&setup.out_dir)?;
     Ok(report)
+}
+
+/// Raises this process's open-file limit to its hard limit (the node
+/// processes it starts inherit it): W8's clients hold thousands of
+/// connections, from this process and on the nodes. Answers the limit now
+/// in force, if it can be read.
+fn raise_open_file_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write only `limit`.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return None;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit = raised;
+            }
+        }
+    }
+    Some(limit.rlim_cur)
 }
 
 fn git_describe() -> Option<String> {

@@ -94,8 +94,8 @@ pub struct ServeArgs {
     /// Default 10000 (keep it below `ulimit -n`).
     #[arg(long, env = "RAFTLOCK_MAX_CLIENT_CONNECTIONS")]
     max_client_connections: Option<usize>,
-    /// Client connections held open at once from one IP address. Default
-    /// 1000.
+    /// Client connections held open at once from one IP address (one per
+    /// client and node). Default 2500.
     #[arg(long, env = "RAFTLOCK_MAX_CONNECTIONS_PER_IP")]
     max_connections_per_ip: Option<usize>,
     /// A new connection that has not sent its handshake after this many ms

@@ -180,6 +180,25 @@ impl Cluster {
         self.nodes.iter().map(NodeProcess::memory).collect()
     }
 
+    /// CPU time (user + system) every node has used so far, in seconds,
+    /// in node order (`/proc/PID/stat`); `None` for a node not running.
+    pub fn cpu_seconds(&self) -> Vec<Option<f64>> {
+        // SAFETY: sysconf only reads a constant of the running system.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        self.nodes
+            .iter()
+            .map(|n| {
+                let stat = std::fs::read_to_string(format!("/proc/{}/stat", n.pid()?)).ok()?;
+                // Fields after the command name, which is in parentheses
+                // and may hold spaces: utime and stime are the 12th and 13th.
+                let (_, rest) = stat.rsplit_once(')')?;
+                let fields: Vec<&str> = rest.split_whitespace().collect();
+                let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+                Some((ticks(11)? + ticks(12)?) / hz)
+            })
+            .collect()
+    }
+
     /// Stops every node (`kill -9`; the data dirs are thrown away after).
     pub fn stop(&mut self) {
         for n in &mut self.nodes {

@@ -39,13 +39,14 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(
         out,
         "Mode `{:?}`: {} A/B rounds of W1–W4 ({} s measured after {} s warm-up), \
-         {} of W5/W6, {} of W7; medians of the rounds. {} CPUs, {}, total {:.0} s.\n",
+         {} of W5/W6, {} of W7, {} of W8; medians of the rounds. {} CPUs, {}, total {:.0} s.\n",
         plan.mode,
         plan.rounds,
         plan.duration.as_secs_f64(),
         plan.warmup.as_secs_f64(),
         plan.fault_rounds,
         plan.w7_rounds,
+        plan.w8_rounds,
         report.environment.cpus,
         report.environment.etcd_version,
         report.total_s

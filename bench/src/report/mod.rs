@@ -36,6 +36,9 @@ pub struct Environment {
     pub git: Option<String>,
     /// Seconds since the epoch when the run started.
     pub started_unix: u64,
+    /// The open-file limit the benchmark and its nodes ran with (raised
+    /// to the hard limit), if it could be read.
+    pub open_files_limit: Option<u64>,
 }
 
 /// Everything a run produced.

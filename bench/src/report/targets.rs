@@ -1,5 +1,6 @@
 //! The targets of the performance issue (issue 14: W1 1.3×, W2 3× with p99 ≤ ½, W3 2.5×, W4 2×,
-//! W5 TTL + 150 ms, W6 1.5 s, W7 300 MB and 2 s), judged on the medians of one run.
+//! W5 TTL + 150 ms, W6 1.5 s, W7 300 MB and 2 s) and of issue 30 (W8: probe
+//! p99 ≤ 2× idle, 300 MB, nobody refused), judged on the medians of one run.
 
 use std::time::Duration;
 
@@ -123,5 +124,63 @@ pub fn judge(id: WorkloadId, plan: &Plan, rows: &[MetricRow], runs: &[Run]) -> V
                 expiry,
             ]
         }
+        WorkloadId::W8 => connected_targets(plan, rows, runs),
     }
+}
+
+/// W8's targets, on raftlock's rounds: the probe's p99 with every client
+/// connected at most twice its p99 alone (median of the rounds' ratios,
+/// each round's pair measured minutes apart at most), every node at most
+/// 300 MB in every round, and no client refused or failing in any round.
+fn connected_targets(plan: &Plan, rows: &[MetricRow], runs: &[Run]) -> Vec<TargetResult> {
+    let ours: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.system == System::Raftlock)
+        .collect();
+    let value = |r: &Run, key: &str| r.values.get(key).copied();
+    let etcd_ratio = rows
+        .iter()
+        .find(|r| r.key == "probe_p99_vs_idle")
+        .and_then(|r| r.etcd);
+    let mut probe = raftlock_at_most(
+        rows,
+        "probe_p99_vs_idle",
+        "probe acquire p99 with the clients connected ≤ 2× its p99 alone".into(),
+        2.0,
+        "×",
+    );
+    if let Some(e) = etcd_ratio {
+        probe.observed += &format!(" (etcd {e:.2}×)");
+    }
+    let rss = ours
+        .iter()
+        .filter_map(|r| value(r, "rss_max_mb"))
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    let refused: Option<f64> = (!ours.is_empty()).then(|| {
+        ours.iter()
+            .map(|r| {
+                value(r, "failed_clients").unwrap_or(0.0)
+                    + value(r, "refused_connections").unwrap_or(0.0)
+                    + (plan.w8_clients as f64 - value(r, "clients").unwrap_or(0.0))
+            })
+            .sum()
+    });
+    vec![
+        probe,
+        TargetResult {
+            target: "RSS ≤ 300 MB per node (largest node, worst round)".into(),
+            observed: rss.map_or("n/a".into(), |v| format!("{v:.1} MB")),
+            met: rss.map(|v| v <= 300.0),
+        },
+        TargetResult {
+            target: format!(
+                "all {} clients connected, none refused, at the default settings",
+                plan.w8_clients
+            ),
+            observed: refused.map_or("n/a".into(), |v| {
+                format!("{v:.0} refused, failing or missing (all rounds)")
+            }),
+            met: refused.map(|v| v == 0.0),
+        },
+    ]
 }

@@ -1,8 +1,9 @@
-//! W1–W7. Each workload runs one system once per call and answers a
+//! W1–W8. Each workload runs one system once per call and answers a
 //! [`Run`]; [`run_workload`] alternates the systems round by round
 //! (etcd, raftlock, then raftlock, etcd, …) so drift in the machine's speed
 //! falls on both alike.
 
+mod connected;
 mod crash_handoff;
 mod keep_alive;
 mod leader_kill;
@@ -153,6 +154,95 @@ pub fn metrics(id: WorkloadId, plan: &Plan) -> Vec<Metric> {
                 Better::Lower,
             ));
         }
+        WorkloadId::W8 => {
+            let n = plan.w8_clients;
+            m.push(metric(
+                "clients",
+                format!("clients connected (of {n})"),
+                Better::Higher,
+            ));
+            m.push(metric(
+                "failed_clients",
+                "clients refused or failing",
+                Better::Lower,
+            ));
+            m.push(metric(
+                "refused_connections",
+                "connections refused at accept",
+                Better::Lower,
+            ));
+            m.push(metric(
+                "rss_max_mb",
+                "RSS, largest node, clients connected (MB)",
+                Better::Lower,
+            ));
+            m.push(metric(
+                "rss_idle_max_mb",
+                "RSS, largest node, before (MB)",
+                Better::Lower,
+            ));
+            m.push(metric(
+                "open_files_max",
+                "open files, node with most",
+                Better::Lower,
+            ));
+            m.push(metric(
+                "cpu_pct",
+                "node CPU, 3 nodes, clients connected (% of a core)",
+                Better::Lower,
+            ));
+            m.push(metric(
+                "cpu_idle_pct",
+                "node CPU, 3 nodes, probe alone (% of a core)",
+                Better::Lower,
+            ));
+            m.push(metric(
+                "cpu_node_max_pct",
+                "node CPU, busiest node, clients connected (%)",
+                Better::Lower,
+            ));
+            m.extend(latency_metrics("keep_alive", "keep-alive"));
+            m.push(metric(
+                "probe_idle_p50_ms",
+                "probe acquire p50, alone (ms)",
+                Better::Lower,
+            ));
+            m.push(metric(
+                "probe_idle_p99_ms",
+                "probe acquire p99, alone (ms)",
+                Better::Lower,
+            ));
+            m.push(metric(
+                "probe_p50_ms",
+                "probe acquire p50, clients connected (ms)",
+                Better::Lower,
+            ));
+            m.push(metric(
+                "probe_p99_ms",
+                "probe acquire p99, clients connected (ms)",
+                Better::Lower,
+            ));
+            m.push(metric(
+                "probe_p99_vs_idle",
+                "probe p99, connected / alone",
+                Better::Lower,
+            ));
+            m.push(metric(
+                "probe_pairs_per_s",
+                "probe pairs/s, clients connected",
+                Better::Higher,
+            ));
+            m.push(metric(
+                "probe_idle_pairs_per_s",
+                "probe pairs/s, alone",
+                Better::Higher,
+            ));
+            m.push(metric(
+                "setup_s",
+                "time to connect every client (s)",
+                Better::Lower,
+            ));
+        }
     }
     m
 }
@@ -248,6 +338,15 @@ async fn run_rounds(id: WorkloadId, bench: &mut Bench) -> Result<Vec<Run>, Error
             for round in 0..bench.plan.w7_rounds {
                 for system in order(&bench.plan, round) {
                     let r = scale::run(bench, system, round).await?;
+                    progress(id, &r);
+                    runs.push(r);
+                }
+            }
+        }
+        WorkloadId::W8 => {
+            for round in 0..bench.plan.w8_rounds {
+                for system in order(&bench.plan, round) {
+                    let r = connected::run(bench, system, round).await?;
                     progress(id, &r);
                     runs.push(r);
                 }

@@ -27,7 +27,10 @@ impl ListenerLimits {
     pub fn client_default() -> Self {
         ListenerLimits {
             max_connections: 10_000,
-            max_connections_per_ip: 1_000,
+            // 2 000 clients on one host and room for reconnects; a quarter
+            // of `max_connections` (see `ServingConfig::max_connections_per_ip` in the
+            // `raftlock` crate).
+            max_connections_per_ip: 2_500,
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             keepalive_interval: Duration::from_secs(15),
