@@ -26,7 +26,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-import maturin  # type: ignore[import-untyped]
+import maturin
 
 # Not a maturin setting but the environment variable its hooks read.
 os.environ["MATURIN_NO_INSTALL_RUST"] = "1"
