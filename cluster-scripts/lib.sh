@@ -283,7 +283,11 @@ pid_matches() {
     kill -0 "$pid" 2>/dev/null || return 1
     if [[ -r /proc/$pid/cmdline ]]; then
         # Through a pipe: GNU cmp -s trusts the 0 size /proc reports.
-        cat -- "/proc/$pid/cmdline" 2>/dev/null | cmp -s - "$want"
+        cat -- "/proc/$pid/cmdline" 2>/dev/null | cmp -s - "$want" && return 0
+        # A `raftlock` that is a script (the Python wheel's command) runs
+        # under its interpreter, whose path comes first: the rest must match.
+        got=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+        [[ $got == *$'\n'* && ${got#*$'\n'} == "$(tr '\0' '\n' <"$want")" ]]
     else
         # No /proc (macOS): compare the space-joined argv.
         got=$(ps -o args= -p "$pid" 2>/dev/null) || return 1
