@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use raftlock_raft::config::{millis, ListenerLimits};
+use raftlock_raft::config::{check_ranges, millis, ListenerLimits};
 use raftlock_raft::ConfigError;
 use raftlock_storage::limits::MAX_LOCK_DELAY_MS;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -125,16 +125,7 @@ impl Config {
                 1_000_000,
             ),
         ];
-        for (key, value, min, max) in ranges {
-            if value < min || value > max {
-                return Err(ConfigError::OutOfRange {
-                    key,
-                    value,
-                    min,
-                    max,
-                });
-            }
-        }
+        check_ranges(&ranges)?;
         let (total, per_ip) = (
             serving.max_client_connections,
             serving.max_connections_per_ip,

@@ -222,17 +222,7 @@ impl Config {
             ),
             ("quota_waiters", quota(self.quota_waiters), 1, 1_000_000),
         ];
-        for (key, value, min, max) in checks {
-            if value < min || value > max {
-                return Err(ConfigError::OutOfRange {
-                    key,
-                    value,
-                    min,
-                    max,
-                });
-            }
-        }
-        Ok(())
+        check_ranges(&checks)
     }
 
     /// Timeouts a real handshake and keep-alive can meet.
@@ -261,6 +251,22 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// Each `(key, value, min, max)` within its range, else `OutOfRange`
+/// naming the first key that is not. Every layer's settings use it.
+pub fn check_ranges(ranges: &[(&'static str, u64, u64, u64)]) -> Result<(), ConfigError> {
+    for &(key, value, min, max) in ranges {
+        if value < min || value > max {
+            return Err(ConfigError::OutOfRange {
+                key,
+                value,
+                min,
+                max,
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

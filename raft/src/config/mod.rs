@@ -17,7 +17,7 @@ mod checks;
 pub mod join_token;
 mod listener_limits;
 
-pub use checks::ConfigError;
+pub use checks::{check_ranges, ConfigError};
 pub use listener_limits::ListenerLimits;
 
 /// Default of [`Config::max_peer_message_bytes`].
