@@ -70,7 +70,7 @@ for line in headers.get_all("Requires-Dist") or []:
 EOF
 }
 
-echo "== pip wheel ./clients/python (maturin, cargo, zig)"
+echo "== [+$SECONDS s] pip wheel ./clients/python (maturin, cargo, zig)"
 started=$SECONDS
 dist="$target/python-wheel"
 rm -rf "$dist"
@@ -83,7 +83,7 @@ fi
 wheel=${wheels[0]}
 echo "   $(basename "$wheel"), $(du -k "$wheel" | cut -f1) KiB, built in $((SECONDS - started)) s"
 
-echo "== auditwheel show"
+echo "== [+$SECONDS s] auditwheel show"
 shown=$(.venv/bin/auditwheel show "$wheel")
 echo "$shown" | sed 's/^/   /'
 # The platform tag auditwheel finds the wheel consistent with is one of
@@ -95,13 +95,13 @@ if [ -z "$accepted" ] || [[ ".$tags." != *".$accepted."* ]]; then
   exit 1
 fi
 
-echo "== no Rust toolchain on PATH from here on"
+echo "== [+$SECONDS s] no Rust toolchain on PATH from here on"
 if without_rust sh -c 'command -v cargo || command -v rustc'; then
   echo "cargo or rustc is still on PATH" >&2
   exit 1
 fi
 
-echo "== a source build without Rust stops and names the wheel"
+echo "== [+$SECONDS s] a source build without Rust stops and names the wheel"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 if without_rust .venv/bin/pip wheel --no-deps --wheel-dir "$scratch" "$here" >"$scratch/log" 2>&1; then
@@ -141,19 +141,19 @@ install_wheel() {
   without_rust "$venv/bin/raftlock" --version
 }
 
-echo "== install the wheel"
+echo "== [+$SECONDS s] install the wheel"
 install_wheel "$here/.venv"
 
-echo "== ruff (and examples/python, the app that embeds a node)"
+echo "== [+$SECONDS s] ruff (and examples/python, the app that embeds a node)"
 without_rust .venv/bin/ruff format --check python tests build_backend "$repo/examples/python"
 without_rust .venv/bin/ruff check python tests build_backend "$repo/examples/python"
 
-echo "== mypy --strict"
+echo "== [+$SECONDS s] mypy --strict"
 without_rust .venv/bin/mypy python build_backend
 (cd "$repo/examples/python" && without_rust "$here/.venv/bin/mypy" --strict --config-file "$here/pyproject.toml" .)
 
 main_version=$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-echo "== pytest on CPython $main_version, clusters of the wheel's raftlock"
+echo "== [+$SECONDS s] pytest on CPython $main_version, clusters of the wheel's raftlock"
 # Against the installed package, not the source tree.
 without_rust env RAFTLOCK_BIN="$here/.venv/bin/raftlock" \
   .venv/bin/pytest -q -p no:cacheprovider --rootdir "$here" "${skip_grelmicro[@]}" "$here/tests" "$@"
@@ -173,10 +173,10 @@ for minor in 10 11 12 13; do
   [ "3.$minor" != "$main_version" ] || continue
   py=$(interpreter "$minor")
   if [ -z "$py" ]; then
-    echo "== CPython 3.$minor: not on this machine, skipped"
+    echo "== [+$SECONDS s] CPython 3.$minor: not on this machine, skipped"
     continue
   fi
-  echo "== CPython 3.$minor ($py): install the wheel, import, the command's, the node's and grelmicro's tests"
+  echo "== [+$SECONDS s] CPython 3.$minor ($py): install the wheel, import, the command's, the node's and grelmicro's tests"
   venv="$scratch/venv-3.$minor"
   "$py" -m venv "$venv"
   "$venv/bin/pip" install --quiet --upgrade pip
