@@ -1,24 +1,35 @@
 #!/usr/bin/env bash
-# CPU per lock+unlock pair of one system under one workload, without perf:
-# runs raftlock-bench for that workload alone (one round) and, over 6 s of
-# its measured window, reads the CPU time (utime + stime, /proc/PID/stat)
-# of the three node processes and of the benchmark's own client, and how
-# busy the whole machine was (/proc/stat).
+# CPU and thread wake-ups per lock+unlock pair of one system under one
+# workload, without perf: runs raftlock-bench for that workload alone (one
+# round) and, over 6 s of its measured window, reads the CPU time (utime +
+# stime, /proc/PID/stat) of the three node processes and of the benchmark's
+# own client, how busy the whole machine was (/proc/stat), and how often the
+# nodes' threads were switched out (voluntary: a thread went to sleep to
+# wait, so something had to wake it; involuntary: preempted), summed over
+# every thread of the three nodes (/proc/PID/task/*/status).
 #
 #   bench/cpu.sh W2 raftlock [more raftlock-bench flags]
 #
-# Prints one line: CPU ms per second and per pair, nodes and client apart.
+# BIN=DIR takes raftlock and raftlock-bench from DIR instead of building
+# them (an A/B of two builds copied aside). Prints one line: CPU ms per
+# second and per pair, nodes and client apart, and the nodes' context
+# switches per pair.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 workload=${1:?usage: bench/cpu.sh W1..W4 raftlock|etcd [raftlock-bench flags]}
 system=${2:?usage: bench/cpu.sh W1..W4 raftlock|etcd [raftlock-bench flags]}
 shift 2
 target_dir=${CARGO_TARGET_DIR:-target}
-cargo build --quiet --release -p raftlock -p raftlock-bench
+bin=${BIN:-}
+if [ -z "$bin" ]; then
+    cargo build --quiet --release -p raftlock -p raftlock-bench
+    bin="$target_dir/release"
+fi
 out="$target_dir/raftlock-bench/cpu-$workload-$system"
 work="$target_dir/raftlock-bench/cpu-work"
-"$target_dir/release/raftlock-bench" --full --only "$workload" --rounds 1 --systems "$system" \
-    --raftlock-bin "$target_dir/release/raftlock" --work-dir "$work" --out "$out" "$@" \
+mkdir -p "$(dirname "$out")"
+"$bin/raftlock-bench" --full --only "$workload" --rounds 1 --systems "$system" \
+    --raftlock-bin "$bin/raftlock" --work-dir "$work" --out "$out" "$@" \
     >"$out.log" 2>&1 &
 bench=$!
 # The workload's title line comes once both clusters run; the measured
@@ -36,19 +47,28 @@ ticks() { # utime + stime of the given pids, in clock ticks
     done
     echo "$sum"
 }
+switches() { # voluntary and involuntary context switches of every thread of the given pids
+    local p
+    for p in "$@"; do cat "/proc/$p/task/"*/status 2>/dev/null; done |
+        awk '/^voluntary_ctxt_switches/ {v += $2} /^nonvoluntary_ctxt_switches/ {n += $2}
+             END {print v + 0, n + 0}'
+}
 machine() { # busy and total jiffies of all CPUs
     awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat
 }
 hz=$(getconf CLK_TCK)
 n0=$(ticks "${nodes[@]}"); c0=$(ticks "$bench"); read -r busy0 total0 < <(machine)
+read -r vol0 invol0 < <(switches "${nodes[@]}")
 sleep 6
 n1=$(ticks "${nodes[@]}"); c1=$(ticks "$bench"); read -r busy1 total1 < <(machine)
+read -r vol1 invol1 < <(switches "${nodes[@]}")
 wait "$bench"
 pairs=$(awk -F'|' '/lock\+unlock pairs\/s/ {gsub(/ /, "", $4); gsub(/ /, "", $5);
     print ($4 != "–" ? $4 : $5); exit}' "$out/results.md")
 awk -v n=$((n1 - n0)) -v c=$((c1 - c0)) -v hz="$hz" -v pairs="$pairs" \
     -v busy=$((busy1 - busy0)) -v total=$((total1 - total0)) \
+    -v vol=$((vol1 - vol0)) -v invol=$((invol1 - invol0)) \
     -v w="$workload" -v s="$system" 'BEGIN {
     nodes = n * 1000 / hz / 6; client = c * 1000 / hz / 6
-    printf "%s %s: %s pairs/s; CPU ms/s: nodes %.0f, client %.0f; per pair: nodes %.3f ms, client %.3f ms; machine %.0f%% busy\n",
-        w, s, pairs, nodes, client, nodes / pairs, client / pairs, 100 * busy / total }'
+    printf "%s %s: %s pairs/s; CPU ms/s: nodes %.0f, client %.0f; per pair: nodes %.3f ms, client %.3f ms, node context switches %.1f voluntary + %.1f involuntary; machine %.0f%% busy\n",
+        w, s, pairs, nodes, client, nodes / pairs, client / pairs, vol / 6 / pairs, invol / 6 / pairs, 100 * busy / total }'
