@@ -30,6 +30,7 @@ mod lease_cmd;
 mod lock_cmd;
 mod lock_view;
 mod locks_cmd;
+mod open_file_limit;
 mod serve;
 mod serve_options;
 mod signals;

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use raftlock_raft::InitialMember;
 use serde::Serialize;
 
+use super::open_file_limit;
 use super::signals::Interrupts;
 use super::EXIT_SUCCESS;
 use crate::config_layers::ConfigLayers;
@@ -256,6 +257,7 @@ pub async fn run(args: ServeArgs, matches: Option<&clap::ArgMatches>) -> Result<
     let mut interrupts = Interrupts::watch()?;
     let layers = args.layers()?;
     let config = layers.build().map_err(|e| e.to_string())?;
+    open_file_limit::raise(&config);
     let mut builder = Node::builder();
     if let Some(addr) = ServeArgs::default_admin_addr(&layers, &config) {
         // Nothing asked for an admin listener: serve one on loopback, as

@@ -67,6 +67,6 @@ pub use node_db::{open, OpenOptions};
 pub use sm_store::snapshot::{encode_snapshot, verify_snapshot, SnapshotBuilder};
 pub use sm_store::{AppliedMembers, AppliedState, SharedState, StateMachineStore};
 pub use types::{
-    CommittedLeaderId, Entry, EntryPayload, LogId, Membership, NodeAddr, NodeId, Snapshot,
+    CommittedLeaderId, Entry, EntryPayload, LogId, Membership, NodeAddr, NodeId, Reply, Snapshot,
     SnapshotData, SnapshotMeta, StoredMembership, TypeConfig, Vote,
 };

@@ -194,7 +194,8 @@ pub fn open(
     identity.floor.vote_term = identity.floor.vote_term.max(held.vote_term.unwrap_or(0));
     identity.boots += 1;
     identity.write(dir).map_err(|e| disk_full_or(dir, e))?;
-    let log = log.with_floor(Arc::new(FloorKeeper::new(dir, identity)));
+    let own_id = identity.node_id;
+    let log = log.with_floor(Arc::new(FloorKeeper::new(dir, identity)), own_id);
     Ok((log, sm))
 }
 

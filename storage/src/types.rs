@@ -27,17 +27,63 @@ impl fmt::Display for NodeAddr {
     }
 }
 
-openraft::declare_raft_types!(
-    /// raftlock's openraft type configuration. Leader ids are openraft's
-    /// default (`leader_id_adv`: a (term, node) pair, so a term may see two
-    /// candidates but never two leaders with one leader id).
-    pub TypeConfig:
-        D = Proposal,
-        R = Vec<Response>,
-        NodeId = NodeId,
-        Node = NodeAddr,
-        AsyncRuntime = openraft::TokioRuntime,
-);
+/// raftlock's openraft type configuration. Leader ids are openraft's
+/// default (`leader_id_adv`: a (term, node) pair, so a term may see two
+/// candidates but never two leaders with one leader id). Written out rather
+/// than through `declare_raft_types!`, which cannot name a responder of
+/// our own ([`Reply`]); the rest are that macro's defaults.
+#[derive(Debug, Clone, Copy, Default, Eq, PartialEq, Ord, PartialOrd)]
+pub struct TypeConfig {}
+
+impl openraft::RaftTypeConfig for TypeConfig {
+    type D = Proposal;
+    type R = Vec<Response>;
+    type NodeId = NodeId;
+    type Node = NodeAddr;
+    type Term = u64;
+    type LeaderId = openraft::impls::leader_id_adv::LeaderId<Self::Term, Self::NodeId>;
+    type Vote = openraft::impls::Vote<Self::LeaderId>;
+    type Payload = openraft::EntryPayload<Self::D, Self::NodeId, Self::Node>;
+    type Entry =
+        openraft::Entry<<Self::LeaderId as openraft::vote::RaftLeaderId>::Committed, Self::Payload>;
+    type Responder<T>
+        = Reply<T>
+    where
+        T: openraft::OptionalSend + 'static;
+    type Batch<T>
+        = openraft::impls::InlineBatch<T>
+    where
+        T: openraft::OptionalSend + 'static;
+    type AsyncRuntime = openraft::TokioRuntime;
+    type ErrorSource = openraft::impls::BoxedErrorSource;
+}
+
+/// Where openraft sends the outcome of a write proposed with
+/// `client_write_ff`: a function run on the thread that applied the entry
+/// (or failed it), so the proposer can answer its callers there, with no
+/// task in between.
+pub struct Reply<T>(Box<dyn FnOnce(T) + Send>);
+
+impl<T> Reply<T> {
+    /// A reply that runs `f` with the outcome.
+    pub fn new(f: impl FnOnce(T) + Send + 'static) -> Self {
+        Reply(Box::new(f))
+    }
+}
+
+impl<T> fmt::Debug for Reply<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Reply")
+    }
+}
+
+impl<T: openraft::OptionalSend + 'static> openraft::raft::responder::Responder<TypeConfig, T>
+    for Reply<T>
+{
+    fn on_complete(self, result: T) {
+        (self.0)(result)
+    }
+}
 
 /// A Raft log id: the leader that proposed the entry and its index.
 pub type LogId = openraft::alias::LogIdOf<TypeConfig>;

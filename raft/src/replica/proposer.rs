@@ -8,24 +8,29 @@
 //! together. A lone request is proposed at once, so an idle cluster adds no
 //! delay.
 //!
+//! A write takes as few hand-offs between tasks as it can: a request that
+//! finds room in flight and nobody queued proposes its own entry from the
+//! caller's task, and the entry's [`Reply`] answers every caller from where
+//! openraft applied it. Only queued requests go through the proposer task,
+//! which an entry's completion wakes when it leaves room.
+//!
 //! Requests in one entry are applied in order; each gets its own response,
 //! and its own [`slot`](raftlock_storage::slot) for lease ids and fences.
 //! Every entry carries this node's per-account [`Quotas`]: the leader's
 //! settings decide, on every replica alike.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use openraft::impls::ProgressResponder;
-use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::JoinSet;
+use tokio::sync::{oneshot, watch, Notify};
 
 use raftlock_storage::command::{
     Acquire, AcquireWithTtl, Cancel, ClaimFire, EndLockDelay, ExpireLeases, ForceRelease,
     GrantLease, Hold, Lead, Proclaim, ReadWrite, Release, RevokeAccountLeases, RevokeLease,
     SetLeaseTtl, Unhold,
 };
-use raftlock_storage::{Command, Proposal, Quotas, Request, Response};
+use raftlock_storage::{Command, Proposal, Quotas, Reply, Request, Response};
 
 use crate::error::Error;
 use crate::metrics::NodeMetrics;
@@ -52,73 +57,180 @@ struct Pending {
     reply: oneshot::Sender<Written>,
 }
 
-/// Hands requests to the proposer task. Cheap to clone.
+/// Hands requests to Raft. Cheap to clone.
 #[derive(Clone)]
 pub struct Proposer {
-    tx: mpsc::UnboundedSender<Pending>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    raft: Raft,
+    quotas: Quotas,
+    metrics: Arc<NodeMetrics>,
+    queue: Mutex<Queue>,
+    /// Wakes the proposer task: an entry completed while requests queued.
+    room: Notify,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: VecDeque<Pending>,
+    in_flight: usize,
+    /// Set once the proposer stopped: nothing more is proposed.
+    stopped: bool,
+}
+
+/// One entry's place among the [`MAX_IN_FLIGHT`]; dropping it (once the
+/// entry is applied, failed, or never proposed) gives the place back.
+struct InFlight(Arc<Shared>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let more = {
+            let mut queue = self.0.queue();
+            queue.in_flight -= 1;
+            !queue.waiting.is_empty()
+        };
+        if more {
+            self.0.room.notify_one();
+        }
+    }
 }
 
 impl Proposer {
-    /// Starts the proposer task for `raft`, whose entries carry `quotas`;
-    /// it stops when `stop` turns true (callers still waiting get
-    /// [`Error::ShuttingDown`]).
+    /// Starts the proposer for `raft`, whose entries carry `quotas`, and
+    /// returns the task that proposes queued requests; it stops when `stop`
+    /// turns true (callers still queued get [`Error::ShuttingDown`]).
     pub fn start(
         raft: Raft,
         quotas: Quotas,
         stop: watch::Receiver<bool>,
         metrics: Arc<NodeMetrics>,
     ) -> (Proposer, impl std::future::Future<Output = ()>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Proposer { tx }, run(raft, quotas, rx, stop, metrics))
+        let shared = Arc::new(Shared {
+            raft,
+            quotas,
+            metrics,
+            queue: Mutex::default(),
+            room: Notify::new(),
+        });
+        (
+            Proposer {
+                shared: shared.clone(),
+            },
+            run(shared, stop),
+        )
     }
 
     /// Replicates `request` (in an entry shared with other requests) and
     /// waits until it is applied. Only meaningful on the leader; elsewhere
     /// it answers [`Error::NotLeader`].
     pub async fn write(&self, request: Request) -> Written {
-        let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(Pending { request, reply })
-            .map_err(|_| Error::ShuttingDown)?;
-        rx.await.unwrap_or(Err(Error::ShuttingDown))
+        let (reply, answer) = oneshot::channel();
+        let pending = Pending { request, reply };
+        let alone = {
+            let mut queue = self.shared.queue();
+            if queue.stopped {
+                return Err(Error::ShuttingDown);
+            }
+            if queue.in_flight < MAX_IN_FLIGHT && queue.waiting.is_empty() {
+                queue.in_flight += 1;
+                Some(pending)
+            } else {
+                queue.waiting.push_back(pending);
+                None
+            }
+        };
+        if let Some(pending) = alone {
+            let place = InFlight(self.shared.clone());
+            self.shared.propose(vec![pending], place).await;
+        }
+        answer.await.unwrap_or(Err(Error::ShuttingDown))
     }
 }
 
-async fn run(
-    raft: Raft,
-    quotas: Quotas,
-    mut rx: mpsc::UnboundedReceiver<Pending>,
-    mut stop: watch::Receiver<bool>,
-    metrics: Arc<NodeMetrics>,
-) {
-    // Dropping the set at the end aborts the entries still in flight; their
-    // callers' reply senders drop with them and they see `ShuttingDown`.
-    let mut in_flight = JoinSet::new();
+impl Shared {
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        // Nothing panics while holding the lock; a poisoned one is still
+        // consistent.
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Proposes `batch` as one entry holding `place`; its callers are
+    /// answered from where openraft applies the entry, or fails it.
+    async fn propose(&self, batch: Vec<Pending>, place: InFlight) {
+        let (requests, replies): (Vec<Request>, Vec<_>) =
+            batch.into_iter().map(|p| (p.request, p.reply)).unzip();
+        let writes = requests.len();
+        let proposed = Instant::now();
+        let metrics = self.metrics.clone();
+        let reply = Reply::new(move |applied: openraft::raft::ClientWriteResult<_>| {
+            let outcome = match applied {
+                Ok(written) => {
+                    metrics.on_proposal_applied(proposed.elapsed());
+                    Ok((written.log_id.index, written.data))
+                }
+                Err(e) => Err(e.into()),
+            };
+            answer(replies, outcome);
+            drop(place);
+        });
+        // On an error the reply is dropped unanswered, and with it the
+        // callers' senders and the place: they see `ShuttingDown`.
+        if self
+            .raft
+            .client_write_ff(
+                Proposal {
+                    requests,
+                    quotas: self.quotas,
+                },
+                Some(reply),
+            )
+            .await
+            .is_ok()
+        {
+            self.metrics.on_proposed(writes);
+        }
+    }
+}
+
+/// The proposer task: proposes what queued while [`MAX_IN_FLIGHT`]
+/// entries were in flight, whenever one of them completes.
+async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     loop {
         tokio::select! {
             _ = stop.changed() => break,
-            Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
-            first = rx.recv(), if in_flight.len() < MAX_IN_FLIGHT => {
-                let Some(first) = first else { break };
-                let batch = gather(first, &mut rx);
-                propose(&raft, quotas, batch, &mut in_flight, &metrics).await;
-            }
+            () = shared.room.notified() => {}
+        }
+        loop {
+            let batch = {
+                let mut queue = shared.queue();
+                if queue.in_flight >= MAX_IN_FLIGHT || queue.waiting.is_empty() {
+                    break;
+                }
+                queue.in_flight += 1;
+                gather(&mut queue.waiting)
+            };
+            let place = InFlight(shared.clone());
+            shared.propose(batch, place).await;
         }
     }
+    // Callers still queued see `ShuttingDown` as their senders drop.
+    let mut queue = shared.queue();
+    queue.stopped = true;
+    queue.waiting.clear();
 }
 
-/// `first` and whatever else is queued, up to the batch bounds.
-fn gather(first: Pending, rx: &mut mpsc::UnboundedReceiver<Pending>) -> Vec<Pending> {
-    let mut bytes = weight(&first.request);
-    let mut batch = vec![first];
+/// The oldest queued requests, up to the batch bounds.
+fn gather(waiting: &mut VecDeque<Pending>) -> Vec<Pending> {
+    let mut bytes = 0;
+    let mut batch = Vec::new();
     while batch.len() < MAX_BATCH && bytes < MAX_BATCH_BYTES {
-        match rx.try_recv() {
-            Ok(next) => {
-                bytes += weight(&next.request);
-                batch.push(next);
-            }
-            Err(_) => break,
-        }
+        let Some(next) = waiting.pop_front() else {
+            break;
+        };
+        bytes += weight(&next.request);
+        batch.push(next);
     }
     batch
 }
@@ -157,41 +269,6 @@ fn weight(request: &Request) -> usize {
         | Command::SetLeaseTtl(SetLeaseTtl { .. }) => 0,
     };
     128 + variable
-}
-
-async fn propose(
-    raft: &Raft,
-    quotas: Quotas,
-    batch: Vec<Pending>,
-    in_flight: &mut JoinSet<()>,
-    metrics: &Arc<NodeMetrics>,
-) {
-    let (requests, replies): (Vec<Request>, Vec<_>) =
-        batch.into_iter().map(|p| (p.request, p.reply)).unzip();
-    let writes = requests.len();
-    let (responder, applied) = ProgressResponder::complete_only();
-    let proposed = Instant::now();
-    match raft
-        .client_write_ff(Proposal { requests, quotas }, Some(responder))
-        .await
-    {
-        Ok(()) => {
-            metrics.on_proposed(writes);
-            let metrics = metrics.clone();
-            in_flight.spawn(async move {
-                let outcome = match applied.await {
-                    Ok(Ok(written)) => {
-                        metrics.on_proposal_applied(proposed.elapsed());
-                        Ok((written.log_id.index, written.data))
-                    }
-                    Ok(Err(e)) => Err(e.into()),
-                    Err(_) => Err(Error::ShuttingDown),
-                };
-                answer(replies, outcome);
-            });
-        }
-        Err(e) => answer(replies, Err(e.into())),
-    }
 }
 
 /// Sends every caller its own response, or the shared error.

@@ -103,30 +103,47 @@ fn run(store: &LogStore, rx: &mpsc::Receiver<Pending>) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         batch.extend(rx.try_iter());
-        let last = batch.iter().filter_map(|p| p.last).max();
-        // Entries up to `last` are durable once the sync returns: what is
-        // also committed may raise the identity file's floor.
-        let synced = store.sync_with(|store, floor| match last {
-            Some(last) => {
-                let committed = store.committed.load(Ordering::SeqCst);
-                floor.committed_synced(committed.min(last))
-            }
-            None => Ok(()),
-        });
+        let appends: Vec<_> = batch
+            .iter()
+            .map(|p| (p.last, p.entries, p.started))
+            .collect();
+        let synced = sync_appended(store, &appends);
         for pending in batch {
             let result = match &synced {
-                Ok(()) => {
-                    if let Some(timer) = &store.append_timer {
-                        (timer.0)(pending.entries, pending.started.elapsed());
-                    }
-                    Ok(())
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, entries = pending.entries, "log sync failed");
-                    Err(io::Error::other(e.to_string()))
-                }
+                Ok(()) => Ok(()),
+                Err(e) => Err(io::Error::other(e.to_string())),
             };
             pending.callback.io_completed(result);
         }
     }
+}
+
+/// Syncs `appends` (each its last index, its number of entries and when
+/// it started), all inserted already, and times each; blocks. What the
+/// flusher thread runs for a batch, and a follower's append in place.
+pub(super) fn sync_appended(
+    store: &LogStore,
+    appends: &[(Option<u64>, usize, Instant)],
+) -> io::Result<()> {
+    let last = appends.iter().filter_map(|(last, ..)| *last).max();
+    // Entries up to `last` are durable once the sync returns: what is
+    // also committed may raise the identity file's floor.
+    let synced = store.sync_with(|store, floor| match last {
+        Some(last) => {
+            let committed = store.committed.load(Ordering::SeqCst);
+            floor.committed_synced(committed.min(last))
+        }
+        None => Ok(()),
+    });
+    for (_, entries, started) in appends {
+        match &synced {
+            Ok(()) => {
+                if let Some(timer) = &store.append_timer {
+                    (timer.0)(*entries, started.elapsed());
+                }
+            }
+            Err(e) => tracing::error!(error = %e, entries, "log sync failed"),
+        }
+    }
+    synced.map_err(|e| io::Error::other(e.to_string()))
 }

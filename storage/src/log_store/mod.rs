@@ -25,7 +25,7 @@ use crate::disk_sync::DiskSync;
 use crate::error::Error;
 use crate::identity::FloorKeeper;
 use crate::trees::{LOG_TREE, RAFT_META_TREE};
-use crate::types::{Entry, EntryPayload, LogId, Membership, TypeConfig, Vote};
+use crate::types::{Entry, EntryPayload, LogId, Membership, NodeId, TypeConfig, Vote};
 pub use flusher::AppendTimer;
 use flusher::Flusher;
 
@@ -61,6 +61,9 @@ pub struct LogStore {
     floor: Option<Arc<FloorKeeper>>,
     /// The committed index openraft last saved.
     pub(crate) committed: Arc<AtomicU64>,
+    /// The node this store belongs to, once known: entries another node
+    /// proposed are synced in place (see [`LogStore::append`]).
+    own_id: Option<NodeId>,
     /// Index → entry.
     log: sled::Tree,
     /// Vote, committed and last purged log ids.
@@ -77,6 +80,7 @@ impl LogStore {
             sync,
             floor: None,
             committed: Arc::default(),
+            own_id: None,
             log: db.open_tree(LOG_TREE)?,
             meta: db.open_tree(RAFT_META_TREE)?,
         };
@@ -92,9 +96,11 @@ impl LogStore {
         self
     }
 
-    /// Raises `floor` from now on as votes and commits are synced.
-    pub(crate) fn with_floor(mut self, floor: Arc<FloorKeeper>) -> Self {
+    /// Raises `floor` from now on as votes and commits are synced; the
+    /// store belongs to node `own_id`.
+    pub(crate) fn with_floor(mut self, floor: Arc<FloorKeeper>, own_id: NodeId) -> Self {
         self.floor = Some(floor);
+        self.own_id = Some(own_id);
         self
     }
 
@@ -319,11 +325,11 @@ impl LogStore {
     fn insert_entries<I: IntoIterator<Item = Entry>>(
         &self,
         entries: I,
-    ) -> Result<(Option<u64>, usize), Error> {
+    ) -> Result<(Option<LogId>, usize), Error> {
         let mut last = None;
         let mut count = 0;
         for entry in entries {
-            last = Some(entry.log_id.index);
+            last = Some(entry.log_id);
             count += 1;
             let index = entry.log_id.index;
             self.log
@@ -445,11 +451,15 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         Ok(self.read_committed_id()?)
     }
 
-    /// Inserts the entries and hands their sync to the flusher, which
-    /// tells openraft through `callback` once they are on stable storage.
-    /// Returning before the sync is what lets openraft's leader replicate
-    /// an entry while its own copy is still being written; nothing counts
-    /// towards a commit before the callback fires.
+    /// Inserts the entries and has them synced; `callback` tells openraft
+    /// once they are on stable storage, and nothing counts towards a commit
+    /// before it fires.
+    ///
+    /// Entries this node proposed go to the flusher thread and the append
+    /// returns before their sync, so the leader replicates an entry while
+    /// its own copy is being written. Entries another node proposed come in
+    /// an AppendEntries call whose answer waits for the sync anyway: they
+    /// are synced here, on the Raft core's task (docs/decisions.md).
     async fn append<I>(
         &mut self,
         entries: I,
@@ -461,7 +471,13 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let started = Instant::now();
         let (last, count) = self.insert_entries(entries)?;
-        self.flusher().flush(last, count, started, callback);
+        let proposer = last.map(|id| id.leader_id.node_id);
+        let last = last.map(|id| id.index);
+        if proposer.is_some() && proposer != self.own_id {
+            callback.io_completed(flusher::sync_appended(self, &[(last, count, started)]));
+        } else {
+            self.flusher().flush(last, count, started, callback);
+        }
         Ok(())
     }
 

@@ -240,3 +240,83 @@ async fn file_variable_and_flag_fill_one_setting_in_order() {
     assert!(stderr.contains("unknown field `heartbeat`"), "{stderr}");
     assert!(stderr.contains(file), "{stderr}");
 }
+
+/// `raftlock serve` raises its soft open-file limit to the hard one at
+/// start (as etcd, a Go program, does), and says when even that is below
+/// what `max_client_connections` needs. Seen failing: without the raise,
+/// the node kept the soft limit of 256 it was started with.
+#[tokio::test]
+async fn cli_serve_raises_its_open_file_limit_to_the_hard_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only `limit`.
+    assert_eq!(
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+        0
+    );
+    let hard = limit.rlim_max.min(4096);
+    let soft = hard.min(256);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let free_port = || {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let client_addr = format!("127.0.0.1:{}", free_port());
+    let mut command = Command::new(BIN);
+    command
+        .arg("serve")
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args(["--client-addr", &client_addr])
+        .args(["--peer-addr", &format!("127.0.0.1:{}", free_port())])
+        .args(["--admin-addr", "off"])
+        .env_remove("RAFTLOCK_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    // SAFETY: between fork and exec, only setrlimit (async-signal-safe)
+    // and an error built from errno.
+    unsafe {
+        command.pre_exec(move || {
+            let start = libc::rlimit {
+                rlim_cur: soft,
+                rlim_max: hard,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &start) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let serve = command.spawn().expect("spawn raftlock serve");
+    let client = raftlock::Client::connect_with_retry([client_addr], Duration::from_secs(30))
+        .await
+        .expect("client");
+    client
+        .grant_lease(Duration::from_secs(5))
+        .await
+        .expect("the node serves");
+    let pid = serve.id().expect("pid");
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("limits");
+    let open_files: Vec<u64> = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("Max open files")
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(open_files, [hard, hard], "soft and hard limits:\n{limits}");
+    terminate(&serve);
+    let out = tokio::time::timeout(Duration::from_secs(60), serve.wait_with_output())
+        .await
+        .expect("the node exits")
+        .expect("wait for raftlock serve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("the open-file limit is {hard}, below")),
+        "{stderr}"
+    );
+}
