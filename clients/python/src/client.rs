@@ -70,7 +70,7 @@ impl NativeClient {
         ttl: Option<f64>,
         timeout: Option<f64>,
         wait: bool,
-        mode: String,
+        mode: &str,
         permits: u32,
         limit: u32,
         owner: Option<String>,
@@ -78,7 +78,7 @@ impl NativeClient {
         on_lost: Option<Py<PyAny>>,
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mut builder = match mode.as_str() {
+        let mut builder = match mode {
             "exclusive" => self.client.lock(name),
             "shared" => self.client.lock(name).shared(),
             "permits" => self.client.semaphore(name, limit).builder(permits),

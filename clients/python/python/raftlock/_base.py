@@ -70,10 +70,13 @@ def on_lost_loop(
     event: asyncio.Event,
     callback: OnLost | None,
     task: asyncio.Task[Any] | None = None,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> Callable[[str], None]:
     """The native loss callback (on a client thread): sets ``event``, runs
-    ``callback`` and cancels ``task``, on the loop they belong to."""
-    loop = asyncio.get_running_loop()
+    ``callback`` and cancels ``task``, on the loop they belong to
+    (``loop``, default the running one)."""
+    if loop is None:
+        loop = asyncio.get_running_loop()
     # Callbacks' tasks, kept referenced until done (the loop holds them weakly).
     running: set[asyncio.Task[Any]] = set()
 
@@ -120,6 +123,8 @@ class LockBase:
         self._limit = limit
         self._guards: list[_native.NativeGuard] = []
         self._state = threading.Lock()
+        # The first level of the current hold, whose loss ``lost`` reports.
+        self._hold: _native.NativeGuard | None = None
 
     def _lock_args(self, wait: float | None, blocking: bool) -> tuple[Any, ...]:
         """The arguments of ``NativeClient.lock`` for one acquire."""

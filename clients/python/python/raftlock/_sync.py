@@ -32,7 +32,7 @@ from raftlock._sync_leadership import (
     TaskGuard,
     TaskLock,
 )
-from raftlock.errors import LockLost, Timeout
+from raftlock.errors import LockLost, NotHeld, Timeout
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -260,7 +260,10 @@ class Lock(LockBase):
         )
         self._client = client
         self._on_lost = on_lost
-        self._lost = threading.Event()
+        # The current hold's loss event: made with the hold when a callback
+        # needs it, otherwise on first use of ``lost`` (most holds never
+        # look, and an event and a watcher per hold cost).
+        self._lost: threading.Event | None = None
 
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         """Takes the lock (or one more level of it). Answers ``False`` if
@@ -271,17 +274,20 @@ class Lock(LockBase):
         if top is not None:
             guard = top.reenter()
         else:
-            lost = threading.Event()
+            if self._on_lost is None:
+                lost = on_lost = None
+            else:
+                lost = threading.Event()
+                on_lost = on_lost_thread(lost, self._on_lost)
             try:
-                guard = self._client._native.lock(
-                    *self._lock_args(wait, blocking),
-                    on_lost=on_lost_thread(lost, self._on_lost),
-                )
+                guard = self._client._native.lock(*self._lock_args(wait, blocking), on_lost=on_lost)
             except Timeout:
                 return False
             if guard is None:
                 return False
-            self._lost = lost
+            with self._state:
+                self._lost = lost
+                self._hold = guard
         _valid_or_release(guard)
         self._push(guard)
         return True
@@ -291,7 +297,14 @@ class Lock(LockBase):
         object holds nothing, and :class:`~raftlock.LockLost` if the hold
         had been lost meanwhile (the critical section may have overlapped
         another holder's)."""
-        self._pop().release()
+        guard = self._pop()
+        if guard is self._hold:
+            with self._state:
+                self._hold = None
+                if self._lost is None and guard.is_lost():
+                    self._lost = threading.Event()
+                    self._lost.set()
+        guard.release()
 
     def locked(self) -> bool:
         """Whether anyone holds the lock now (asks the cluster)."""
@@ -301,7 +314,16 @@ class Lock(LockBase):
     @property
     def lost(self) -> threading.Event:
         """Set when the current hold is lost (not when it is released)."""
-        return self._lost
+        lost = self._lost
+        if lost is None:
+            with self._state:
+                if self._lost is None:
+                    self._lost = threading.Event()
+                    if self._hold is not None:
+                        with contextlib.suppress(NotHeld):
+                            self._hold.on_lost(on_lost_thread(self._lost, None))
+                lost = self._lost
+        return lost
 
     def __enter__(self) -> Lock:
         if not self.acquire():

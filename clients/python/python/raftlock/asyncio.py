@@ -14,7 +14,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from os import PathLike
 from types import TracebackType
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from raftlock import _native
 from raftlock._aio_leadership import (
@@ -35,7 +35,7 @@ from raftlock._base import (
 )
 from raftlock._common import wait_limit
 from raftlock._native import LeaseTtl, LockInfo
-from raftlock.errors import LockLost, Timeout
+from raftlock.errors import LockLost, NotHeld, Timeout
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -221,37 +221,75 @@ class Lock(LockBase):
         self._client = client
         self._on_lost = on_lost
         self._abort_on_loss = abort_on_loss
-        self._lost = asyncio.Event()
+        # The current hold's loss event: made with the hold when a callback
+        # or abort_on_loss needs it, otherwise on first use of ``lost``
+        # (most holds never look, and a watcher per hold costs).
+        self._lost: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _start(
+        self, blocking: bool, timeout: float | None
+    ) -> tuple[Awaitable[Any], bool, asyncio.Event | None]:
+        """The native call of one acquire; whether it takes a fresh hold
+        (not a re-entry); the fresh hold's loss event, if made now."""
+        wait = wait_limit(blocking, timeout, self._timeout)
+        top = self._held_top()
+        if top is not None:
+            return top.reenter(aio=True), False, None
+        if self._on_lost is None and not self._abort_on_loss:
+            lost = on_lost = None
+        else:
+            lost = asyncio.Event()
+            task = asyncio.current_task() if self._abort_on_loss else None
+            on_lost = on_lost_loop(lost, self._on_lost, task)
+        call = self._client._native.lock(
+            *self._lock_args(wait, blocking), on_lost=on_lost, aio=True
+        )
+        return call, True, lost
+
+    def _granted(self, guard: _native.NativeGuard, lost: asyncio.Event | None) -> None:
+        """A fresh hold was granted: its loss event is the current one."""
+        self._lost = lost
+        self._hold = guard
+        self._loop = asyncio.get_running_loop()
 
     async def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         """Takes the lock (or one more level of it); ``False`` if busy
         (``blocking=False``) or after ``timeout`` seconds."""
-        wait = wait_limit(blocking, timeout, self._timeout)
-        top = self._held_top()
-        if top is not None:
-            guard: _native.NativeGuard = await top.reenter(aio=True)
-        else:
-            lost = asyncio.Event()
-            task = asyncio.current_task() if self._abort_on_loss else None
+        call, fresh, lost = self._start(blocking, timeout)
+        if fresh:
             try:
-                guard = await self._client._native.lock(
-                    *self._lock_args(wait, blocking),
-                    on_lost=on_lost_loop(lost, self._on_lost, task),
-                    aio=True,
-                )
+                guard = await call
             except Timeout:
                 return False
             if guard is None:
                 return False
-            self._lost = lost
-        await _valid_or_release(guard)
+            self._granted(guard, lost)
+        else:
+            guard = await call
+        try:
+            guard.ensure_valid()
+        except LockLost:
+            with contextlib.suppress(LockLost):
+                await guard.release(aio=True)
+            raise
         self._push(guard)
         return True
 
     async def release(self) -> None:
         """Releases one level; raises :class:`~raftlock.LockLost` if the
         hold had been lost meanwhile."""
-        await self._pop().release(aio=True)
+        await self._releasing(self._pop()).release(aio=True)
+
+    def _releasing(self, guard: _native.NativeGuard) -> _native.NativeGuard:
+        """``guard``, about to be released: the hold's loss is kept for
+        ``lost`` if nobody made its event yet."""
+        if guard is self._hold:
+            self._hold = None
+            if self._lost is None and guard.is_lost():
+                self._lost = asyncio.Event()
+                self._lost.set()
+        return guard
 
     async def locked(self) -> bool:
         """Whether anyone holds the lock now (asks the cluster)."""
@@ -261,11 +299,35 @@ class Lock(LockBase):
     @property
     def lost(self) -> asyncio.Event:
         """Set when the current hold is lost (``await lock.lost.wait()``)."""
-        return self._lost
+        lost = self._lost
+        if lost is None:
+            lost = self._lost = asyncio.Event()
+            hold = self._hold
+            if hold is not None and self._loop is not None:
+                with contextlib.suppress(NotHeld):
+                    hold.on_lost(on_lost_loop(lost, None, loop=self._loop))
+        return lost
 
     async def __aenter__(self) -> Lock:
-        if not await self.acquire():
-            raise Timeout(f"lock {self.name!r} was not granted within {self._timeout}s")
+        # acquire(), inline: one coroutine per ``async with`` instead of two.
+        call, fresh, lost = self._start(True, None)
+        if fresh:
+            try:
+                guard = await call
+            except Timeout:
+                guard = None
+            if guard is None:
+                raise Timeout(f"lock {self.name!r} was not granted within {self._timeout}s")
+            self._granted(guard, lost)
+        else:
+            guard = await call
+        try:
+            guard.ensure_valid()
+        except LockLost:
+            with contextlib.suppress(LockLost):
+                await guard.release(aio=True)
+            raise
+        self._push(guard)
         return self
 
     async def __aexit__(
@@ -275,10 +337,14 @@ class Lock(LockBase):
         tb: TracebackType | None,
     ) -> None:
         aborted = (
-            self._abort_on_loss and isinstance(exc, asyncio.CancelledError) and self._lost.is_set()
+            self._abort_on_loss
+            and isinstance(exc, asyncio.CancelledError)
+            and self._lost is not None
+            and self._lost.is_set()
         )
         try:
-            await self.release()
+            # release(), inline.
+            await self._releasing(self._pop()).release(aio=True)
         except LockLost as lost:
             if aborted:
                 _uncancel()
@@ -294,15 +360,6 @@ def _uncancel() -> None:
     task = asyncio.current_task()
     if task is not None and sys.version_info >= (3, 11):
         task.uncancel()
-
-
-async def _valid_or_release(guard: _native.NativeGuard) -> None:
-    try:
-        guard.ensure_valid()
-    except LockLost:
-        with contextlib.suppress(LockLost):
-            await guard.release(aio=True)
-        raise
 
 
 class Semaphore(SemaphoreBase):
