@@ -366,3 +366,30 @@ async fn a_restored_leader_does_not_read_behind_an_acknowledged_write() {
     );
     cluster.shutdown().await;
 }
+
+/// Followers that answer an append carrying entries later than a heartbeat
+/// interval (50 ms here) after it was sent, as on a slow disk or, with TLS,
+/// on a starved machine, still let the leader commit. openraft bounds such
+/// an append by the heartbeat interval; with only that, every append timed
+/// out before its answer came, was sent again with whatever was proposed
+/// meanwhile, and nothing committed for as long as the followers stayed
+/// that slow: a write forwarded to the leader waited out all of
+/// `leader_wait` (30 s, in the TLS cluster test on a loaded CI machine).
+/// Heartbeats are answered at once here, so the leader keeps its lease.
+#[tokio::test]
+async fn followers_slower_than_a_heartbeat_still_commit() {
+    let cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let heartbeat = cluster.base.replication.heartbeat;
+    for follower in cluster.others(leader) {
+        cluster.filter.slow_entries(leader, follower, heartbeat * 3);
+    }
+    let client = cluster.client_of(leader).await;
+    for i in 0..3 {
+        client
+            .grant_lease(TTL)
+            .await
+            .unwrap_or_else(|e| panic!("write {i} with followers slower than a heartbeat: {e}"));
+    }
+    cluster.shutdown().await;
+}

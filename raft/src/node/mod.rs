@@ -163,7 +163,9 @@ impl RaftNode {
                 let removal = removal.clone();
                 Arc::new(move |peer, index| removal.refused_by(peer, index))
             },
-        );
+        )
+        // openraft's `election_timeout_max` (see `Config::raft_config`).
+        .with_append_deadline(config.election_timeout * 2);
         start_checks::refuse_if_running_elsewhere(&config, &log_store, &sm_store, &net).await?;
         start_checks::refuse_if_rolled_back(&config, &log_store, &sm_store, &net).await?;
         let raft = Raft::new(

@@ -238,6 +238,12 @@ impl Peer for PeerService {
         )?;
         self.record(&req).await?;
         let carries_entries = !rpc.entries.is_empty();
+        if let Some(delay) = carries_entries
+            .then(|| self.node.net.filter().entries_delay(from.id, self.node.id))
+            .flatten()
+        {
+            tokio::time::sleep(delay).await;
+        }
         let reply = self.node.raft.append_entries(rpc).await;
         if matches!(&reply, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_))) {
             self.node.heard_from_leader(from.id);

@@ -18,8 +18,9 @@ use raftlock_raft::LinkFilter;
 // methods that cut them are unused.
 #![cfg_attr(not(feature = "test-util"), allow(dead_code))]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use raftlock_storage::NodeId;
 
@@ -36,6 +37,9 @@ struct Links {
     cut: BTreeSet<(NodeId, NodeId)>,
     /// Links that carry heartbeats but no log entries.
     entries_held: BTreeSet<(NodeId, NodeId)>,
+    /// Links whose receiver answers an append that carries log entries
+    /// only after this long.
+    entries_slowed: BTreeMap<(NodeId, NodeId), Duration>,
 }
 
 impl LinkFilter {
@@ -48,6 +52,13 @@ impl LinkFilter {
     /// it leads but cannot commit anything.
     pub fn hold_entries(&self, from: NodeId, to: NodeId) {
         self.lock().entries_held.insert((from, to));
+    }
+    /// Makes `to` answer each append-entries from `from` that carries log
+    /// entries `delay` late (heartbeats are answered at once): a follower
+    /// slower to store entries than a heartbeat interval, as on a slow
+    /// disk or a starved machine.
+    pub fn slow_entries(&self, from: NodeId, to: NodeId, delay: Duration) {
+        self.lock().entries_slowed.insert((from, to), delay);
     }
     /// Cuts every link into and out of `node`.
     pub fn isolate(&self, node: NodeId, others: impl IntoIterator<Item = NodeId>) {
@@ -67,6 +78,10 @@ impl LinkFilter {
     }
     pub(crate) fn holds_entries(&self, from: NodeId, to: NodeId) -> bool {
         self.lock().entries_held.contains(&(from, to))
+    }
+    /// How late `to` answers an append with entries from `from`.
+    pub(crate) fn entries_delay(&self, from: NodeId, to: NodeId) -> Option<Duration> {
+        self.lock().entries_slowed.get(&(from, to)).copied()
     }
     fn lock(&self) -> std::sync::MutexGuard<'_, Links> {
         // A poisoned filter only means a test thread panicked; the sets are

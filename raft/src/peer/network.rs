@@ -60,6 +60,9 @@ pub struct PeerNetwork {
     guard: Arc<PeerGuard>,
     /// Largest reply accepted.
     max_message: usize,
+    /// The least time an append-entries call is given (see
+    /// [`PeerConnection::deadline`]).
+    append_deadline: Duration,
     /// This node's certificate and the cluster CA; `None`: plain text.
     tls: Option<NodeTls>,
     /// Counts failed Raft RPCs per peer.
@@ -86,11 +89,19 @@ impl PeerNetwork {
             filter,
             guard,
             max_message,
+            append_deadline: Duration::ZERO,
             tls,
             metrics,
             on_refused,
             witness: Arc::default(),
         }
+    }
+
+    /// Gives every append-entries call at least `deadline` (see
+    /// [`PeerConnection::deadline`]); without, openraft's heartbeat interval.
+    pub(crate) fn with_append_deadline(mut self, deadline: Duration) -> Self {
+        self.append_deadline = deadline;
+        self
     }
 
     /// What this node saw of each peer (see [`Witness`]).
@@ -128,6 +139,11 @@ impl PeerNetwork {
                 .map_err(|e| format!("TLS settings for node {target} at {addr}: {e}"))?;
         }
         Ok(endpoint)
+    }
+
+    /// The links a test cut or slowed.
+    pub(crate) fn filter(&self) -> &LinkFilter {
+        &self.filter
     }
 
     /// The envelope this node seals and checks peer messages with.
@@ -264,7 +280,7 @@ impl PeerConnection {
         })?;
         let sealed = self.net.guard.seal(rpc.name(), self.target, data);
         let mut req = tonic::Request::new(sealed.clone());
-        req.set_timeout(option.hard_ttl());
+        req.set_timeout(self.deadline(rpc, option));
         let mut client = PeerClient::new(channel).max_decoding_message_size(self.net.max_message);
         let reply = match rpc {
             Rpc::Append => client.append_entries(req).await,
@@ -305,6 +321,27 @@ impl PeerConnection {
             decode(&reply.data).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         // The peer's Raft stopped or failed: it is going away.
         result.map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))
+    }
+
+    /// How long `rpc` may take. openraft gives every append-entries call
+    /// the heartbeat interval (50 ms by default), but a follower answers an
+    /// append only once its entries are on disk, and the round trip adds
+    /// the network's time and (with TLS) the ciphers': on a slow disk or a
+    /// busy machine that is more than a heartbeat. An append cut off then
+    /// is sent again from the last acknowledged entry, with whatever was
+    /// proposed meanwhile, so the follower has new entries to sync each
+    /// time and the leader never hears it took any: nothing commits while
+    /// the follower stays that slow (a forwarded write waited out all of
+    /// `leader_wait`, 30 s, on a loaded CI machine with mutual TLS). An
+    /// append is therefore given `append_deadline` (the longest election
+    /// timeout: a follower that heard nothing for that long stands for
+    /// election anyway). Heartbeats stay bounded by openraft itself, to the
+    /// heartbeat interval.
+    fn deadline(&self, rpc: Rpc, option: &RPCOption) -> Duration {
+        match rpc {
+            Rpc::Append => option.hard_ttl().max(self.net.append_deadline),
+            _ => option.hard_ttl(),
+        }
     }
 
     /// Sends the snapshot's pieces one by one; stops early when the
