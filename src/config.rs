@@ -52,7 +52,8 @@ pub struct ServingConfig {
     pub admin_addr: Option<String>,
     /// Client connections this node holds open at once; one more is
     /// accepted and closed at once. Keep it below the process's open-file
-    /// limit (`ulimit -n`).
+    /// limit (`ulimit -n`; `raftlock serve` raises its soft limit to the
+    /// hard one at start and warns when that is still too low).
     pub max_client_connections: usize,
     /// Client connections from one source IP address held open at once.
     /// A client holds one connection to each node it has called (its
