@@ -17,7 +17,9 @@ def test_locks_survive_a_leader_kill(fresh_cluster: Cluster) -> None:
     lock = holder.lock("py/failover")
     assert lock.acquire()
     fence = lock.fence
-    own = raftlock.redis.Lock(holder, "py/failover/own", timeout=5)
+    # Its own TTL well above the 4 s slept below plus the failover: with
+    # 5 s, a slow election or a slow answer let it expire (seen in CI runs).
+    own = raftlock.redis.Lock(holder, "py/failover/own", timeout=15)
     assert own.acquire()
 
     fresh_cluster.kill(fresh_cluster.wait_for_leader())
