@@ -163,6 +163,15 @@ kill "$holder_pid"
 wait "$holder_pid" 2>/dev/null || true
 check "snapshot status names the backup's index" grep -q "backup at index" <(raftlock snapshot status "$hand_dir/cluster.backup")
 highest=$(raftlock snapshot status "$hand_dir/cluster.backup" --output json | python3 -c 'import json,sys; print(json.load(sys.stdin)["highest_fence"])')
+# The old cluster goes on granting after the backup, as one that is later
+# lost does; nobody reads how far it got (no --bump-index below).
+after_backup=0
+for i in $(seq 1 20); do
+    f=$(raftlock lock "after-backup/$((i % 4))" --ttl 5s -- sh -c 'echo "$RAFTLOCK_FENCE"') ||
+        fail "lock after the backup failed"
+    if ((f > after_backup)); then after_backup=$f; fi
+done
+check "the old cluster granted fences after the backup ($after_backup > $highest)" test "$after_backup" -gt "$highest"
 "$here/stop.sh" -d "$DIR" -t 5 >/dev/null || fail "stop.sh of the membership cluster failed"
 kill "$pid_5" 2>/dev/null || true
 wait "$pid_5" 2>/dev/null || true
@@ -197,6 +206,11 @@ check "the lock held at the backup is held again, with its fence $held_fence" \
 check "the backup's highest fence is that lock's" test "$highest" = "$held_fence"
 new_fence=$(raftlock lock restored/check --ttl 5s -- sh -c 'echo "$RAFTLOCK_FENCE"') || fail "lock on the restored cluster failed"
 check "a fence of the restored cluster ($new_fence) is above the backup's highest ($highest)" test "$new_fence" -gt "$highest"
+for i in 0 1 2 3; do
+    f=$(raftlock lock "after-backup/$i" --ttl 5s -- sh -c 'echo "$RAFTLOCK_FENCE"') || fail "lock after-backup/$i on the restored cluster failed"
+    check "after-backup/$i's next fence ($f) is above every fence the old cluster granted after the backup ($after_backup)" \
+        test "$f" -gt "$after_backup"
+done
 
 # ---- an older copy of a node's data dir is refused at start
 # Node 3 stopped, its dir copied, run on, stopped again, and the copy put

@@ -37,9 +37,11 @@ enum SnapshotCommand {
     /// Seed a new, empty data dir for one node of a new cluster from a
     /// backup. Run it once per member with the same FILE, --initial-cluster
     /// and --bump-index, then start each with the `raftlock serve` command
-    /// it prints (its own addresses from its --initial-cluster entry). Fences the new cluster grants
-    /// are above every fence in the backup; leases restart with their full
-    /// TTL once a leader is elected.
+    /// it prints (its own addresses from its --initial-cluster entry).
+    /// Fences the new cluster grants are above every fence the old cluster
+    /// granted, after the backup too (its first request moves them past
+    /// what any cluster could grant in the time since the backup); leases
+    /// restart with their full TTL once a leader is elected.
     Restore {
         /// The backup file (`raftlock snapshot save`).
         file: PathBuf,
@@ -60,11 +62,10 @@ enum SnapshotCommand {
         /// A one-node cluster's peer address.
         #[arg(long, default_value = "127.0.0.1:7380")]
         peer_addr: String,
-        /// Start the new log this many entries past the backup's index, so
-        /// its fences also clear every fence the old cluster granted after
-        /// the backup was taken (fences grow by 65536 per entry; the old
-        /// cluster's `raftlock cluster status` shows its last index). As
-        /// etcdutl's --bump-revision.
+        /// Start the new log this many entries past the backup's index
+        /// (fences grow by 65536 per entry). Not needed to clear the fences
+        /// the old cluster granted after the backup: that happens anyway.
+        /// As etcdutl's --bump-revision.
         #[arg(long, default_value_t = 0)]
         bump_index: u64,
         /// Mixed into the new cluster's id: give each cluster restored from
@@ -166,6 +167,7 @@ pub async fn run(args: SnapshotArgs) -> Result<u8, String> {
                 bootstrap: config.bootstrap(),
                 bump: bump_index,
                 token: cluster_token,
+                now_ms: raftlock_raft::clock::wall_clock_ms(),
             };
             let restored = tokio::task::spawn_blocking(move || restore(&data_dir, &bytes, &seed))
                 .await

@@ -15,7 +15,11 @@
 //! follows: fences and lease ids are slots (`log index << 16 | position`)
 //! and the new cluster's entries all come after that index, so every fence
 //! it grants is above every fence the old cluster granted up to the backup
-//! (and, with `bump`, up to that many entries after it).
+//! (and, with `bump`, up to that many entries after it). Fences the old
+//! cluster granted after the backup are cleared without the operator's
+//! help: the state carries a pending [`SlotShift`](crate::state::SlotShift) from the backup's time,
+//! which the new cluster's first request settles, moving every later slot
+//! past whatever the old cluster could have reached in the time between.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -27,14 +31,13 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use crate::codec::{decode, decode_previous, encode, format_of, PREVIOUS_FORMAT};
-use crate::command::slot;
 use crate::disk_sync::{io_error, DiskSync, SyncMode};
 use crate::error::Error;
 use crate::identity::{Bootstrap, Identity};
 use crate::log_store::LogStore;
 use crate::sm_store::snapshot::{SnapshotPayload, SnapshotStore};
 use crate::sm_store::{read_state, AppliedMembers, SharedState};
-use crate::state::{StateParts, StatePartsV5, StatePartsV6};
+use crate::state::{StateParts, StatePartsV5, StatePartsV6, StatePartsV6Named};
 use crate::types::{
     CommittedLeaderId, LogId, Membership, NodeAddr, NodeId, SnapshotMeta, StoredMembership,
 };
@@ -63,6 +66,16 @@ struct BackupV5 {
     cluster_id: Option<Uuid>,
     taken_at_ms: u64,
     state: StatePartsV5,
+}
+
+/// [`Backup`] as builds of record format 6 before slot shifts wrote it:
+/// the same record, ending where today's `state` has its shift.
+#[derive(Deserialize)]
+struct BackupV6Named {
+    index: u64,
+    cluster_id: Option<Uuid>,
+    taken_at_ms: u64,
+    state: StatePartsV6Named,
 }
 
 /// [`Backup`] as builds of record format 6 before named records wrote it:
@@ -118,16 +131,24 @@ impl Backup {
                 state: old.state.into(),
             });
         }
-        // A record of an earlier format-6 build ends before the named
-        // records today's carry, so decoding it as today's runs out of
-        // bytes; it is then read as what it is.
+        // A record of an earlier format-6 build ends before the slot
+        // shift (or the named records) today's carry, so decoding it as
+        // today's runs out of bytes; it is then read as what it is.
         decode("backup", record).or_else(|today: Error| {
-            decode::<BackupV6>("backup", record)
+            decode::<BackupV6Named>("backup", record)
                 .map(|old| Backup {
                     index: old.index,
                     cluster_id: old.cluster_id,
                     taken_at_ms: old.taken_at_ms,
                     state: old.state.into(),
+                })
+                .or_else(|_| {
+                    decode::<BackupV6>("backup", record).map(|old| Backup {
+                        index: old.index,
+                        cluster_id: old.cluster_id,
+                        taken_at_ms: old.taken_at_ms,
+                        state: old.state.into(),
+                    })
                 })
                 .map_err(|_| today)
         })
@@ -162,6 +183,9 @@ pub struct Seed {
     /// Mixed into the new cluster's id: restoring one file twice into two
     /// clusters with the same members needs two tokens.
     pub token: String,
+    /// The restoring machine's wall clock, ms since the Unix epoch: a
+    /// backup so old that the fence floor would not fit is refused.
+    pub now_ms: u64,
 }
 
 /// What a restore made.
@@ -169,7 +193,10 @@ pub struct Seed {
 pub struct Restored {
     /// The index the new cluster's log continues after.
     pub index: u64,
-    /// Every fence the new cluster grants is above this.
+    /// Every fence the new cluster grants is above this: the backup's
+    /// index, `bump`, and how far the old cluster could have gone since
+    /// the backup was taken, up to now ([`SlotShift`](crate::state::SlotShift); the first request
+    /// of the new cluster raises it further by the time passed until then).
     pub fence_floor: u64,
     /// The new cluster's id (the same on every member restored alike).
     pub cluster_id: Uuid,
@@ -196,6 +223,17 @@ pub fn restore(dir: &Path, backup_bytes: &[u8], seed: &Seed) -> Result<Restored,
         .checked_add(seed.bump)
         .filter(|i| i.checked_add(1).is_some_and(|n| n < (1 << (64 - 16))))
         .ok_or_else(|| Error::Restore(format!("--bump-index {} is too large", seed.bump)))?;
+    let mut backup = backup;
+    backup.state.slots = backup
+        .state
+        .slots
+        .restored(index, backup.taken_at_ms, seed.now_ms)
+        .map_err(|e| {
+            Error::Restore(format!(
+                "{e}; the backup is too old to restore with a fence floor"
+            ))
+        })?;
+    let fence_floor = backup.state.slots.floor(index + 1, seed.now_ms) - 1;
     let lowest = *seed.members.keys().next().unwrap_or(&seed.node_id);
     // Term 0, as openraft's own initialization entry: every leader of the
     // new cluster has a higher term.
@@ -235,7 +273,7 @@ pub fn restore(dir: &Path, backup_bytes: &[u8], seed: &Seed) -> Result<Restored,
     identity.write(dir)?;
     Ok(Restored {
         index,
-        fence_floor: slot(index, crate::command::MAX_REQUESTS_PER_ENTRY - 1),
+        fence_floor,
         cluster_id,
     })
 }

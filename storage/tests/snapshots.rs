@@ -30,7 +30,7 @@ async fn snapshot_round_trip_into_a_fresh_store() -> TestResult {
     assert_eq!(snapshot.meta.last_log_id, Some(log_id(1, 1, 4)));
     // Checked postcard after its marker byte (earlier builds wrote JSON,
     // still read: see installing_a_snapshot_replaces_old_records).
-    assert_eq!(snapshot.snapshot.get_ref().first(), Some(&0xB4));
+    assert_eq!(snapshot.snapshot.get_ref().first(), Some(&0xB5));
     let current = source
         .get_current_snapshot()
         .await?

@@ -4,11 +4,12 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::command::slot;
 use crate::command::{Acquire, GrantLease};
 use crate::command::{Command, Mode, Request};
 use crate::limits::Quotas;
 use crate::node_db::{open, OpenOptions};
-use crate::state::{Changes, LockState};
+use crate::state::{Changes, LockState, SlotShift, CLOCK_MARGIN_MS, MAX_ENTRIES_PER_MS};
 
 /// A state with one lease holding one lock, applied at indexes 1 and 2.
 fn sample() -> Backup {
@@ -43,7 +44,7 @@ fn sample() -> Backup {
     Backup {
         index: 2,
         cluster_id: Some(Uuid::from_u128(9)),
-        taken_at_ms: 1,
+        taken_at_ms: TAKEN_AT_MS,
         state: state.to_parts(),
     }
 }
@@ -69,8 +70,13 @@ fn seed(node_id: NodeId, bump: u64) -> Seed {
         },
         bump,
         token: String::new(),
+        now_ms: TAKEN_AT_MS + ELAPSED_MS,
     }
 }
+
+/// When `sample()` was taken, and how long before the restore.
+const TAKEN_AT_MS: u64 = 1;
+const ELAPSED_MS: u64 = 2_000;
 
 #[test]
 fn a_backup_round_trips_and_refuses_damage() {
@@ -102,7 +108,10 @@ fn a_restored_dir_opens_at_the_backup_past_its_index() {
         let restored = restore(&path, &bytes, &seed(node, 100)).unwrap();
         assert_eq!(restored.index, 102);
         assert!(restored.fence_floor >= backup.highest_fence());
-        assert!(slot(restored.index + 1, 0) > restored.fence_floor);
+        // The floor clears what the old cluster could grant in the 2 s
+        // between the backup and the restore.
+        let ahead = (ELAPSED_MS + CLOCK_MARGIN_MS) * MAX_ENTRIES_PER_MS;
+        assert_eq!(restored.fence_floor, slot(103 + ahead, 0) - 1);
         ids.push(restored.cluster_id);
 
         let options = OpenOptions::new(node, seed(node, 0).bootstrap);
@@ -115,7 +124,14 @@ fn a_restored_dir_opens_at_the_backup_past_its_index() {
         assert_eq!(log.cluster_id(), Some(restored.cluster_id));
         let state = sm.state();
         let state = state.read().unwrap();
-        assert_eq!(state.to_parts(), backup.state);
+        // The backup's state, with the shift pending from its time: the
+        // same on every member, whenever each was restored.
+        let mut expected = backup.state.clone();
+        expected.slots = SlotShift {
+            entries: 0,
+            pending_since_ms: Some(TAKEN_AT_MS),
+        };
+        assert_eq!(state.to_parts(), expected);
         assert_eq!(state.lock("res").unwrap().holders[0].owner, "a");
     }
     assert!(ids.windows(2).all(|w| w[0] == w[1]), "one cluster id");

@@ -20,7 +20,7 @@ use openraft::storage::{EntryResponder, RaftStateMachine};
 use openraft::OptionalSend;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::command::{slot, Command, CommandError, Response, MAX_REQUESTS_PER_ENTRY};
+use crate::command::{Command, CommandError, Response, MAX_REQUESTS_PER_ENTRY};
 use crate::command::{ExpireLeases, RevokeAccountLeases};
 use crate::disk_sync::DiskSync;
 use crate::error::Error;
@@ -217,7 +217,7 @@ impl StateMachineStore {
                                     "entry carries too many requests".into(),
                                 ));
                             }
-                            let at = slot(index, position);
+                            let at = state.slot_of(index, position, request.time_ms);
                             state.apply(at, request, &proposal.quotas, &mut changes)
                         })
                         .collect();

@@ -15,7 +15,7 @@ use crate::command::slot_index;
 use crate::disk_sync::DiskSync;
 use crate::error::{from_json, Error};
 use crate::log_store::LogStore;
-use crate::state::{StateParts, StatePartsV5, StatePartsV6, StatePartsView};
+use crate::state::{StateParts, StatePartsV5, StatePartsV6, StatePartsV6Named, StatePartsView};
 use crate::trees::SNAPSHOT_TREE;
 use crate::types::{LogId, Snapshot, SnapshotData, SnapshotMeta, StoredMembership, TypeConfig};
 
@@ -64,6 +64,26 @@ impl From<SnapshotPayloadV5> for SnapshotPayload {
     }
 }
 
+/// [`SnapshotPayload`] as builds of record format 6 before slot shifts
+/// wrote it, in the frame of [`CHECKED_SNAPSHOT_V6_NAMED`]. Read and
+/// converted, never written.
+#[derive(Debug, Deserialize)]
+struct SnapshotPayloadV6Named {
+    last_applied: Option<LogId>,
+    membership: StoredMembership,
+    state: StatePartsV6Named,
+}
+
+impl From<SnapshotPayloadV6Named> for SnapshotPayload {
+    fn from(old: SnapshotPayloadV6Named) -> Self {
+        SnapshotPayload {
+            last_applied: old.last_applied,
+            membership: old.membership,
+            state: old.state.into(),
+        }
+    }
+}
+
 /// [`SnapshotPayload`] as builds of record format 6 before named records
 /// wrote it, in the frame of [`CHECKED_SNAPSHOT_V6`]. Read and converted,
 /// never written.
@@ -98,7 +118,11 @@ struct SnapshotPayloadView<'a> {
 /// CRC32C (little-endian) of everything after it, and the postcard payload.
 /// The checksum catches bytes damaged between the builder and the
 /// installer, and the cluster id a snapshot of another cluster.
-const CHECKED_SNAPSHOT: u8 = 0xB4;
+const CHECKED_SNAPSHOT: u8 = 0xB5;
+
+/// The same frame around a [`SnapshotPayloadV6Named`], as builds of record
+/// format 6 before slot shifts wrote it.
+const CHECKED_SNAPSHOT_V6_NAMED: u8 = 0xB4;
 
 /// The same frame around a [`SnapshotPayloadV6`], as builds of record
 /// format 6 before named records wrote it.
@@ -138,12 +162,17 @@ struct Framed<'a> {
 }
 
 /// Checks the frame of `data` (marked [`CHECKED_SNAPSHOT`],
-/// [`CHECKED_SNAPSHOT_V6`] or [`CHECKED_SNAPSHOT_V5`]); `None` for bytes
-/// in another format.
+/// [`CHECKED_SNAPSHOT_V6_NAMED`], [`CHECKED_SNAPSHOT_V6`] or
+/// [`CHECKED_SNAPSHOT_V5`]); `None` for bytes in another format.
 fn unframe(data: &[u8]) -> Result<Option<Framed<'_>>, Error> {
     if !matches!(
         data.first(),
-        Some(&CHECKED_SNAPSHOT | &CHECKED_SNAPSHOT_V6 | &CHECKED_SNAPSHOT_V5)
+        Some(
+            &CHECKED_SNAPSHOT
+                | &CHECKED_SNAPSHOT_V6_NAMED
+                | &CHECKED_SNAPSHOT_V6
+                | &CHECKED_SNAPSHOT_V5
+        )
     ) {
         return Ok(None);
     }
@@ -194,6 +223,10 @@ impl SnapshotPayload {
                 check_cluster(cluster, framed.built_in)?;
                 if first == Some(&CHECKED_SNAPSHOT_V5) {
                     postcard_v5(framed.payload)?
+                } else if first == Some(&CHECKED_SNAPSHOT_V6_NAMED) {
+                    postcard::from_bytes::<SnapshotPayloadV6Named>(framed.payload)
+                        .map(Self::from)
+                        .map_err(|e| Error::decode("snapshot", e))?
                 } else if first == Some(&CHECKED_SNAPSHOT_V6) {
                     postcard::from_bytes::<SnapshotPayloadV6>(framed.payload)
                         .map(Self::from)
@@ -238,9 +271,12 @@ impl SnapshotPayload {
                 "snapshot at index {at} holds a membership from a later index"
             )));
         }
-        if let Some(index) = newest_index(&self.state).filter(|&i| i > at) {
+        // Slots run ahead of the log index by the restore's shift.
+        let shifted = at.saturating_add(self.state.slots.entries);
+        if let Some(index) = newest_index(&self.state).filter(|&i| i > shifted) {
             return Err(Error::Corrupt(format!(
-                "snapshot at index {at} holds a record made at index {index}, after it"
+                "snapshot at index {at} (slots at {shifted}) holds a record made at slot \
+                 index {index}, after it"
             )));
         }
         Ok(())

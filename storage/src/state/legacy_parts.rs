@@ -1,6 +1,10 @@
 //! The state's records as earlier builds wrote them into snapshots and
 //! backups, and how they become today's [`StateParts`].
 //!
+//! Builds of record format 6 before slot shifts ([`StatePartsV6Named`])
+//! wrote everything but the shift a restore leaves: they read as today's
+//! with none (slots at log positions).
+//!
 //! Builds of record format 6 before named records ([`StatePartsV6`]) wrote
 //! the same leases, locks and sessions, and no named records: they read
 //! as today's with none.
@@ -21,8 +25,29 @@
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::{ClientSession, Lease, Lock, NamedRecords, SessionKey, StateParts};
+use super::{ClientSession, Lease, Lock, NamedRecords, SessionKey, SlotShift, StateParts};
 use crate::account::Account;
+
+/// [`StateParts`] as format-6 builds before slot shifts encoded it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct StatePartsV6Named {
+    leases: Vec<Lease>,
+    locks: Vec<Lock>,
+    clients: Vec<(SessionKey, ClientSession)>,
+    named: NamedRecords,
+}
+
+impl From<StatePartsV6Named> for StateParts {
+    fn from(old: StatePartsV6Named) -> StateParts {
+        StateParts {
+            leases: old.leases,
+            locks: old.locks,
+            clients: old.clients,
+            named: old.named,
+            slots: SlotShift::default(),
+        }
+    }
+}
 
 /// [`StateParts`] as format-6 builds before named records encoded it.
 #[derive(Debug, Deserialize)]
@@ -39,6 +64,7 @@ impl From<StatePartsV6> for StateParts {
             locks: old.locks,
             clients: old.clients,
             named: NamedRecords::default(),
+            slots: SlotShift::default(),
         }
     }
 }
@@ -94,6 +120,7 @@ impl From<StatePartsV5> for StateParts {
             locks: old.locks,
             clients,
             named: NamedRecords::default(),
+            slots: SlotShift::default(),
         }
     }
 }

@@ -27,8 +27,10 @@
 //!   live leases pinned, the others forgotten least recently seen first;
 //! - `authority`: who may act through a lease, and who may force-release;
 //! - `bounds`: the input checks on names, owners, values, modes and TTLs;
+//! - `slot_shift`: how far a restored cluster's slots run ahead of its
+//!   log index, so fences never go backwards across a restore;
 //! - `parts`, `legacy_parts`: the records snapshots carry, today's and
-//!   those of format-5 builds.
+//!   those of earlier builds.
 
 mod acquisition;
 mod authority;
@@ -42,6 +44,7 @@ mod parts;
 mod queue;
 mod records;
 mod session_table;
+mod slot_shift;
 
 #[cfg(test)]
 mod tests;
@@ -63,7 +66,7 @@ use crate::limits::{Quotas, MAX_REVOKED_PER_ENTRY};
 pub use crate::command::ElectionRecord;
 use coordination::LeadRequest;
 use lease_table::{Grantor, LeaseTable};
-pub(crate) use legacy_parts::{StatePartsV5, StatePartsV6};
+pub(crate) use legacy_parts::{StatePartsV5, StatePartsV6, StatePartsV6Named};
 use lock_table::LockTable;
 use named_table::NamedTable;
 use own_ttl::OwnTtlHold;
@@ -73,6 +76,9 @@ pub use records::{
     ReadWriteRecord, ReadWriteState, SessionKey, StoredReply, Waiter,
 };
 use session_table::{Admission, SessionTable};
+pub use slot_shift::{
+    ShiftTooLarge, SlotShift, CLOCK_MARGIN_MS, MAX_ENTRIES_PER_MS, MAX_SHIFTED_INDEX,
+};
 
 /// What apply steps tell the serving layer: the events they caused, for
 /// waking waiting callers and observers. A refused command adds nothing;
@@ -116,6 +122,8 @@ pub struct LockState {
     sessions: SessionTable,
     /// Election records, schedule fires and read-write lock records.
     named: NamedTable,
+    /// How far slots run ahead of the log index (after a restore).
+    slots: SlotShift,
 }
 
 /// What one apply step needs besides the state: where it is in the log and
@@ -142,6 +150,20 @@ impl LockState {
     pub(crate) fn with_client_capacity(mut self, capacity: usize) -> Self {
         self.sessions.set_capacity(capacity);
         self
+    }
+
+    /// The slot of the request at `position` of the entry at log `index`,
+    /// proposed at `time_ms`: `slot(index, position)` plus the shift a
+    /// restore left ([`SlotShift`]), which the first request after a
+    /// restore settles. Call it once per request, in log order, before
+    /// [`apply`](Self::apply).
+    pub fn slot_of(&mut self, index: u64, position: usize, time_ms: u64) -> u64 {
+        self.slots.slot(index, position, time_ms)
+    }
+
+    /// How far slots run ahead of the log index.
+    pub fn slot_shift(&self) -> SlotShift {
+        self.slots
     }
 
     /// Applies the request at `slot` (see [`slot`](crate::command::slot))

@@ -8,7 +8,9 @@ use super::lease_table::LeaseTable;
 use super::lock_table::LockTable;
 use super::named_table::NamedTable;
 use super::session_table::SessionTable;
-use super::{granter_key, ClientSession, Lease, Lock, LockState, NamedRecords, SessionKey};
+use super::{
+    granter_key, ClientSession, Lease, Lock, LockState, NamedRecords, SessionKey, SlotShift,
+};
 
 /// Serializable form of the state, used for snapshots.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,6 +24,9 @@ pub struct StateParts {
     /// Election records, schedule fires, read-write lock records (none in
     /// the records of earlier builds: see `StatePartsV6`).
     pub named: NamedRecords,
+    /// How far slots run ahead of the log index (none in the records of
+    /// earlier builds: see `StatePartsV6Named`).
+    pub slots: SlotShift,
 }
 
 /// [`StateParts`] borrowed from a [`LockState`]: encodes exactly as
@@ -33,6 +38,7 @@ pub struct StatePartsView<'a> {
     locks: Vec<&'a Lock>,
     clients: Vec<(&'a SessionKey, &'a ClientSession)>,
     named: NamedRecords,
+    slots: SlotShift,
 }
 
 impl LockState {
@@ -47,6 +53,7 @@ impl LockState {
             locks,
             sessions,
             named: NamedTable::from_records(parts.named),
+            slots: parts.slots,
         }
     }
 
@@ -61,6 +68,7 @@ impl LockState {
                 .map(|(key, s)| (key.clone(), s.clone()))
                 .collect(),
             named: self.named.to_records(),
+            slots: self.slots,
         }
     }
 
@@ -72,6 +80,7 @@ impl LockState {
             locks: self.locks.iter().collect(),
             clients: self.sessions.iter().collect(),
             named: self.named.to_records(),
+            slots: self.slots,
         }
     }
 }

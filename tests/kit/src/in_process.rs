@@ -129,6 +129,7 @@ impl TestCluster {
                     bootstrap: config.replication.bootstrap(),
                     bump,
                     token: String::new(),
+                    now_ms: raftlock_raft::clock::wall_clock_ms(),
                 };
                 raftlock_storage::backup::restore(&config.replication.data_dir, bytes, &seed)
                     .expect("restore the backup");

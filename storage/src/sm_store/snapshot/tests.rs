@@ -51,6 +51,7 @@ fn payload() -> (SnapshotMeta, SnapshotPayload) {
         }],
         clients: Vec::new(),
         named: Default::default(),
+        slots: Default::default(),
     };
     let meta = SnapshotMeta {
         last_log_id: Some(log_id(10)),
@@ -243,6 +244,47 @@ fn snapshots_without_named_records_are_still_read() {
         SnapshotPayload::decode(&meta, &today, Some(OURS)).unwrap(),
         payload
     );
+}
+
+/// Snapshots of format-6 builds before slot shifts (marked
+/// [`CHECKED_SNAPSHOT_V6_NAMED`]) install with slots at log positions;
+/// today's carry the shift, and a shifted state may hold slots that far
+/// past its index, no further.
+#[test]
+fn snapshots_without_a_slot_shift_are_still_read_and_shifted_ones_checked() {
+    let (meta, mut payload) = payload();
+    let state = (
+        &payload.state.leases,
+        &payload.state.locks,
+        &payload.state.clients,
+        &payload.state.named,
+    );
+    let old = postcard::to_stdvec(&(payload.last_applied, &payload.membership, state)).unwrap();
+    let mut framed = vec![CHECKED_SNAPSHOT_V6_NAMED];
+    framed.extend_from_slice(OURS.as_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(OURS.as_bytes()), &old);
+    framed.extend_from_slice(&crc.to_le_bytes());
+    framed.extend(&old);
+    assert_eq!(
+        SnapshotPayload::decode(&meta, &framed, Some(OURS)).unwrap(),
+        payload
+    );
+    // At index 10 with a shift of 5, slots up to index 15 are the past.
+    payload.state.slots = crate::state::SlotShift {
+        entries: 5,
+        pending_since_ms: None,
+    };
+    payload.state.locks[0].holders[0].fence = slot(15, 3);
+    let today = payload.encode(Some(OURS)).unwrap();
+    assert_eq!(today[0], CHECKED_SNAPSHOT);
+    assert_eq!(
+        SnapshotPayload::decode(&meta, &today, Some(OURS)).unwrap(),
+        payload
+    );
+    payload.state.locks[0].holders[0].fence = slot(16, 0);
+    let future = payload.encode(Some(OURS)).unwrap();
+    let err = SnapshotPayload::decode(&meta, &future, Some(OURS)).unwrap_err();
+    assert!(err.to_string().contains("after it"), "{err}");
 }
 
 /// A read-write record naming a write grant or an intent lease after the
