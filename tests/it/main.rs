@@ -19,6 +19,7 @@ mod exactly_once;
 mod failover;
 mod features;
 mod group_commit;
+mod guarantees;
 mod layout;
 mod lease_expiry;
 mod leases;
