@@ -10,6 +10,7 @@ mod cli;
 mod client_blocking;
 mod client_election;
 mod client_locks;
+mod client_ownership;
 mod client_recipes;
 mod cluster;
 mod connection_attacks;

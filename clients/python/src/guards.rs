@@ -15,9 +15,14 @@ use tokio::task::AbortHandle;
 
 use crate::run::{finish, to_py};
 
-/// The loss signal and validity check every hold has.
+/// A future a hold's call answers with.
+type Proof<'a> = Pin<Box<dyn Future<Output = Result<(), Error>> + Send + 'a>>;
+
+/// The loss signal and the checks every hold has: `ensure_valid` with no
+/// call, `ensure_owned` with one linearizable `Check`.
 pub trait Hold: Send + Sync + 'static {
     fn ensure_valid(&self) -> Result<(), Error>;
+    fn ensure_owned(&self) -> Proof<'_>;
     fn is_lost(&self) -> bool;
     fn lost(&self) -> Pin<Box<dyn Future<Output = Error> + Send + 'static>>;
 }
@@ -25,6 +30,9 @@ pub trait Hold: Send + Sync + 'static {
 impl Hold for LockGuard {
     fn ensure_valid(&self) -> Result<(), Error> {
         LockGuard::ensure_valid(self)
+    }
+    fn ensure_owned(&self) -> Proof<'_> {
+        Box::pin(LockGuard::ensure_owned(self))
     }
     fn is_lost(&self) -> bool {
         LockGuard::is_lost(self)
@@ -38,6 +46,9 @@ impl Hold for Leadership {
     fn ensure_valid(&self) -> Result<(), Error> {
         Leadership::ensure_valid(self)
     }
+    fn ensure_owned(&self) -> Proof<'_> {
+        Box::pin(Leadership::ensure_owned(self))
+    }
     fn is_lost(&self) -> bool {
         Leadership::is_lost(self)
     }
@@ -49,6 +60,9 @@ impl Hold for Leadership {
 impl Hold for TaskGuard {
     fn ensure_valid(&self) -> Result<(), Error> {
         TaskGuard::ensure_valid(self)
+    }
+    fn ensure_owned(&self) -> Proof<'_> {
+        Box::pin(TaskGuard::ensure_owned(self))
     }
     fn is_lost(&self) -> bool {
         TaskGuard::is_lost(self)
@@ -90,6 +104,19 @@ impl<G: Hold> Held<G> {
 
     fn ensure_valid(&self) -> PyResult<()> {
         self.get().and_then(|h| h.ensure_valid()).map_err(to_py)
+    }
+
+    /// `ensure_owned` of the hold: blocks, or with `aio` an awaitable.
+    fn ensure_owned<'py>(
+        self: &Arc<Self>,
+        py: Python<'py>,
+        aio: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let held = self.clone();
+        finish(py, aio, async move {
+            let hold = held.get()?;
+            hold.ensure_owned().await
+        })
     }
 
     fn is_lost(&self) -> bool {
@@ -205,9 +232,18 @@ impl NativeGuard {
 
 #[pymethods]
 impl NativeGuard {
-    /// Raises `LockLost` unless the hold can be trusted right now.
+    /// Raises `LockLost` unless the hold can be trusted as far as this
+    /// process knows (no call).
     fn ensure_valid(&self) -> PyResult<()> {
         self.held.ensure_valid()
+    }
+
+    /// Raises `LockLost` unless the cluster confirms the hold (one
+    /// linearizable `Check`); a loss found is kept for `is_lost`.
+    /// `aio=True`: an awaitable; otherwise blocks until done.
+    #[pyo3(signature = (*, aio=false))]
+    fn ensure_owned<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
+        self.held.ensure_owned(py, aio)
     }
 
     /// Whether the hold was lost (not released).
@@ -274,9 +310,18 @@ impl NativeLeadership {
 
 #[pymethods]
 impl NativeLeadership {
-    /// Raises `LockLost` unless the leadership can be trusted right now.
+    /// Raises `LockLost` unless the leadership can be trusted as far as
+    /// this process knows (no call).
     fn ensure_valid(&self) -> PyResult<()> {
         self.held.ensure_valid()
+    }
+
+    /// Raises `LockLost` unless the cluster confirms the leadership (one
+    /// linearizable `Check`).
+    /// `aio=True`: an awaitable; otherwise blocks until done.
+    #[pyo3(signature = (*, aio=false))]
+    fn ensure_owned<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
+        self.held.ensure_owned(py, aio)
     }
 
     /// Whether the leadership was lost (not resigned).
@@ -334,9 +379,18 @@ impl NativeTaskGuard {
 
 #[pymethods]
 impl NativeTaskGuard {
-    /// Raises `LockLost` unless the hold can be trusted right now.
+    /// Raises `LockLost` unless the hold can be trusted as far as this
+    /// process knows (no call).
     fn ensure_valid(&self) -> PyResult<()> {
         self.held.ensure_valid()
+    }
+
+    /// Raises `LockLost` unless the cluster confirms the hold (one
+    /// linearizable `Check`); a loss found is kept for `is_lost`.
+    /// `aio=True`: an awaitable; otherwise blocks until done.
+    #[pyo3(signature = (*, aio=false))]
+    fn ensure_owned<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
+        self.held.ensure_owned(py, aio)
     }
 
     /// Whether the hold ended early (`max_hold`, revoked, force-released).
@@ -349,9 +403,10 @@ impl NativeTaskGuard {
         self.held.on_lost(callback)
     }
 
-    /// The job is done: releases now if `min_hold` has passed, else
-    /// leaves the lock held until then without the caller waiting (see
-    /// `TaskGuard::finish_in_background`).
+    /// The job is done: asks the cluster whether the hold lasted until now
+    /// (raises `LockLost` if not), then releases now if `min_hold` has
+    /// passed, else leaves the lock held until then without the caller
+    /// waiting (see `TaskGuard::finish_in_background`).
     /// `aio=True`: an awaitable; otherwise blocks until done.
     #[pyo3(signature = (*, aio=false))]
     fn finish<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {

@@ -128,6 +128,26 @@ class Cluster:
         )
         return dict(json.loads(out.stdout))
 
+    def cli(self, *args: str) -> str:
+        """Runs `raftlock ARGS` against this cluster as an operator types
+        it (with the cluster's client flags); answers its stdout, fails the
+        test with its stderr."""
+        done = subprocess.run(
+            [
+                self.bin,
+                *args,
+                "--endpoints",
+                ",".join(self.endpoints[i - 1] for i in self.procs),
+                *self.cli_args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if done.returncode != 0:
+            pytest.fail(f"raftlock {' '.join(args)} failed ({done.returncode}): {done.stderr}")
+        return done.stdout
+
     def wait_for_leader(self, timeout: float = 30.0) -> int:
         deadline = time.monotonic() + timeout
         while True:

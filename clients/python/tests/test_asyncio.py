@@ -31,7 +31,8 @@ async def test_async_with_excludes_reenters_and_fences(
         fence = lock.fence
         async with lock:
             assert lock.fence == fence
-        assert lock.owned()
+        assert lock.held
+        assert await lock.owned()
         assert await aclient.check(name, fence)
         assert not await aother.lock(name).acquire(blocking=False)
         with pytest.raises(raftlock.Timeout):
@@ -99,7 +100,8 @@ async def test_a_lost_event_without_abort(
     await lock.acquire()
     await aother.force_release(name)
     await asyncio.wait_for(lock.lost.wait(), 15)
-    assert not lock.owned()
+    assert not lock.held
+    assert not await lock.owned()
     fenced = raftlock.asyncio.Fenced(lock, [])
     with pytest.raises(raftlock.LockLost):
         await fenced.write(lambda res, fence: res.append(fence))

@@ -11,7 +11,7 @@ use futures::{Stream, StreamExt};
 use tokio::runtime::Handle;
 use uuid::Uuid;
 
-use super::loss::Tripwire;
+use super::loss::{confirm_held, Tripwire};
 use super::session::{Registration, Session};
 use super::{Client, LeaderInfo, LeaseId};
 use crate::error::Error;
@@ -232,9 +232,10 @@ impl Leadership {
         self.lease
     }
 
-    /// Checks, right now, that the leadership can still be trusted (see
-    /// [`LockGuard::ensure_valid`](super::LockGuard::ensure_valid)): call it
-    /// immediately before acting as leader.
+    /// Checks, with no call, that the leadership can still be trusted as
+    /// far as this process knows (see
+    /// [`LockGuard::ensure_valid`](super::LockGuard::ensure_valid));
+    /// [`ensure_owned`](Self::ensure_owned) asks the cluster.
     pub fn ensure_valid(&self) -> Result<(), Error> {
         let name = &self.name;
         if let Some(why) = self.lost.reason() {
@@ -248,6 +249,16 @@ impl Leadership {
                 "leadership of {name:?} was resigned"
             ))),
         }
+    }
+
+    /// Proves, with one round trip, that this still leads (see
+    /// [`LockGuard::ensure_owned`](super::LockGuard::ensure_owned)): a
+    /// force-release, revoke or expiry applied before the call is seen,
+    /// marks the leadership lost and answers [`Error::LockLost`].
+    pub async fn ensure_owned(&self) -> Result<(), Error> {
+        self.ensure_valid()?;
+        confirm_held(&self.client, &self.name, self.fence, &self.lost).await?;
+        self.ensure_valid()
     }
 
     /// Publishes a new value while leading.

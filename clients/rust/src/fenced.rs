@@ -10,6 +10,12 @@ use crate::error::Error;
 /// high as the highest it has seen. Guard one resource with one lock name:
 /// tokens are ordered per name.
 ///
+/// This is the resource's side: it refuses an old token even from a
+/// holder that never learned it lost the lock. The holder's side is
+/// [`LockGuard::ensure_owned`](crate::LockGuard::ensure_owned) right before
+/// the write (one round trip), which refuses once the lock was
+/// force-released, revoked or expired.
+///
 /// ```no_run
 /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
 /// use raftlock_client::Fenced;

@@ -17,7 +17,8 @@
 //! - `options`: [`ClientOptions`] and [`ClientBuilder`]; `tls`:
 //!   [`ClientTls`], the CA and client certificate;
 //! - `session`: the session lease kept alive in the background, and the
-//!   force-release checks of the holds on it; `loss`: the lost signal;
+//!   force-release checks of the holds on it; `loss`: the lost signal
+//!   and the one `Check` that proves a hold (`ensure_owned`);
 //! - `lock_guard`: [`LockBuilder`] and [`LockGuard`] (`client.lock(name)`);
 //! - `semaphore`: [`Semaphore`] and [`RwLock`], built on the same guard;
 //! - `election`: [`Election`], [`Leadership`] and the observe stream;

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 use uuid::Uuid;
 
-use super::loss::Tripwire;
+use super::loss::{confirm_held, Tripwire};
 use super::session::{Registration, Session};
 use super::{Acquire, Acquired, Client, LeaseId, LockMode};
 use crate::error::Error;
@@ -322,13 +322,15 @@ impl LockGuard {
         self.count
     }
 
-    /// Checks, right now, that the lock can still be trusted: it is not
-    /// lost, and its lease was confirmed by the cluster less than its TTL
-    /// minus the safety margin ago (monotonic clock). Call it immediately
-    /// before acting on the lock — starting a job, writing with its fence:
-    /// after a pause (SIGSTOP, a long GC, a suspended VM) the background
-    /// keep-alive cannot have noticed the loss yet, but this does, and then
-    /// marks the lock lost. [`Error::LockLost`] says why.
+    /// Checks, with no call, that the lock can still be trusted as far as
+    /// this process knows: no loss was noticed, and its lease was confirmed
+    /// by the cluster less than its TTL minus the safety margin ago
+    /// (monotonic clock). After a pause (SIGSTOP, a long GC, a suspended
+    /// VM) the background keep-alive cannot have noticed the loss yet, but
+    /// this does, and then marks the lock lost. It does not see a
+    /// force-release or revoke made elsewhere until the next keep-alive
+    /// round (a third of the TTL): [`ensure_owned`](Self::ensure_owned)
+    /// asks the cluster. [`Error::LockLost`] says why.
     ///
     /// ```no_run
     /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
@@ -352,7 +354,35 @@ impl LockGuard {
         }
     }
 
-    /// Whether [`lost`](Self::lost) has resolved.
+    /// Proves, with one round trip, that this hold still holds the lock:
+    /// [`ensure_valid`](Self::ensure_valid), then `Check(name, fence)`, a
+    /// linearizable read served through the leader, then `ensure_valid`
+    /// again (the call may have taken long). A force-release, revoke or
+    /// expiry the cluster applied before this call is seen: the lock is
+    /// marked lost (so [`lost`](Self::lost) resolves and
+    /// [`release`](Self::release) reports it) and [`Error::LockLost`]
+    /// answered. Any other error means the cluster could not be asked: the
+    /// hold is not proven, so do not act on it. Call it right before an
+    /// act that must not overlap another holder's.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+    /// let guard = client.lock("ledger").acquire().await?;
+    /// // ... a long computation; meanwhile an operator may force-release ...
+    /// guard.ensure_owned().await?; // refuses if the lock is gone
+    /// // ... write with guard.fence() ...
+    /// guard.release().await
+    /// # }
+    /// ```
+    pub async fn ensure_owned(&self) -> Result<(), Error> {
+        self.ensure_valid()?;
+        confirm_held(&self.client, &self.spec.name, self.fence, &self.lost).await?;
+        self.ensure_valid()
+    }
+
+    /// Whether [`lost`](Self::lost) has resolved (no call: a loss this
+    /// process has not noticed yet is not seen; see
+    /// [`ensure_owned`](Self::ensure_owned)).
     pub fn is_lost(&self) -> bool {
         self.lost.reason().is_some() || self.session_lost.reason().is_some()
     }

@@ -1,10 +1,14 @@
 //! `Tripwire`: a one-way "this can no longer be trusted" signal with a
 //! reason, shared by a session (its lease is gone) and each hold on it (the
-//! lock was force-released).
+//! lock was force-released); and [`confirm_held`], the one linearizable
+//! check (`Check(name, fence)`) that trips a hold the cluster no longer has.
 
 use std::sync::Arc;
 
 use tokio::sync::watch;
+
+use super::Client;
+use crate::error::Error;
 
 /// Trips once; every waiter, past and future, sees the first reason.
 #[derive(Debug, Clone)]
@@ -49,6 +53,28 @@ impl Tripwire {
         };
         reason.unwrap_or_else(|| "signal dropped".into())
     }
+}
+
+/// Asks the cluster, with one linearizable read (`Check`, served through
+/// the leader's read index), whether `fence` still holds `name`; trips
+/// `lost` if it does not. A force-release, revoke or expiry applied before
+/// this call is seen by it. `Err` only when the cluster could not be asked
+/// (the hold is then neither confirmed nor tripped).
+pub(crate) async fn confirm_held(
+    client: &Client,
+    name: &str,
+    fence: u64,
+    lost: &Tripwire,
+) -> Result<(), Error> {
+    if !client.check(name, fence).await? {
+        lost.trip(fence_gone(fence));
+    }
+    Ok(())
+}
+
+/// Why a hold is lost whose fence `Check` no longer finds.
+pub(crate) fn fence_gone(fence: u64) -> String {
+    format!("fence {fence} no longer holds it: force-released, or its lease ended")
 }
 
 #[cfg(test)]

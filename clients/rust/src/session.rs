@@ -14,9 +14,11 @@
 //! only fire once the process runs again, so after a pause (SIGSTOP, a
 //! long GC, a suspended VM) the window is what tells the truth first.
 //!
-//! Force-release is noticed by asking `Check(name, fence)` for every hold
-//! on the session once per keep-alive round (one linearizable read per hold
-//! per third of the TTL); no server change is needed for it.
+//! Force-release is noticed in the background by asking `Check(name,
+//! fence)` for every hold on the session once per keep-alive round (one
+//! linearizable read per hold per third of the TTL); a hold's
+//! `ensure_owned` asks the same at once, so code about to act on a hold
+//! need not wait for the round.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,7 +29,7 @@ use tokio::runtime::Handle;
 use tokio::task::AbortHandle;
 use tokio::time::{sleep_until, timeout_at, Instant};
 
-use super::loss::Tripwire;
+use super::loss::{fence_gone, Tripwire};
 use super::{Client, LeaseId};
 use crate::error::Error;
 
@@ -292,10 +294,7 @@ impl Keeper {
         }
         let checks = holds.iter().map(|h| async move {
             if let Ok(false) = self.rpc.check_bounded(&h.name, h.fence, attempt).await {
-                h.lost.trip(format!(
-                    "fence {} no longer holds it: force-released, or its lease ended",
-                    h.fence
-                ));
+                h.lost.trip(fence_gone(h.fence));
             }
         });
         let _ = timeout_at(deadline, futures::future::join_all(checks)).await;

@@ -10,6 +10,12 @@
 //! out `min_hold` before it returns; [`TaskGuard::finish_in_background`]
 //! returns at once and leaves the rest of `min_hold` to the cluster (the
 //! lease's TTL is cut to the time left), as grelmicro's `TaskLock` does.
+//!
+//! Both end with one linearizable `Check(name, fence)` when the job is
+//! done: a fence that still holds then held the lock from its grant on (a
+//! fence is never granted twice), so a run that reports success ran its
+//! whole job under the lock, and a run whose lock was force-released,
+//! revoked or ran out meanwhile reports [`Error::LockLost`].
 
 use std::future::Future;
 use std::time::Duration;
@@ -90,9 +96,15 @@ impl TaskLock {
     /// does nothing if another worker holds it (`Ok(None)`). Returns once
     /// the job is done and `min_hold` has passed (to return when the job
     /// is done, take the lock with [`try_acquire`](Self::try_acquire) and
-    /// end it with [`TaskGuard::finish_in_background`]). A job that
-    /// outlives `max_hold` is not stopped (race it against
-    /// [`TaskGuard::lost`] for that); it is logged.
+    /// end it with [`TaskGuard::finish_in_background`]).
+    ///
+    /// `Ok(Some(_))` means the whole job ran under the lock: the cluster
+    /// confirmed the hold when the job ended (see [`TaskGuard::finish`]).
+    /// A job whose lock was lost before it ended — force-released,
+    /// revoked, or `max_hold` passed — is not stopped (race it against
+    /// [`TaskGuard::lost`] for that), and is reported as
+    /// [`Error::LockLost`], its output dropped: another worker may have
+    /// run the job meanwhile.
     pub async fn run<F, Fut, T>(&self, job: F) -> Result<Option<T>, Error>
     where
         F: FnOnce() -> Fut,
@@ -104,9 +116,7 @@ impl TaskLock {
         // Never start the job on a grant that may already be gone.
         guard.ensure_valid()?;
         let out = job().await;
-        if let Err(e) = guard.finish().await {
-            tracing::warn!("task lock: {e}");
-        }
+        guard.finish().await?;
         Ok(Some(out))
     }
 }
@@ -130,8 +140,8 @@ impl TaskGuard {
         self.guard.as_ref().map_or(0, LockGuard::fence)
     }
 
-    /// Checks, right now, that the hold can still be trusted (see
-    /// [`LockGuard::ensure_valid`]).
+    /// Checks, with no call, that the hold can still be trusted as far as
+    /// this process knows (see [`LockGuard::ensure_valid`]).
     pub fn ensure_valid(&self) -> Result<(), Error> {
         match &self.guard {
             Some(guard) => guard.ensure_valid(),
@@ -139,8 +149,17 @@ impl TaskGuard {
         }
     }
 
+    /// Proves, with one round trip, that the hold still holds (see
+    /// [`LockGuard::ensure_owned`]).
+    pub async fn ensure_owned(&self) -> Result<(), Error> {
+        match &self.guard {
+            Some(guard) => guard.ensure_owned().await,
+            None => Err(Error::NotHeld("the task lock was finished".into())),
+        }
+    }
+
     /// Whether the hold ended early (`max_hold` about to pass, revoked or
-    /// force-released).
+    /// force-released), as far as this process noticed (no call).
     pub fn is_lost(&self) -> bool {
         self.guard.as_ref().is_none_or(LockGuard::is_lost)
     }
@@ -157,16 +176,23 @@ impl TaskGuard {
         }
     }
 
-    /// The job is done: waits until `min_hold` has passed, then releases.
-    /// Fails with [`Error::LockLost`] if the hold had already ended before
-    /// this call (the job overran `max_hold`, or was force-released).
+    /// The job is done: asks the cluster whether the hold still holds
+    /// (one round trip, see [`ensure_owned`](Self::ensure_owned)), waits
+    /// until `min_hold` has passed, then releases (a lost hold at once).
+    /// `Ok` means the hold lasted until the job was done. Fails with
+    /// [`Error::LockLost`] if it had ended before (the job overran
+    /// `max_hold`, or the lock was force-released or its lease revoked),
+    /// and with the check's error if the cluster could not be asked and
+    /// the release could not confirm the hold either.
     pub async fn finish(mut self) -> Result<(), Error> {
         let Some(guard) = self.guard.take() else {
             return Ok(());
         };
-        let overran = guard.is_lost();
-        tokio::time::sleep_until(self.hold_until).await;
-        settle(guard.release().await, overran)
+        let held = guard.ensure_owned().await;
+        if !matches!(held, Err(Error::LockLost(_))) {
+            tokio::time::sleep_until(self.hold_until).await;
+        }
+        settle(held, guard.release().await)
     }
 
     /// The job is done, and the caller need not wait for `min_hold`:
@@ -176,8 +202,9 @@ impl TaskGuard {
     /// at `min_hold` by itself (even if this process has exited by then),
     /// and this client also releases it at that moment if it still runs.
     /// Should the cluster not take the new TTL within a few seconds, the
-    /// hold ends at `max_hold` instead: never before `min_hold`. Fails
-    /// with [`Error::LockLost`] as [`finish`](Self::finish) does.
+    /// hold ends at `max_hold` instead: never before `min_hold`. Asks the
+    /// cluster first and fails with [`Error::LockLost`] as
+    /// [`finish`](Self::finish) does (a lost hold is released at once).
     ///
     /// ```no_run
     /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
@@ -195,23 +222,33 @@ impl TaskGuard {
         let Some(guard) = self.guard.take() else {
             return Ok(());
         };
-        let overran = guard.is_lost();
-        if overran || !held_on(&guard, self.hold_until).await {
-            return settle(guard.release().await, overran);
+        let held = guard.ensure_owned().await;
+        if matches!(held, Err(Error::LockLost(_))) || !held_on(&guard, self.hold_until).await {
+            return settle(held, guard.release().await);
         }
         release_at(&self.runtime, guard, self.hold_until);
-        Ok(())
+        held
     }
 }
 
-/// A release's answer as `finish` reports it: a loss only if the hold had
-/// ended before the job did.
-fn settle(released: Result<(), Error>, overran: bool) -> Result<(), Error> {
-    match released {
-        Err(Error::LockLost(why)) if overran => Err(Error::LockLost(why)),
-        // Ran out right at max_hold, as allowed.
-        Err(Error::LockLost(_)) => Ok(()),
-        other => other,
+/// What `finish` reports, from `held` (the check when the job was done)
+/// and `released` (the release after it): whether the job ran under the
+/// lock to its end.
+fn settle(held: Result<(), Error>, released: Result<(), Error>) -> Result<(), Error> {
+    match (held, released) {
+        (Err(Error::LockLost(why)), _) => Err(Error::LockLost(why)),
+        // Not asked, but the release found it still held: held throughout.
+        (Err(_), Ok(())) => Ok(()),
+        (Err(e), Err(_)) => Err(e),
+        (Ok(()), Ok(())) => Ok(()),
+        // Held when the job was done; what happened to the hold after is
+        // no loss of the job's: it ran out at max_hold while min_hold was
+        // waited out (allowed), or the release could not reach the
+        // cluster (the lease then ends at max_hold by itself).
+        (Ok(()), Err(e)) => {
+            tracing::debug!("task lock release after the job: {e}");
+            Ok(())
+        }
     }
 }
 

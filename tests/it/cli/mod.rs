@@ -56,7 +56,7 @@ fn raftlock(cluster: &TestCluster, args: &[&str]) -> Command {
 }
 
 /// Runs the CLI to completion.
-async fn run(cluster: &TestCluster, args: &[&str]) -> Output {
+pub(crate) async fn run(cluster: &TestCluster, args: &[&str]) -> Output {
     tokio::time::timeout(Duration::from_secs(60), raftlock(cluster, args).output())
         .await
         .unwrap_or_else(|_| panic!("raftlock {args:?} did not finish in 60 s"))
@@ -79,7 +79,7 @@ async fn json(cluster: &TestCluster, args: &[&str]) -> Value {
     })
 }
 
-fn describe(out: &Output) -> String {
+pub(crate) fn describe(out: &Output) -> String {
     format!(
         "{} / stdout: {} / stderr: {}",
         out.status,

@@ -29,8 +29,14 @@ class TaskGuard(TaskGuardBase):
 
     async def finish(self) -> None:
         """The job is done; returns without waiting for ``min_hold``, and
-        the lock stays held until then (see :meth:`raftlock.TaskGuard.finish`)."""
+        the lock stays held until then; raises :class:`~raftlock.LockLost`
+        if the hold had ended before (see :meth:`raftlock.TaskGuard.finish`)."""
         await self._guard.finish(aio=True)
+
+    async def ensure_owned(self) -> None:
+        """Raises :class:`~raftlock.LockLost` unless the cluster confirms
+        the hold now (one round trip, see :meth:`raftlock.Lock.ensure_owned`)."""
+        await self._guard.ensure_owned(aio=True)
 
     async def __aenter__(self) -> TaskGuard:
         return self
@@ -64,7 +70,10 @@ class TaskLock:
         """Awaits ``job(*args, **kwargs)`` if this worker got the lock;
         answers whether it ran. Returns as soon as the job ends; the lock
         stays held until ``min_hold`` has passed since it was taken, even
-        if the interpreter exits first."""
+        if the interpreter exits first. ``True`` means the whole job ran
+        under the lock; a job whose lock was lost before it ended raises
+        :class:`~raftlock.LockLost` once it ends (see
+        :meth:`raftlock.TaskLock.run`)."""
         guard = await self.try_acquire()
         if guard is None:
             return False
@@ -85,6 +94,12 @@ class Leadership(LeadershipBase):
     async def proclaim(self, value: bytes | str) -> None:
         """Publishes a new value as leader."""
         await self._native.proclaim(as_bytes(value), aio=True)
+
+    async def ensure_owned(self) -> None:
+        """Raises :class:`~raftlock.LockLost` unless the cluster confirms
+        the leadership now (one round trip, see
+        :meth:`raftlock.Lock.ensure_owned`)."""
+        await self._native.ensure_owned(aio=True)
 
     async def resign(self) -> None:
         """Steps down; the next candidate is elected."""
@@ -151,7 +166,9 @@ class LeaderElection:
 
     @property
     def is_leader(self) -> bool:
-        """Whether this process leads now, as far as the client can prove."""
+        """Whether this process leads now as far as it knows, with no call:
+        a force-release or revoke made elsewhere shows after the next
+        keep-alive round (a third of the session TTL)."""
         leadership = self._leadership
         return leadership is not None and leadership.is_leader
 

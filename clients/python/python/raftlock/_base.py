@@ -166,8 +166,14 @@ class LockBase:
                 raise NotHeld(f"lock {self.name!r} is not held by this object")
             return self._guards[-1]
 
-    def owned(self) -> bool:
-        """Whether this object holds the lock and can prove it still valid."""
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the lock as far as this process knows,
+        with no call: it took the lock, no loss was noticed, and the lease
+        was confirmed by the cluster less than its TTL minus the safety
+        margin ago. A force-release or revoke made elsewhere shows here
+        only after the next keep-alive round (a third of the TTL);
+        :meth:`owned` asks the cluster."""
         try:
             self.ensure_valid()
         except (LockLost, NotHeld):
@@ -176,7 +182,8 @@ class LockBase:
 
     def ensure_valid(self) -> None:
         """Raises :class:`~raftlock.LockLost` unless the hold can be trusted
-        right now; call it right before acting on the lock."""
+        as far as this process knows (:attr:`held`, no call; it catches a
+        pause); :meth:`ensure_owned` asks the cluster."""
         self._top().ensure_valid()
 
     @property
@@ -235,7 +242,9 @@ class LeadershipBase:
 
     @property
     def is_leader(self) -> bool:
-        """Whether this still leads, as far as the client can prove."""
+        """Whether this still leads as far as this process knows, with no
+        call (see :attr:`raftlock.Lock.held`); ``ensure_owned()`` asks the
+        cluster."""
         try:
             self._native.ensure_valid()
         except (LockLost, NotHeld):
@@ -243,7 +252,8 @@ class LeadershipBase:
         return True
 
     def ensure_valid(self) -> None:
-        """Raises :class:`~raftlock.LockLost` unless leadership is still good."""
+        """Raises :class:`~raftlock.LockLost` unless leadership can be
+        trusted as far as this process knows (no call)."""
         self._native.ensure_valid()
 
 
@@ -259,5 +269,6 @@ class TaskGuardBase:
         return self._guard.fence
 
     def ensure_valid(self) -> None:
-        """Raises :class:`~raftlock.LockLost` unless the hold is still good."""
+        """Raises :class:`~raftlock.LockLost` unless the hold can be trusted
+        as far as this process knows (no call)."""
         self._guard.ensure_valid()

@@ -73,7 +73,17 @@ class NativeGuard:
     fence: int
     lease: int
     count: int
-    def ensure_valid(self) -> None: ...
+    def ensure_valid(self) -> None:
+        """Raises ``LockLost`` unless the hold can be trusted as far as this
+        process knows: no call (a loss noticed, or a pause past the lease's
+        trust window)."""
+    @overload
+    def ensure_owned(self, *, aio: Literal[False] = False) -> None:
+        """Raises ``LockLost`` unless the cluster confirms the hold now: one
+        round trip (a linearizable ``Check`` through the leader); a loss
+        found is kept for ``is_lost`` and ``on_lost``."""
+    @overload
+    def ensure_owned(self, *, aio: Literal[True]) -> Awaitable[None]: ...
     def is_lost(self) -> bool: ...
     def is_held(self) -> bool: ...
     def on_lost(self, callback: Callable[[str], object]) -> None: ...
@@ -91,7 +101,17 @@ class NativeLeadership:
     owner: str
     fence: int
     lease: int
-    def ensure_valid(self) -> None: ...
+    def ensure_valid(self) -> None:
+        """Raises ``LockLost`` unless the hold can be trusted as far as this
+        process knows: no call (a loss noticed, or a pause past the lease's
+        trust window)."""
+    @overload
+    def ensure_owned(self, *, aio: Literal[False] = False) -> None:
+        """Raises ``LockLost`` unless the cluster confirms the hold now: one
+        round trip (a linearizable ``Check`` through the leader); a loss
+        found is kept for ``is_lost`` and ``on_lost``."""
+    @overload
+    def ensure_owned(self, *, aio: Literal[True]) -> Awaitable[None]: ...
     def is_lost(self) -> bool: ...
     def is_held(self) -> bool: ...
     def on_lost(self, callback: Callable[[str], object]) -> None: ...
@@ -106,7 +126,17 @@ class NativeLeadership:
 
 class NativeTaskGuard:
     fence: int
-    def ensure_valid(self) -> None: ...
+    def ensure_valid(self) -> None:
+        """Raises ``LockLost`` unless the hold can be trusted as far as this
+        process knows: no call (a loss noticed, or a pause past the lease's
+        trust window)."""
+    @overload
+    def ensure_owned(self, *, aio: Literal[False] = False) -> None:
+        """Raises ``LockLost`` unless the cluster confirms the hold now: one
+        round trip (a linearizable ``Check`` through the leader); a loss
+        found is kept for ``is_lost`` and ``on_lost``."""
+    @overload
+    def ensure_owned(self, *, aio: Literal[True]) -> Awaitable[None]: ...
     def is_lost(self) -> bool: ...
     def on_lost(self, callback: Callable[[str], object]) -> None: ...
     @overload

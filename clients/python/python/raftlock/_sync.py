@@ -213,11 +213,19 @@ class Lock(LockBase):
     ``owner`` on the same client) counts up and keeps the fence.
 
     A grant is never used unless the client can prove it still valid: right
-    after it is granted, and in :meth:`owned` and :meth:`ensure_valid`, the
-    lease must have been confirmed by the cluster less than its TTL minus
-    the safety margin ago on the monotonic clock. After a pause (a stopped
-    process, a long GC) that check fails and :class:`~raftlock.LockLost` is
-    raised instead of letting two holders act at once.
+    after it is granted, and in every check of the hold, the lease must
+    have been confirmed by the cluster less than its TTL minus the safety
+    margin ago on the monotonic clock. After a pause (a stopped process, a
+    long GC) that check fails and :class:`~raftlock.LockLost` is raised
+    instead of letting two holders act at once.
+
+    What each check proves, and costs: :attr:`held` and
+    :meth:`ensure_valid` make no call and know what this process knows (a
+    force-release or revoke made elsewhere shows after the next
+    keep-alive round, a third of the TTL); :meth:`owned`,
+    :meth:`ensure_owned` and :meth:`Fenced.write <raftlock.Fenced.write>`
+    also ask the cluster, with one round trip (a linearizable ``Check``
+    through the leader), and so see every loss applied before the call.
 
     Args:
         ttl: hold the lock on a lease of its own with this TTL (kept alive
@@ -310,6 +318,26 @@ class Lock(LockBase):
         """Whether anyone holds the lock now (asks the cluster)."""
         info = self._client.describe(self.name)
         return info is not None and bool(info.holders)
+
+    def owned(self) -> bool:
+        """Whether this object holds the lock, proven now: the cluster is
+        asked (one round trip, linearizable), so a force-release, revoke
+        or expiry applied before the call answers ``False`` (and sets
+        :attr:`lost`). Raises what the call raises if the cluster cannot
+        be asked (:class:`~raftlock.Unavailable`, ...): nothing is proven
+        then."""
+        try:
+            self.ensure_owned()
+        except (LockLost, NotHeld):
+            return False
+        return True
+
+    def ensure_owned(self) -> None:
+        """Raises :class:`~raftlock.LockLost` unless the cluster confirms,
+        now, that this object holds the lock (one round trip, see
+        :meth:`owned`); call it right before an act that must not overlap
+        another holder's."""
+        self._top().ensure_owned()
 
     @property
     def lost(self) -> threading.Event:
@@ -432,15 +460,19 @@ class RwLock:
 
 class Fenced(Generic[T]):
     """A resource used only while a lock holds: each :meth:`write` first
-    checks the hold is still valid (raising :class:`~raftlock.LockLost`
-    otherwise) and passes the fencing token along, for the resource to
-    reject writes older than one it has seen."""
+    asks the cluster whether the hold still holds (one round trip; raising
+    :class:`~raftlock.LockLost`, without writing, if not) and passes the
+    fencing token along, for the resource to reject writes older than one
+    it has seen."""
 
     def __init__(self, hold: Lock | Leadership | TaskGuard, resource: T) -> None:
         self._hold = hold
         self.resource = resource
 
     def write(self, fn: Callable[[T, int], R]) -> R:
-        """``fn(resource, fence)``, if the hold is still valid."""
-        self._hold.ensure_valid()
+        """``fn(resource, fence)``, if the cluster confirms the hold now
+        (see :meth:`Lock.ensure_owned`); a force-release, revoke or expiry
+        applied before the call raises :class:`~raftlock.LockLost` and
+        ``fn`` is not called."""
+        self._hold.ensure_owned()
         return fn(self.resource, self._hold.fence)

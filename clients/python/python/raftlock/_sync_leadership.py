@@ -38,10 +38,17 @@ class TaskGuard(TaskGuardBase):
         process runs. An interpreter that exits before then does not
         shorten the hold: the cluster still ends it at ``min_hold`` (at
         ``max_hold`` if it could not be told the new TTL within a few
-        seconds). Raises :class:`~raftlock.LockLost` if the hold had ended
-        before the job did (it overran ``max_hold``, or was force-released).
+        seconds). First asks the cluster whether the hold lasted until
+        now (one round trip): raises :class:`~raftlock.LockLost` if it had
+        ended before the job did (force-released, its lease revoked, or the
+        job overran ``max_hold``), and then releases it at once.
         """
         self._guard.finish()
+
+    def ensure_owned(self) -> None:
+        """Raises :class:`~raftlock.LockLost` unless the cluster confirms
+        the hold now (one round trip, see :meth:`raftlock.Lock.ensure_owned`)."""
+        self._guard.ensure_owned()
 
     def __enter__(self) -> TaskGuard:
         return self
@@ -79,7 +86,14 @@ class TaskLock:
         """Runs ``job(*args, **kwargs)`` if this worker got the lock;
         answers whether it ran. Returns as soon as the job ends; the lock
         stays held until ``min_hold`` has passed since it was taken, even
-        if the interpreter exits first."""
+        if the interpreter exits first.
+
+        ``True`` means the whole job ran under the lock: when it ended the
+        cluster confirmed the hold (one round trip). If the lock was lost
+        before the job ended (force-released, its lease revoked, or the
+        job overran ``max_hold``), the job is not stopped, and ``run``
+        raises :class:`~raftlock.LockLost` once it ends: another worker may
+        have run it meanwhile."""
         guard = self.try_acquire()
         if guard is None:
             return False
@@ -101,6 +115,12 @@ class Leadership(LeadershipBase):
     def proclaim(self, value: bytes | str) -> None:
         """Publishes a new value as leader."""
         self._native.proclaim(as_bytes(value))
+
+    def ensure_owned(self) -> None:
+        """Raises :class:`~raftlock.LockLost` unless the cluster confirms
+        the leadership now (one round trip, see
+        :meth:`raftlock.Lock.ensure_owned`)."""
+        self._native.ensure_owned()
 
     def resign(self) -> None:
         """Steps down; the next candidate is elected."""
@@ -164,7 +184,9 @@ class LeaderElection:
 
     @property
     def is_leader(self) -> bool:
-        """Whether this process leads now, as far as the client can prove."""
+        """Whether this process leads now as far as it knows, with no call:
+        a force-release or revoke made elsewhere shows after the next
+        keep-alive round (a third of the session TTL)."""
         return self._inner.is_leader
 
     @property

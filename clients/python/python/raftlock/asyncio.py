@@ -296,6 +296,21 @@ class Lock(LockBase):
         info = await self._client.describe(self.name)
         return info is not None and bool(info.holders)
 
+    async def owned(self) -> bool:
+        """Whether this object holds the lock, proven now (one round trip;
+        see :meth:`raftlock.Lock.owned`). Awaited, as redis-py's asyncio
+        ``owned()``; :attr:`held` answers with no call."""
+        try:
+            await self.ensure_owned()
+        except (LockLost, NotHeld):
+            return False
+        return True
+
+    async def ensure_owned(self) -> None:
+        """Raises :class:`~raftlock.LockLost` unless the cluster confirms,
+        now, that this object holds the lock (one round trip)."""
+        await self._top().ensure_owned(aio=True)
+
     @property
     def lost(self) -> asyncio.Event:
         """Set when the current hold is lost (``await lock.lost.wait()``)."""
@@ -441,8 +456,9 @@ class RwLock:
 
 
 class Fenced(Generic[T]):
-    """A resource used only while a lock holds (see :class:`raftlock.Fenced`);
-    ``fn`` may be a coroutine function."""
+    """A resource used only while a lock holds (see :class:`raftlock.Fenced`):
+    each write first asks the cluster whether the hold still holds (one
+    round trip); ``fn`` may be a coroutine function."""
 
     def __init__(self, hold: Lock | Leadership | TaskGuard, resource: T) -> None:
         self._hold = hold
@@ -450,8 +466,9 @@ class Fenced(Generic[T]):
 
     async def write(self, fn: Callable[[T, int], Awaitable[R] | R]) -> R:
         """``fn(resource, fence)``, awaited if it is a coroutine, if the
-        hold is still valid."""
-        self._hold.ensure_valid()
+        cluster confirms the hold now; otherwise :class:`~raftlock.LockLost`
+        and ``fn`` is not called."""
+        await self._hold.ensure_owned()
         result = fn(self.resource, self._hold.fence)
         if asyncio.iscoroutine(result):
             awaited: R = await result

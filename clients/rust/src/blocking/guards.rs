@@ -80,9 +80,15 @@ impl LockGuard {
     pub fn count(&self) -> u32 {
         self.guard().count()
     }
-    /// Whether the lock can no longer be trusted.
+    /// Whether the lock can no longer be trusted, as far as this process
+    /// noticed (no call).
     pub fn is_lost(&self) -> bool {
         self.guard().is_lost()
+    }
+    /// Proves with one round trip that the lock is still held (see
+    /// [`crate::LockGuard::ensure_owned`]).
+    pub fn ensure_owned(&self) -> Result<(), Error> {
+        self.rt.block_on(self.guard().ensure_owned())
     }
     /// Blocks until the lock is lost (`Some(why)`) or `timeout` passes
     /// (`None`); `timeout` `None` waits as long as it takes.
@@ -150,9 +156,15 @@ impl Leadership {
     pub fn proclaim(&self, value: impl Into<Vec<u8>>) -> Result<(), Error> {
         self.rt.block_on(self.leadership().proclaim(value))
     }
-    /// Whether the leadership can no longer be trusted.
+    /// Whether the leadership can no longer be trusted, as far as this
+    /// process noticed (no call).
     pub fn is_lost(&self) -> bool {
         self.leadership().is_lost()
+    }
+    /// Proves with one round trip that this still leads (see
+    /// [`crate::Leadership::ensure_owned`]).
+    pub fn ensure_owned(&self) -> Result<(), Error> {
+        self.rt.block_on(self.leadership().ensure_owned())
     }
     /// Blocks until lost (`Some(why)`) or `timeout` passes (`None`).
     pub fn wait_lost(&self, timeout: Option<Duration>) -> Option<Error> {
@@ -202,11 +214,30 @@ impl TaskGuard {
     pub fn fence(&self) -> u64 {
         self.inner.as_ref().map_or(0, |g| g.fence())
     }
-    /// Whether the hold ended early.
+    /// Whether the hold ended early, as far as this process noticed (no
+    /// call).
     pub fn is_lost(&self) -> bool {
         self.inner.as_ref().is_none_or(|g| g.is_lost())
     }
-    /// Blocks until `min_hold` has passed, then releases.
+    /// Checks, with no call, that the hold can still be trusted (see
+    /// [`crate::TaskGuard::ensure_valid`]).
+    pub fn ensure_valid(&self) -> Result<(), Error> {
+        match &self.inner {
+            Some(g) => g.ensure_valid(),
+            None => Err(Error::NotHeld("the task lock was finished".into())),
+        }
+    }
+    /// Proves with one round trip that the hold still holds (see
+    /// [`crate::TaskGuard::ensure_owned`]).
+    pub fn ensure_owned(&self) -> Result<(), Error> {
+        match &self.inner {
+            Some(g) => self.rt.block_on(g.ensure_owned()),
+            None => Err(Error::NotHeld("the task lock was finished".into())),
+        }
+    }
+    /// Asks the cluster whether the hold lasted until now, blocks until
+    /// `min_hold` has passed, then releases; [`Error::LockLost`] if the
+    /// hold had ended before (see [`crate::TaskGuard::finish`]).
     pub fn finish(mut self) -> Result<(), Error> {
         match self.inner.take() {
             Some(g) => self.rt.block_on(g.finish()),

@@ -353,15 +353,17 @@ impl TaskLock {
     }
 
     /// Runs `job` on this thread if this worker gets the lock; returns once
-    /// it is done and `min_hold` has passed.
+    /// it is done and `min_hold` has passed. [`Error::LockLost`] (the
+    /// output dropped) if the lock was lost before the job ended (see
+    /// [`crate::TaskLock::run`]).
     pub fn run<T>(&self, job: impl FnOnce() -> T) -> Result<Option<T>, Error> {
         let Some(guard) = self.try_acquire()? else {
             return Ok(None);
         };
+        // Never start the job on a grant that may already be gone.
+        guard.ensure_valid()?;
         let out = job();
-        if let Err(e) = guard.finish() {
-            tracing::warn!("task lock: {e}");
-        }
+        guard.finish()?;
         Ok(Some(out))
     }
 }
