@@ -76,7 +76,9 @@ pub struct Quotas {
     /// Client ids remembered for exactly-once retries. Past it, the
     /// account's own least recently seen client id without a live lease is
     /// forgotten; when each of them granted a live lease, a new client id is
-    /// refused. Another account's client ids are never touched.
+    /// refused (revokes, force-releases and calls without a request id are
+    /// applied all the same, unremembered). Another account's client ids
+    /// are never touched.
     pub clients: u32,
     /// Requests waiting in lock and election queues, counted by the account
     /// of the lease they wait on.

@@ -20,8 +20,8 @@
 //! client of all; both are found through indexes ordered by last slot
 //! rather than a scan. When every candidate is pinned, the new client is
 //! refused. Only a live lease pins, and `capacity` is above the most
-//! leases that can live, so outside tests that needs its account at
-//! its quota.
+//! leases that can live, so outside tests a full table always has a
+//! client to forget, and only an account at its quota is refused.
 //!
 //! Some requests are never refused for want of room: a call without a
 //! request id (its id is the server's, made up for the one call) and a
