@@ -158,7 +158,8 @@ fn recovery_is_applied_when_every_place_is_pinned() {
 /// An account at its client quota, every client pinned (an operator on the
 /// flooding host, or behind its NAT): a new client id is refused, but the
 /// account's own revoke and a call without a request id are applied, and
-/// the account never holds more than its quota. Without the exemption both
+/// the account never holds more than its quota; the revoke's next request
+/// under the same client id is applied too. Without the exemption both
 /// are refused `QuotaExceeded` and the host cannot clean up after itself.
 #[test]
 fn recovery_is_applied_for_an_account_at_its_client_quota() {
@@ -195,6 +196,13 @@ fn recovery_is_applied_for_an_account_at_its_client_quota() {
         }
     );
     assert_eq!(h.state.account_use(&account_of(&host)).clients, 3);
+    // The same client's next revoke, which says it had a reply, is applied
+    // again rather than refused as a forgotten session.
+    let again = h.apply_as(&host, seq(Uuid::from_u128(52), 2, 2), revoke_all(&host));
+    assert!(
+        matches!(again, Response::AccountLeasesRevoked { revoked: 0, .. }),
+        "{again:?}"
+    );
 }
 
 /// A call without a request id takes a free place when there is one (so
