@@ -132,7 +132,7 @@ impl NodeMetrics {
         peer.register(
             "refused",
             "Peer messages refused before Raft saw them, by reason (auth, replay, cluster, \
-             addressee, member, speaker, boot, self, senders, malformed)",
+             addressee, member, speaker, boot, self, senders, malformed, certificate, content)",
             self.peer_refused.clone(),
         );
         peer.register_with_unit(

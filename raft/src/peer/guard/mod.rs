@@ -94,6 +94,10 @@ pub enum Refusal {
     },
     #[error("too many distinct senders")]
     TooManySenders,
+    #[error("the certificate of node {certified} claims to send as node {claimed}")]
+    CertificateMismatch { certified: NodeId, claimed: NodeId },
+    #[error("its {what} fails a check: {why}")]
+    Content { what: String, why: String },
     #[error("cannot record the cluster id: {0}")]
     Storage(String),
 }
@@ -442,8 +446,16 @@ impl PeerGuard {
     /// Counts and logs `refusal` (rate-limited: see [`refusal_log`]) and
     /// returns it.
     fn refused<T>(&self, from: NodeId, kind: &'static str, refusal: Refusal) -> Result<T, Refusal> {
-        self.refusals.refused(from, kind, &refusal, Instant::now());
+        self.note_refused(from, kind, &refusal);
         Err(refusal)
+    }
+
+    /// Counts and logs (rate-limited) a message from `from` that the peer
+    /// service refused for `kind` beyond the envelope: a certificate that
+    /// names another node (`certificate`), contents that fail their checks
+    /// (`content`).
+    pub fn note_refused(&self, from: NodeId, kind: &'static str, refusal: &Refusal) {
+        self.refusals.refused(from, kind, refusal, Instant::now());
     }
 }
 
