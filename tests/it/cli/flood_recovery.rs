@@ -24,6 +24,8 @@ const PAST_QUOTA: u32 = 5;
 /// Grants in flight per source.
 const IN_FLIGHT: usize = 64;
 const DAY_MS: u64 = 24 * 3600 * 1000;
+/// Times a grant answered UNAVAILABLE is sent again.
+const RETRIES: usize = 20;
 
 /// A fresh client id's first request.
 fn first_request(client: u128) -> pb::RequestId {
@@ -48,6 +50,16 @@ async fn flood_from(host: u8, addr: std::net::SocketAddr) -> (Vec<(u128, u64)>, 
                 request_id: Some(first_request(client)),
                 ttl_ms: DAY_MS,
             };
+            // A starved machine may lose its leader mid-flood: the same
+            // request id again is applied once.
+            for _ in 0..RETRIES {
+                match leases.grant(grant.clone()).await {
+                    Err(status) if status.code() == Code::Unavailable => {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    reply => return (client, reply),
+                }
+            }
             (client, leases.grant(grant).await)
         }
     });
