@@ -81,6 +81,7 @@ async fn a_flood_of_made_up_senders_cannot_hide_a_later_refusal() {
     let data = encode(&rpc).expect("encode a vote");
 
     let mut peer = peer_client(&cluster, target).await;
+    let started = std::time::Instant::now();
     const FLOOD: u64 = 1_100;
     for from in 1_000..1_000 + FLOOD {
         let untagged = Blob {
@@ -108,10 +109,13 @@ async fn a_flood_of_made_up_senders_cannot_hide_a_later_refusal() {
         refusals.iter().any(|l| l.contains("message for cluster")),
         "the foreign-cluster refusal was not logged: {refusals:#?}"
     );
-    let flood_lines = refusals.iter().filter(|l| l.contains("no tag")).count();
+    // At most 5 lines per 10 s window: however slow the machine, the
+    // flood's lines are bounded by the windows it spanned, far below 1 100.
+    let windows = started.elapsed().as_secs() / 10 + 2;
+    let flood_lines = refusals.iter().filter(|l| l.contains("no tag")).count() as u64;
     assert!(
-        (1..=20).contains(&flood_lines),
-        "{flood_lines} lines for the flood"
+        (1..=5 * windows).contains(&flood_lines),
+        "{flood_lines} lines for the flood over {windows} windows"
     );
 
     let metrics = cluster.node(target).metrics_text();
