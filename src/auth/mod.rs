@@ -109,10 +109,7 @@ impl Principal {
     fn unchecked(source: Option<std::net::IpAddr>) -> Self {
         Principal {
             checked: false,
-            caller: Caller {
-                source: source.map(|ip| ip.to_canonical()),
-                ..Caller::default()
-            },
+            caller: source.map(Caller::unauthenticated).unwrap_or_default(),
             names: Vec::new(),
         }
     }

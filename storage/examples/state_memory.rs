@@ -4,7 +4,9 @@
 //! does not depend on the allocator or on the machine's load. Shows what a
 //! snapshot of it costs (the copy, its postcard, and the JSON of earlier
 //! builds) and times what a restart does first: decoding the snapshot and
-//! rebuilding the state from it.
+//! rebuilding the state from it. Then counts what one remembered client
+//! costs: N fresh client ids each granting a lease (the flood that pins
+//! sessions), and N that only send one request (sessions without a lease).
 //!
 //! ```sh
 //! cargo run --release -p raftlock-storage --example state_memory [-- N]
@@ -138,4 +140,51 @@ fn main() {
     let took = started.elapsed();
     assert!(rebuilt == state, "the rebuilt state differs");
     println!("restart: decoding the snapshot and rebuilding the state took {took:.2?}");
+    drop((state, rebuilt));
+    client_sessions(n);
+}
+
+/// Live bytes of `n` client sessions from one source address: each
+/// granting a lease (so pinned), then each sending one other request.
+fn client_sessions(n: u64) {
+    let quotas = Quotas {
+        clients: u32::MAX,
+        leases: u32::MAX,
+        ..Quotas::default()
+    };
+    let caller = raftlock_storage::Caller::unauthenticated([10, 0, 0, 1].into());
+    for (what, command) in [
+        (
+            "with a lease",
+            Command::GrantLease(GrantLease { ttl_ms: 140_000 }),
+        ),
+        (
+            "without a lease",
+            Command::ExpireLeases(raftlock_storage::command::ExpireLeases { ids: vec![] }),
+        ),
+    ] {
+        let before = LIVE.load(Relaxed);
+        let mut state = LockState::default();
+        for i in 0..n {
+            let request = Request {
+                origin: Some(ClientSeq {
+                    client: Uuid::from_u128(u128::from(i) + 1),
+                    seq: 1,
+                    acked_below: 1,
+                    attempt: 0,
+                    anonymous: false,
+                }),
+                caller: caller.clone(),
+                time_ms: 1_795_000_000_000,
+                command: command.clone(),
+            };
+            state.apply(slot(i + 2, 0), &request, &quotas, &mut Changes::default());
+        }
+        let live = LIVE.load(Relaxed) - before;
+        println!(
+            "{n} client ids {what}: {:.1} MB live ({} bytes each)",
+            megabytes(live),
+            live / n.max(1) as usize
+        );
+    }
 }

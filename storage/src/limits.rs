@@ -35,11 +35,16 @@ pub const MAX_SEMAPHORE_LIMIT: u32 = 1_000_000;
 pub const MAX_LEASES: usize = 1_000_000;
 /// Most replies remembered per client for exactly-once retries.
 pub const MAX_REPLIES_PER_CLIENT: usize = 1024;
+/// Most clients whose replies are remembered without a live lease: the
+/// room [`MAX_CLIENT_SESSIONS`] keeps beyond one client per live lease.
+pub const MAX_IDLE_CLIENT_SESSIONS: usize = 100_000;
 /// Most clients whose replies are remembered. A client that granted a live
 /// lease is never forgotten; of the others, the least recently seen is
-/// forgotten first to make room. When every remembered client has a live
-/// lease, new client ids are refused instead.
-pub const MAX_CLIENT_SESSIONS: usize = 100_000;
+/// forgotten first to make room. Only a live lease keeps a client, and at
+/// most [`MAX_LEASES`] live, so the table is sized beyond them: it always
+/// has a client without a live lease to forget, and no number of accounts
+/// at their quotas can make it refuse a new client id.
+pub const MAX_CLIENT_SESSIONS: usize = MAX_LEASES + MAX_IDLE_CLIENT_SESSIONS;
 
 /// Most leases one [`RevokeAccountLeases`] entry ends: a bound on one apply
 /// step's work, as a lease expiry batch has. The client sends the command
@@ -54,7 +59,9 @@ pub const MAX_NAMED_RECORDS: usize = 100_000;
 
 /// Default of [`Quotas::leases`]: a hundredth of [`MAX_LEASES`].
 pub const DEFAULT_QUOTA_LEASES: u32 = 10_000;
-/// Default of [`Quotas::clients`]: a tenth of [`MAX_CLIENT_SESSIONS`].
+/// Default of [`Quotas::clients`]: a tenth of [`MAX_IDLE_CLIENT_SESSIONS`],
+/// so ten accounts at their quota leave the clients of every other account
+/// at least as much room again.
 pub const DEFAULT_QUOTA_CLIENTS: u32 = 10_000;
 /// Default of [`Quotas::waiters`].
 pub const DEFAULT_QUOTA_WAITERS: u32 = 10_000;
@@ -69,7 +76,9 @@ pub struct Quotas {
     /// Client ids remembered for exactly-once retries. Past it, the
     /// account's own least recently seen client id without a live lease is
     /// forgotten; when each of them granted a live lease, a new client id is
-    /// refused. Another account's client ids are never touched.
+    /// refused (revokes, force-releases and calls without a request id are
+    /// applied all the same, unremembered). Another account's client ids
+    /// are never touched.
     pub clients: u32,
     /// Requests waiting in lock and election queues, counted by the account
     /// of the lease they wait on.

@@ -25,7 +25,7 @@ use tonic_prost::ProstCodec;
 use crate::cluster::{test_config, TestCluster};
 
 /// A channel to `addr` whose connections come from 127.0.0.`host`.
-async fn channel_from(host: u8, addr: SocketAddr) -> tonic::transport::Channel {
+pub(crate) async fn channel_from(host: u8, addr: SocketAddr) -> tonic::transport::Channel {
     tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
         .expect("endpoint")
         .local_address(Some(std::net::IpAddr::from([127, 0, 0, host])))
@@ -210,9 +210,8 @@ async fn a_malformed_message_is_invalid_argument() {
 /// and 40 leases per source. The flood is refused past each quota with
 /// RESOURCE_EXHAUSTED naming the quota, the source and the limit, and a
 /// client at another address still gets a lease and a lock. Without the
-/// quotas every grant of the flood succeeds (and at full scale, 100 000 of
-/// them pin every session the cluster keeps, so every new client is
-/// refused "too many clients" for a day).
+/// quotas every grant of the flood succeeds (and at full scale one address
+/// could take every lease the cluster may hold, for a day).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_leases_from_one_source_leaves_room_for_others() {
     let mut base = test_config();

@@ -32,6 +32,7 @@ mod partitions;
 mod peer_attacks;
 mod peer_auth;
 mod peer_fuzz;
+mod peer_refusals;
 mod peer_robustness;
 mod rollback;
 mod small_disk;

@@ -76,6 +76,7 @@ pub struct NodeMetrics {
     // Peers.
     pub(crate) peer_lag: Gauges,
     peer_errors: Counters,
+    peer_refused: Counters,
     peer_append_time: Histograms,
     append_served_time: Histogram,
     // Connections, per listener ("client", "peer").
@@ -124,6 +125,7 @@ impl NodeMetrics {
             request_time: Histograms::new_with_constructor(latency),
             peer_lag: Gauges::default(),
             peer_errors: Counters::default(),
+            peer_refused: Counters::default(),
             peer_append_time: Histograms::new_with_constructor(latency),
             append_served_time: latency(),
             connections_open: Gauges::default(),
@@ -198,6 +200,12 @@ impl NodeMetrics {
             .inc();
     }
 
+    /// The counter of peer messages this node refuses, by reason, for its
+    /// peer guard.
+    pub fn peer_refusals(&self) -> PeerRefusals {
+        PeerRefusals(self.peer_refused.clone())
+    }
+
     /// The metrics a listener named `listener` ("client", "peer") reports
     /// its connections to.
     pub fn listener(&self, listener: &'static str) -> ListenerMetrics {
@@ -237,6 +245,21 @@ impl NodeMetrics {
         self.request_time
             .get_or_create(&labels)
             .observe(took.as_secs_f64());
+    }
+}
+
+/// Counts refused peer messages by reason (`raftlock_peer_refused_total`);
+/// a clone counts into the same family.
+#[derive(Clone, Debug, Default)]
+pub struct PeerRefusals(Counters);
+
+impl PeerRefusals {
+    /// One peer message refused for `reason` (one of the guard's fixed
+    /// reasons, so the label set stays small).
+    pub fn inc(&self, reason: &'static str) {
+        self.0
+            .get_or_create(&vec![("reason", reason.to_string())])
+            .inc();
     }
 }
 

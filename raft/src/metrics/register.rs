@@ -129,6 +129,12 @@ impl NodeMetrics {
             "Failed Raft RPCs to a peer, by peer and RPC",
             self.peer_errors.clone(),
         );
+        peer.register(
+            "refused",
+            "Peer messages refused before Raft saw them, by reason (auth, replay, cluster, \
+             addressee, member, speaker, boot, self, senders, malformed, certificate, content)",
+            self.peer_refused.clone(),
+        );
         peer.register_with_unit(
             "append",
             "AppendEntries RPCs carrying entries, from sending to the reply, by peer (leader side)",

@@ -26,6 +26,7 @@ fn every_metric_has_its_name_type_help_and_unit() {
     // one only on the leader.
     m.on_request("raftlock.v1.Lock/Acquire", "Ok", Duration::from_millis(3));
     m.on_peer_error(2, "vote");
+    m.peer_refusals().inc("auth");
     m.on_peer_append(2, Duration::from_millis(1));
     let _client = m.listener("client");
     m.commit_index.get_or_create(&Vec::new()).set(1);
@@ -59,6 +60,7 @@ fn every_metric_has_its_name_type_help_and_unit() {
         ("raftlock_grpc_request_duration_seconds", "histogram"),
         ("raftlock_peer_replication_lag_entries", "gauge"),
         ("raftlock_peer_rpc_errors", "counter"),
+        ("raftlock_peer_refused", "counter"),
         ("raftlock_peer_append_seconds", "histogram"),
         ("raftlock_peer_append_served_seconds", "histogram"),
         ("raftlock_connections_open", "gauge"),

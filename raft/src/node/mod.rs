@@ -142,14 +142,17 @@ impl RaftNode {
         if let KeyPlan::New(key) = &key_plan {
             key.write_file(&key_path(&config.data_dir))?;
         }
-        let guard = Arc::new(PeerGuard::with_key(
-            config.id,
-            log_store.boots(),
-            Some(log_store.clone()),
-            config.election_timeout * 4,
-            key_plan.key().cloned(),
-        ));
         let metrics = Arc::new(NodeMetrics::new());
+        let guard = Arc::new(
+            PeerGuard::with_key(
+                config.id,
+                log_store.boots(),
+                Some(log_store.clone()),
+                config.election_timeout * 4,
+                key_plan.key().cloned(),
+            )
+            .counting_refusals(metrics.peer_refusals()),
+        );
         let members = sm_store.applied_members();
         let removal = Removal::new(config.id, members.clone(), log_store.clone());
         let net = PeerNetwork::new(

@@ -181,12 +181,10 @@ impl PeerService {
         if claimed == certified {
             return Ok(());
         }
-        tracing::error!(
-            node = self.node.id,
-            peer = certified,
-            "refused a peer message: the certificate of node {certified} \
-             claims to send as node {claimed}"
-        );
+        let refusal = Refusal::CertificateMismatch { certified, claimed };
+        self.node
+            .guard
+            .note_refused(certified, "certificate", &refusal);
         Err(Status::permission_denied(format!(
             "the certificate names node {certified}, the message claims node {claimed}"
         )))
@@ -203,11 +201,17 @@ impl PeerService {
         }
     }
 
-    /// Refuses a message whose contents fail a check, with a log line.
+    /// Refuses a message whose contents fail a check, counted and logged
+    /// (rate-limited) as a `content` refusal.
     fn check(&self, from: NodeId, what: &str, result: Result<(), String>) -> Result<(), Status> {
         result.map_err(|e| {
-            tracing::warn!(node = self.node.id, peer = from, "refused a {what}: {e}");
-            Status::invalid_argument(format!("refused {what}: {e}"))
+            let status = Status::invalid_argument(format!("refused {what}: {e}"));
+            let refusal = Refusal::Content {
+                what: what.to_string(),
+                why: e,
+            };
+            self.node.guard.note_refused(from, "content", &refusal);
+            status
         })
     }
 

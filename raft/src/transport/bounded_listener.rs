@@ -31,6 +31,7 @@ pub use crate::config::ListenerLimits;
 use futures::Stream;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
+use raftlock_storage::account::{source_network, Account};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{Instant, Sleep};
@@ -87,8 +88,11 @@ impl Budget {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A slot for a connection from `ip`, or why there is none.
+    /// A slot for a connection from `ip`, or why there is none. An IPv6
+    /// address counts by its /64, as its account does: one host may take
+    /// any address of its network.
     fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Slot, Refusal> {
+        let ip = source_network(ip);
         let mut held = self.held();
         if held.total >= self.limits.max_connections {
             return Err(Refusal::Full);
@@ -116,7 +120,7 @@ impl Budget {
                 self.metrics.refused_per_ip.inc();
                 format!(
                     "{} holds {} connections",
-                    peer.ip(),
+                    Account::source(peer.ip()),
                     self.limits.max_connections_per_ip
                 )
             }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::account::Account;
+use crate::account::{source_network, Account};
 use crate::limits::Quotas;
 pub use coordination::{ClaimFire, Hold, Lead, ReadWrite, Unhold};
 pub use election_record::ElectionRecord;
@@ -166,13 +166,27 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// An unauthenticated caller connected from `addr`, recorded by the
+    /// address it is counted by ([`source_network`]: an IPv6 caller by its
+    /// /64). The node that takes the call masks it, so the entry carries
+    /// the account and apply never has to decide it.
+    pub fn unauthenticated(addr: IpAddr) -> Caller {
+        Caller {
+            source: Some(source_network(addr)),
+            ..Caller::default()
+        }
+    }
+
     /// Whom the request is charged to: the identity, else the source
     /// address; `None` for the cluster's own requests, which no quota
     /// bounds.
     pub fn account(&self) -> Option<Account> {
         match (&self.identity, self.source) {
             (Some(identity), _) => Some(Account::Identity(identity.clone())),
-            (None, Some(addr)) => Some(Account::source(addr)),
+            // As the entry carries it: masking here would count entries of
+            // earlier builds (full IPv6 addresses) differently on replicas
+            // of this build and of the earlier one.
+            (None, Some(addr)) => Some(Account::Source(addr.to_canonical())),
             (None, None) => None,
         }
     }

@@ -103,6 +103,18 @@ fn grantor(request: &Request) -> Grantor {
     }
 }
 
+/// Whether `request` is applied even when no place is left for its client
+/// in the reply table: a call without a request id (the id is the
+/// server's, for the one call) and the recoveries an operator needs on a
+/// table a flood filled: revoking leases and force-releasing locks.
+fn always_admitted(request: &Request) -> bool {
+    let recovery = matches!(
+        request.command,
+        Command::RevokeLease(_) | Command::RevokeAccountLeases(_) | Command::ForceRelease(_)
+    );
+    recovery || request.origin.as_ref().is_some_and(|o| o.anonymous)
+}
+
 /// The session of the client that granted `lease`, which the lease pins.
 fn granter_key(lease: &Lease) -> Option<SessionKey> {
     lease.granted_by.map(|client| SessionKey {
@@ -183,7 +195,11 @@ impl LockState {
             client: origin.client,
         };
         let fingerprint = request.fingerprint();
-        match self.sessions.admit(&key, origin, fingerprint, slot, quotas) {
+        let always = always_admitted(request);
+        match self
+            .sessions
+            .admit(&key, origin, fingerprint, slot, quotas, always)
+        {
             Admission::Replay(reply) => {
                 // A retried wait: the retry is now the call that owns it.
                 if let (Command::Acquire(Acquire { name, owner, .. }), Response::Queued { .. }) =
@@ -194,6 +210,7 @@ impl LockState {
                 reply
             }
             Admission::Refuse(e) => Response::Rejected(e),
+            Admission::ApplyUnrecorded => self.execute(slot, request, quotas, changes),
             Admission::Apply => {
                 let reply = self.execute(slot, request, quotas, changes);
                 self.sessions.record(&key, origin, fingerprint, &reply);

@@ -143,8 +143,11 @@ pub struct SessionKey {
 /// Replies remembered for one client (exactly-once retries).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ClientSession {
-    /// Replies by sequence number.
-    pub replies: BTreeMap<u64, StoredReply>,
+    /// Replies by sequence number. Boxed: a B-tree leaf has room for 11
+    /// values whatever it holds, and most sessions hold one reply, so a
+    /// leaf of pointers costs 11 pointers instead of 11 replies (about
+    /// 1.2 KB less per session). Encoded as the reply itself.
+    pub replies: BTreeMap<u64, Box<StoredReply>>,
     /// Replies below this were forgotten; a retry of one is `StaleRequest`.
     pub forgotten_below: u64,
     /// Slot of the last request seen, for least-recently-used eviction.

@@ -19,7 +19,20 @@
 //! the account is at its quota, else the least recently seen unpinned
 //! client of all; both are found through indexes ordered by last slot
 //! rather than a scan. When every candidate is pinned, the new client is
-//! refused.
+//! refused. Only a live lease pins, and `capacity` is above the most
+//! leases that can live, so outside tests a full table always has a
+//! client to forget, and only an account at its quota is refused.
+//!
+//! Some requests are never refused for want of room: a call without a
+//! request id (its id is the server's, made up for the one call) and a
+//! recovery (a revoke, a force-release), which must reach a table that
+//! floods filled. They take a place as any new client does when there is
+//! one; when there is none, they are applied without a session, and their
+//! reply is not remembered. A recovery from a client the table does not
+//! know is applied even when it says it had replies: a retry of it may
+//! then apply twice, which for a revoke ends what is left and for a
+//! force-release frees the lock from whoever holds it then, as an
+//! operator's override does.
 //!
 //! A request from an unknown client whose `acked_below` is above 1 says it
 //! had replies before (the first request of a client id is numbered 1):
@@ -46,6 +59,9 @@ pub(super) enum Admission {
     Refuse(CommandError),
     /// New: apply it and [`SessionTable::record`] the reply.
     Apply,
+    /// New, and no place is left for its client, but it may not be
+    /// refused for that: apply it without remembering the reply.
+    ApplyUnrecorded,
 }
 
 /// The sessions of one account.
@@ -135,7 +151,9 @@ impl SessionTable {
     /// Decides whether the request at slot `index` from client `key`
     /// (`origin` its request id), whose command has `fingerprint`, is a
     /// retry, refused, or new. Unless it is refused, notes that the client
-    /// was seen and forgets the replies it acknowledged.
+    /// was seen and forgets the replies it acknowledged. A request that is
+    /// `always_admitted` is not refused for want of a place (see the
+    /// module doc).
     pub(super) fn admit(
         &mut self,
         key: &SessionKey,
@@ -143,9 +161,10 @@ impl SessionTable {
         fingerprint: u64,
         index: u64,
         quotas: &Quotas,
+        always_admitted: bool,
     ) -> Admission {
         let Some(session) = self.sessions.get(key) else {
-            return self.admit_new(key, origin, index, quotas);
+            return self.admit_new(key, origin, index, quotas, always_admitted);
         };
         let forgotten_below = session.forgotten_below.max(origin.acked_below);
         let admission = match session.replies.get(&origin.seq) {
@@ -173,44 +192,23 @@ impl SessionTable {
         origin: &ClientSeq,
         index: u64,
         quotas: &Quotas,
+        always_admitted: bool,
     ) -> Admission {
-        if origin.acked_below > 1 {
+        // A recovery from a client whose session is gone (or was never
+        // kept) is applied again rather than refused: see the module doc.
+        if origin.acked_below > 1 && !always_admitted {
             return Admission::Refuse(CommandError::SessionExpired {
                 client: origin.client,
                 seq: origin.seq,
                 acked_below: origin.acked_below,
             });
         }
-        let at_quota = key
-            .account
-            .as_ref()
-            .filter(|account| self.count_of(account) >= quotas.clients as usize);
-        let evict = match at_quota {
-            // At its quota: only one of its own clients may make room.
-            Some(account) => {
-                let own = self.accounts.get(account).and_then(|a| a.evictable.first());
-                match own {
-                    Some(&(_, client)) => Some(SessionKey {
-                        account: Some(account.clone()),
-                        client,
-                    }),
-                    None => {
-                        return Admission::Refuse(CommandError::QuotaExceeded {
-                            quota: Quota::Clients,
-                            account: account.clone(),
-                            count: self.count_of(account) as u64,
-                            limit: quotas.clients,
-                        })
-                    }
-                }
-            }
-            None if self.sessions.len() >= self.capacity => match self.evictable.first() {
-                Some((_, key)) => Some(key.clone()),
-                None => return Admission::Refuse(CommandError::TooManyClients(self.capacity)),
-            },
-            None => None,
+        let victim = match self.room_for(key, quotas) {
+            Ok(victim) => victim,
+            Err(_) if always_admitted => return Admission::ApplyUnrecorded,
+            Err(refusal) => return Admission::Refuse(refusal),
         };
-        if let Some(victim) = evict {
+        if let Some(victim) = victim {
             self.forget(&victim);
         }
         if let Some(account) = &key.account {
@@ -218,6 +216,43 @@ impl SessionTable {
         }
         self.touch(key, origin, index);
         Admission::Apply
+    }
+
+    /// Where a new client `key` finds its place: `None` when one is free,
+    /// else the session to forget for it; the refusal when every candidate
+    /// is pinned.
+    fn room_for(
+        &self,
+        key: &SessionKey,
+        quotas: &Quotas,
+    ) -> Result<Option<SessionKey>, CommandError> {
+        let at_quota = key
+            .account
+            .as_ref()
+            .filter(|account| self.count_of(account) >= quotas.clients as usize);
+        if let Some(account) = at_quota {
+            // At its quota: only one of its own clients may make room.
+            let own = self.accounts.get(account).and_then(|a| a.evictable.first());
+            return match own {
+                Some(&(_, client)) => Ok(Some(SessionKey {
+                    account: Some(account.clone()),
+                    client,
+                })),
+                None => Err(CommandError::QuotaExceeded {
+                    quota: Quota::Clients,
+                    account: account.clone(),
+                    count: self.count_of(account) as u64,
+                    limit: quotas.clients,
+                }),
+            };
+        }
+        if self.sessions.len() < self.capacity {
+            return Ok(None);
+        }
+        match self.evictable.first() {
+            Some((_, victim)) => Ok(Some(victim.clone())),
+            None => Err(CommandError::TooManyClients(self.capacity)),
+        }
     }
 
     /// Notes that client `key` was seen at slot `index` (creating its
@@ -250,10 +285,10 @@ impl SessionTable {
             // Unreachable: admit() created the session in this same step.
             return;
         };
-        let stored = StoredReply {
+        let stored = Box::new(StoredReply {
             fingerprint,
             response: response.clone(),
-        };
+        });
         session.replies.insert(origin.seq, stored);
         while session.replies.len() > MAX_REPLIES_PER_CLIENT {
             if let Some((seq, _)) = session.replies.pop_first() {

@@ -8,6 +8,7 @@
 mod certs;
 mod elect_cmd;
 mod failure;
+mod flood_recovery;
 mod lease_cmd;
 mod lock_cmd;
 mod lock_exit_codes;

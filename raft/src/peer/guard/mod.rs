@@ -17,9 +17,8 @@
 //! a forger who knows the cluster id and a silent member's id passes
 //! them. See docs/security.md.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Mutex, RwLock};
+use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 use uuid::Uuid;
@@ -27,17 +26,16 @@ use uuid::Uuid;
 use raftlock_storage::{LogStore, NodeId};
 
 use crate::clock::wall_clock_ms;
+use crate::metrics::PeerRefusals;
 use crate::pb::Blob;
 use crate::peer::auth::{ClusterKey, Direction, REPLAY_WINDOW};
 
+use refusal_log::RefusalLog;
 use speakers::Speakers;
 
 /// Most senders remembered: far above any cluster's size, so the table
 /// cannot be grown by made-up ids while the membership is still unknown.
 const MAX_SENDERS: usize = 1024;
-
-/// How often one refusal of one sender is logged.
-const LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// Highest boot count a sender may claim. A data dir's count rises by one
 /// per start: 2^32 starts, one a second, take 136 years. A higher count is
@@ -96,6 +94,10 @@ pub enum Refusal {
     },
     #[error("too many distinct senders")]
     TooManySenders,
+    #[error("the certificate of node {certified} claims to send as node {claimed}")]
+    CertificateMismatch { certified: NodeId, claimed: NodeId },
+    #[error("its {what} fails a check: {why}")]
+    Content { what: String, why: String },
     #[error("cannot record the cluster id: {0}")]
     Storage(String),
 }
@@ -123,8 +125,8 @@ pub struct PeerGuard {
     adopting: tokio::sync::Mutex<()>,
     /// Per node id, the process that last sent this node a request.
     speakers: Speakers,
-    /// When each (sender, kind of refusal) was last logged.
-    logged: Mutex<HashMap<(NodeId, &'static str), Instant>>,
+    /// Logs refusals (rate-limited) and counts them by reason.
+    refusals: RefusalLog,
     /// The cluster secret every message is tagged with; `None` with mTLS
     /// or `--insecure`.
     key: Option<ClusterKey>,
@@ -155,9 +157,16 @@ impl PeerGuard {
             log,
             adopting: tokio::sync::Mutex::new(()),
             speakers: Speakers::new(alive_for),
-            logged: Mutex::default(),
+            refusals: RefusalLog::new(id, PeerRefusals::default()),
             key,
         }
+    }
+
+    /// The same guard, counting its refusals into `counters` (the node's
+    /// `raftlock_peer_refused_total`).
+    pub fn counting_refusals(mut self, counters: PeerRefusals) -> Self {
+        self.refusals = RefusalLog::new(self.id, counters);
+        self
     }
 
     /// The cluster secret, if messages are tagged with one.
@@ -363,7 +372,10 @@ impl PeerGuard {
     }
 
     fn check_addressing(&self, blob: &Blob) -> Result<Sender, Refusal> {
-        let sender = parse(blob)?;
+        let sender = match parse(blob) {
+            Ok(sender) => sender,
+            Err(refusal) => return self.refused(blob.from, "malformed", refusal),
+        };
         if blob.to != self.id {
             let refusal = Refusal::WrongNode {
                 to: blob.to,
@@ -431,23 +443,19 @@ impl PeerGuard {
         Ok(cluster)
     }
 
-    /// Logs `refusal` (at most once per [`LOG_EVERY`] per sender and kind)
-    /// and returns it.
+    /// Counts and logs `refusal` (rate-limited: see [`refusal_log`]) and
+    /// returns it.
     fn refused<T>(&self, from: NodeId, kind: &'static str, refusal: Refusal) -> Result<T, Refusal> {
-        let now = Instant::now();
-        let mut logged = self.logged.lock().unwrap_or_else(|e| e.into_inner());
-        let due = logged
-            .get(&(from, kind))
-            .is_none_or(|t| now.saturating_duration_since(*t) >= LOG_EVERY);
-        if due && logged.len() < MAX_SENDERS {
-            logged.insert((from, kind), now);
-            tracing::error!(
-                node = self.id,
-                peer = from,
-                "refused a peer message: {refusal}"
-            );
-        }
+        self.note_refused(from, kind, &refusal);
         Err(refusal)
+    }
+
+    /// Counts and logs (rate-limited) a message from `from` that the peer
+    /// service refused for `kind` beyond the envelope: a certificate that
+    /// names another node (`certificate`), contents that fail their checks
+    /// (`content`).
+    pub fn note_refused(&self, from: NodeId, kind: &'static str, refusal: &Refusal) {
+        self.refusals.refused(from, kind, refusal, Instant::now());
     }
 }
 
@@ -473,6 +481,7 @@ fn parse_cluster(text: &str) -> Result<Option<Uuid>, Refusal> {
         .map_err(|_| Refusal::Malformed(format!("cluster id {text:?} is not a UUID")))
 }
 
+mod refusal_log;
 mod speakers;
 #[cfg(test)]
 mod tests;

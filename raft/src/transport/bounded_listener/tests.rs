@@ -179,3 +179,31 @@ async fn a_connection_past_its_handshake_is_closed_only_when_idle() {
         .expect_err("closed by the deadline");
     assert!(err.to_string().contains("idle"), "{err}");
 }
+
+/// The addresses of one IPv6 /64 share one per-address cap (one host may
+/// take any address of its network); the next /64 has its own, and so
+/// does an IPv4 address. Without the mask each address gets the whole cap.
+#[test]
+fn an_ipv6_network_shares_one_cap() {
+    let budget = Arc::new(Budget {
+        limits: limits(100, 2),
+        name: "test",
+        metrics: ListenerMetrics::default(),
+        held: Mutex::default(),
+    });
+    let at = |s: &str| s.parse::<IpAddr>().unwrap();
+    let first = budget
+        .admit(at("2001:db8:1:2::1"))
+        .expect("first of the /64");
+    let _b = budget
+        .admit(at("2001:db8:1:2::ffff"))
+        .expect("second of the /64");
+    assert!(matches!(
+        budget.admit(at("2001:db8:1:2:abcd::9")),
+        Err(Refusal::PerIp)
+    ));
+    let _c = budget.admit(at("2001:db8:1:3::1")).expect("another /64");
+    let _d = budget.admit(at("10.0.0.1")).expect("an IPv4 address");
+    drop(first);
+    let _e = budget.admit(at("2001:db8:1:2::7")).expect("a place freed");
+}

@@ -5,6 +5,7 @@ mod authority;
 mod claims;
 mod coordination;
 mod dedup_attacks;
+mod flood_recovery;
 mod leases;
 mod lock_delay;
 mod locks;
@@ -156,8 +157,8 @@ fn seq(client: Uuid, seq: u64, acked_below: u64) -> ClientSeq {
 }
 
 /// What the reply table keeps of `response` to `command`.
-fn stored(command: &Command, response: Response) -> StoredReply {
-    StoredReply {
+fn stored(command: &Command, response: Response) -> Box<StoredReply> {
+    Box::new(StoredReply {
         fingerprint: Request {
             origin: None,
             caller: Default::default(),
@@ -166,7 +167,7 @@ fn stored(command: &Command, response: Response) -> StoredReply {
         }
         .fingerprint(),
         response,
-    }
+    })
 }
 
 fn permits(count: u32, limit: u32) -> Mode {

@@ -1,6 +1,9 @@
 //! Random command sequences from two source addresses under small quotas:
 //! invariants after every step (quotas included), retries replay, and a
-//! state rebuilt from its parts behaves exactly like the original.
+//! state rebuilt from its parts behaves exactly like the original. A third
+//! address sends each request from a fresh client id (or none): it keeps
+//! meeting its client quota, and its revokes, force-releases and calls
+//! without a request id are applied all the same.
 
 use std::net::IpAddr;
 
@@ -12,14 +15,32 @@ use crate::command::{
     ReadWrite, Release, RevokeAccountLeases, RevokeLease, Unhold,
 };
 use crate::command::{Caller, ReadWriteOp};
+use crate::limits::Quota;
 use crate::state::StateParts;
 
 /// The quotas every step runs under: small, so they are met often.
 const QUOTAS: Quotas = Quotas {
     leases: 2,
-    clients: 100,
+    clients: 2,
     waiters: 3,
 };
+
+/// The address whose every request comes from a fresh client id.
+fn fresh_ids_host() -> Caller {
+    Caller {
+        source: Some(IpAddr::from([10, 0, 0, 3])),
+        ..Caller::default()
+    }
+}
+
+/// Whether `request` may never be refused for want of a client place.
+fn always_admitted(request: &Request) -> bool {
+    let recovery = matches!(
+        request.command,
+        Command::RevokeLease(_) | Command::RevokeAccountLeases(_) | Command::ForceRelease(_)
+    );
+    recovery || request.origin.is_some_and(|o| o.anonymous)
+}
 
 /// The callers: two source addresses, and the cluster itself.
 fn callers() -> [Caller; 3] {
@@ -206,7 +227,9 @@ fn check_reuse(
     );
 }
 
-fn run_seed(seed: u64, steps: usize) {
+/// Runs `steps` random requests from `seed`; returns how many requests
+/// were applied without a session (always admitted, no place left).
+fn run_seed(seed: u64, steps: usize) -> usize {
     let mut rng = Rng(seed);
     let mut h = Harness::new();
     h.quotas = QUOTAS;
@@ -217,12 +240,15 @@ fn run_seed(seed: u64, steps: usize) {
     let clients = [Uuid::from_u128(1), Uuid::from_u128(2)];
     let mut next_seq = [0u64; 2];
     let mut last: [Option<(Request, Response)>; 2] = [None, None];
+    let fresh_ids = fresh_ids_host();
+    let fresh_account = fresh_ids.account();
+    let mut unrecorded = 0;
 
     for step in 0..steps {
         if step % 97 == 0 {
             shadow = round_trip(&h.state);
         }
-        let who = rng.below(4) as usize;
+        let who = rng.below(5) as usize;
         let roll = rng.below(20);
         let retry = who < 2 && roll < 2 && last[who].is_some();
         // The last request id again, with whatever command comes up.
@@ -238,20 +264,31 @@ fn run_seed(seed: u64, steps: usize) {
         } else {
             let live: Vec<LeaseId> = h.state.leases().map(|l| l.id).collect();
             let command = random_command(&mut rng, &live, &leases);
-            let origin = (who < 2).then(|| {
-                next_seq[who] += 1;
-                let acked_below = next_seq[who].saturating_sub(rng.below(4));
-                ClientSeq {
-                    client: clients[who],
-                    seq: next_seq[who],
-                    acked_below,
-                    attempt: 0,
-                    anonymous: false,
+            let origin = match who {
+                0 | 1 => {
+                    next_seq[who] += 1;
+                    let acked_below = next_seq[who].saturating_sub(rng.below(4));
+                    Some(ClientSeq {
+                        client: clients[who],
+                        seq: next_seq[who],
+                        acked_below,
+                        attempt: 0,
+                        anonymous: false,
+                    })
                 }
-            });
+                4 => Some(ClientSeq {
+                    client: Uuid::from_u128(1_000 + step as u128),
+                    seq: 1,
+                    acked_below: rng.below(2),
+                    attempt: 0,
+                    anonymous: rng.below(2) == 0,
+                }),
+                _ => None,
+            };
             // Each client from its own address; the others from any.
             let caller = match who {
                 0 | 1 => callers[who].clone(),
+                4 => fresh_ids.clone(),
                 _ => rng.pick(&callers).clone(),
             };
             Request {
@@ -289,6 +326,34 @@ fn run_seed(seed: u64, steps: usize) {
             last[who] = Some((request.clone(), reply.clone()));
         }
 
+        if who == 4 {
+            let admitted_anyway = always_admitted(&request);
+            let no_place = matches!(
+                reply,
+                Response::Rejected(
+                    CommandError::QuotaExceeded {
+                        quota: Quota::Clients,
+                        ..
+                    } | CommandError::TooManyClients(_)
+                )
+            );
+            assert!(
+                !(admitted_anyway && no_place),
+                "step {step}: {request:?} refused: {reply:?}"
+            );
+            let origin = request.origin.unwrap_or_else(|| unreachable!());
+            let kept = h.state.client(fresh_account.as_ref(), &origin.client);
+            if admitted_anyway && kept.is_none() {
+                unrecorded += 1;
+            }
+            let usage = h
+                .state
+                .account_use(fresh_account.as_ref().unwrap_or_else(|| unreachable!()));
+            assert!(
+                usage.clients <= QUOTAS.clients as usize,
+                "step {step}: {usage:?}"
+            );
+        }
         if let Response::LeaseGranted { id, .. } = reply {
             leases.push(id);
         }
@@ -335,13 +400,16 @@ fn run_seed(seed: u64, steps: usize) {
         }
     }
     round_trip(&h.state);
+    unrecorded
 }
 
 #[test]
 fn random_sequences_keep_the_invariants() {
+    let mut unrecorded = 0;
     for seed in [1, 2, 3, 0x9E37_79B9_7F4A_7C15, 42] {
-        run_seed(seed, 3_000);
+        unrecorded += run_seed(seed, 3_000);
     }
+    assert!(unrecorded > 0, "no request met a full client quota");
 }
 
 #[test]

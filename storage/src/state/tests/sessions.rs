@@ -181,3 +181,39 @@ fn the_least_recently_seen_client_is_evicted() {
     let rebuilt = LockState::from_parts(state.to_parts()).with_client_capacity(CAPACITY);
     assert_eq!(rebuilt, state);
 }
+
+/// A session's boxed replies encode exactly as the unboxed replies of
+/// earlier builds, in postcard (snapshots, backups) and JSON (snapshots of
+/// older builds): boxing them changed the memory, not the format. Fails if
+/// the box ever gets a representation of its own.
+#[test]
+fn boxed_replies_encode_as_before() {
+    #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+    struct Unboxed {
+        replies: std::collections::BTreeMap<u64, StoredReply>,
+        forgotten_below: u64,
+        last_index: u64,
+    }
+    let command = acquire("m", "a", 7, Mode::Exclusive, false);
+    let reply = Response::Granted { fence: 9, count: 1 };
+    let session = ClientSession {
+        replies: [(3, stored(&command, reply))].into(),
+        forgotten_below: 2,
+        last_index: 11,
+    };
+    let unboxed = Unboxed {
+        replies: session
+            .replies
+            .iter()
+            .map(|(seq, r)| (*seq, r.as_ref().clone()))
+            .collect(),
+        forgotten_below: 2,
+        last_index: 11,
+    };
+    let bytes = postcard::to_stdvec(&session).expect("encode");
+    assert_eq!(bytes, postcard::to_stdvec(&unboxed).expect("encode"));
+    let back: ClientSession = postcard::from_bytes(&bytes).expect("decode");
+    assert_eq!(back, session);
+    let json = serde_json::to_string(&session).expect("encode");
+    assert_eq!(json, serde_json::to_string(&unboxed).expect("encode"));
+}
