@@ -92,9 +92,10 @@ async fn the_admin_listener_refuses_every_method_that_could_write() {
 /// A node whose Raft core stopped behind its back (as a storage failure
 /// ends it) answers `/healthz` 503 naming the stopped core, where it
 /// answered 200 before; a live member still answers 200. Seen failing with
-/// the `fatal` arm of `Replica::liveness` removed: `/healthz` stayed 200
-/// (the role still read from the last metrics) and the test stopped at its
-/// 30 s bound.
+/// the `fatal` and "not running" arms of `Replica::liveness` removed:
+/// `/healthz` answered 503 only because the failure also marks the node
+/// stopping ("the node is shutting down"), and the test stopped at the
+/// reason, which must name the stopped core.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthz_answers_503_once_the_raft_core_stopped() {
     let cluster = cluster_with_admin(3).await;
