@@ -3,7 +3,9 @@
 # loopback (each node with --admin-addr), holds one lock and queues one
 # waiter with the `raftlock lock` command, opens node 1's status page in
 # headless Chromium, takes a screenshot and checks the rendered DOM names
-# the holder, the waiter and the leader.
+# the holder, the waiter and the leader. A second lock, whose name and
+# owner are HTML (an <img onerror=...> that would mark <body> if it ran),
+# must show as text: no such element in the DOM, the script never ran.
 #
 # Usage: tests/browser/status_page.sh
 # Environment:
@@ -101,6 +103,15 @@ pids+=($!)
 status=$(wait_status 'any(l["name"] == "jobs/nightly" and l["waiters"] for l in s["locks"])') ||
     die "the waiter did not queue: $(cat "$WORK/waiter.log")"
 
+# Names and owners are chosen by clients: HTML in them must show as text.
+xss_name='jobs/<b id=xss-name>bold</b>'
+xss_owner="<img src=x onerror=document.body.setAttribute('data-xss','ran')>"
+"$BIN" lock "$xss_name" --owner "$xss_owner" --endpoints "$endpoints" -- sleep 600 \
+    >"$WORK/xss.log" 2>&1 &
+pids+=($!)
+wait_status 'any(l["name"].startswith("jobs/<b") and l["holders"] for l in s["locks"])' >/dev/null ||
+    die "the HTML-named lock was not taken: $(cat "$WORK/xss.log")"
+
 read -r holder waiter leader < <(python3 -c '
 import json, sys
 s = json.loads(sys.argv[1])
@@ -130,6 +141,22 @@ check "the holder" "$holder"
 check "the waiter" "$waiter"
 check "the leader" "leader: node $leader"
 check "the leader's row" "<tr class=\"leader\"><td>$leader</td>"
+# As the DOM serialises text: < > & escaped, quotes as they are.
+check "an HTML lock name as text" "jobs/&lt;b id=xss-name&gt;bold&lt;/b&gt;"
+check "an HTML owner as text" "&lt;img src=x onerror=document.body.setAttribute('data-xss','ran')&gt;"
+# With innerHTML instead of textContent in the page's el(), these five
+# fail and the owner's script runs (data-xss="ran"; seen).
+absent() {
+    if grep -qF -- "$2" "$WORK/dom.html"; then
+        say "FAILED: page has this $1 ($2)"
+        fail=1
+    else
+        say "page has no $1"
+    fi
+}
+absent "element made from a lock name" '<b id="xss-name">'
+absent "element made from an owner" '<img'
+absent "mark of the owner's script" 'data-xss="ran"'
 if ((fail)); then
     sed -e 's/<[^>]*>/ /g' "$WORK/dom.html" | tr -s ' \n' | head -c 3000 >&2
     echo 0 passed, 1 failed

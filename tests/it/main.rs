@@ -2,6 +2,7 @@
 //! loopback, driven through the Rust client. One binary, one fixture
 //! ([`cluster::TestCluster`]).
 
+mod admin_listener;
 mod allocator;
 mod auth;
 mod backup;

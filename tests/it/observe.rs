@@ -19,7 +19,7 @@ const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A cluster whose nodes serve the admin endpoints on port 0 and take a
 /// snapshot every 40 entries.
-async fn cluster_with_admin(n: u64) -> TestCluster {
+pub(crate) async fn cluster_with_admin(n: u64) -> TestCluster {
     let mut base = test_config();
     base.serving.admin_addr = Some("127.0.0.1:0".into());
     base.replication.snapshot_after_entries = 40;
@@ -27,7 +27,7 @@ async fn cluster_with_admin(n: u64) -> TestCluster {
 }
 
 /// `GET path` on node `id`'s admin listener: (status code, body).
-async fn get(cluster: &TestCluster, id: u64, path: &str) -> (u16, String) {
+pub(crate) async fn get(cluster: &TestCluster, id: u64, path: &str) -> (u16, String) {
     let addr = cluster.node(id).admin_addr().expect("admin listener");
     let mut stream = TcpStream::connect(addr).await.expect("connect admin");
     let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");

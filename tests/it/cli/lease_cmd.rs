@@ -90,11 +90,15 @@ async fn cli_lease_grant_keepalive_ttl_list_revoke() {
     cluster.shutdown().await;
 }
 
-const OPS_TOKEN: &str = "ops-token-0123456789";
-const BILLING_TOKEN: &str = "billing-token-0123456789";
+pub(super) const OPS_TOKEN: &str = "ops-token-0123456789";
+pub(super) const BILLING_TOKEN: &str = "billing-token-0123456789";
 
 /// Runs the CLI with `token` (RAFTLOCK_TOKEN) to completion.
-async fn run_as(cluster: &TestCluster, token: &str, args: &[&str]) -> std::process::Output {
+pub(super) async fn run_as(
+    cluster: &TestCluster,
+    token: &str,
+    args: &[&str],
+) -> std::process::Output {
     let run = raftlock(cluster, args)
         .env("RAFTLOCK_TOKEN", token)
         .output();
@@ -106,7 +110,7 @@ async fn run_as(cluster: &TestCluster, token: &str, args: &[&str]) -> std::proce
 
 /// A 3-node cluster whose auth file knows `ops` (admin) and `billing`
 /// (names `billing/*`).
-async fn auth_cluster(dir: &tempfile::TempDir) -> TestCluster {
+pub(super) async fn auth_cluster(dir: &tempfile::TempDir) -> TestCluster {
     let text = format!(
         r#"
         [roles.billing]

@@ -3,7 +3,7 @@
 use raftlock::client::Acquire;
 use serde_json::Value;
 
-use super::{describe, json, run, TTL};
+use super::{describe, json, run, stderr_of, TTL};
 use crate::cluster::TestCluster;
 
 #[tokio::test]
@@ -64,5 +64,37 @@ async fn cli_locks_list_describe_check_force_release() {
     assert_eq!(free["holders"], Value::Array(Vec::new()));
     let table = run(&cluster, &["locks", "describe", "jobs/a"]).await;
     assert!(String::from_utf8_lossy(&table.stdout).contains("free"));
+    cluster.shutdown().await;
+}
+
+/// `raftlock locks check NAME FENCE` exits 2, "could not tell", when no
+/// quorum answers (2 of 3 nodes stopped): neither 0 (held) nor 1 (not
+/// held), and it says why on stderr. The fence checked is the valid one,
+/// so an answer from the lone node's stale state would exit 0. Seen
+/// failing when the error arm of `LocksCommand::Check` returned 1: the
+/// test stopped at "exit 2".
+#[tokio::test]
+async fn cli_locks_check_exits_2_without_a_quorum() {
+    let mut cluster = TestCluster::new(3).await;
+    let client = cluster.client().await;
+    let lease = client.grant_lease(TTL).await.unwrap();
+    let fence = client
+        .acquire(&Acquire::exclusive("jobs/a", "owner-a", lease))
+        .await
+        .unwrap()
+        .unwrap()
+        .fence;
+    let fence_arg = fence.to_string();
+    let held = run(&cluster, &["locks", "check", "jobs/a", &fence_arg]).await;
+    assert_eq!(held.status.code(), Some(0), "{}", describe(&held));
+
+    let leader = cluster.wait_for_leader().await;
+    let survivor = cluster.others(leader)[0];
+    for id in cluster.others(survivor) {
+        cluster.kill(id).await;
+    }
+    let out = run(&cluster, &["locks", "check", "jobs/a", &fence_arg]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(stderr_of(&out).starts_with("error: "), "{}", describe(&out));
     cluster.shutdown().await;
 }

@@ -14,6 +14,7 @@ mod lock_cmd;
 mod lock_exit_codes;
 mod locks_cmd;
 mod serve;
+mod serve_peer_secret;
 mod serve_refusals;
 mod snapshot_cmd;
 

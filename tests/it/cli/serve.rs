@@ -60,7 +60,7 @@ async fn cli_serve_without_flags_is_a_ready_one_node_cluster() {
 }
 
 /// The raw answer to `GET path` at `addr`.
-async fn http_get(addr: &str, path: &str) -> String {
+pub(super) async fn http_get(addr: &str, path: &str) -> String {
     let mut stream = TcpStream::connect(addr)
         .await
         .unwrap_or_else(|e| panic!("no admin listener on {addr}: {e}"));

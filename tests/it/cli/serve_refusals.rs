@@ -24,24 +24,32 @@ use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 use super::{describe, terminate, wait_exit, BIN};
 
 /// A `raftlock serve` process and the lines of its stderr.
-struct Serve {
+pub(super) struct Serve {
     child: Child,
     lines: mpsc::UnboundedReceiver<String>,
     /// Every line read so far, for failure messages.
     seen: Vec<String>,
     client_addr: String,
-    peer_addr: String,
+    pub(super) peer_addr: String,
 }
 
 impl Serve {
     /// Starts `raftlock serve` on free loopback ports with `args`
     /// (no admin listener) and waits until it serves clients.
-    async fn start(args: &[&str]) -> Serve {
+    pub(super) async fn start(args: &[&str]) -> Serve {
+        let mut serve = Serve::spawn(args, "off");
+        serve.wait_for(&["serving clients on"]).await;
+        serve
+    }
+
+    /// Starts `raftlock serve` on free loopback ports with `args` and
+    /// its admin listener at `admin` ("off": none), without waiting.
+    pub(super) fn spawn(args: &[&str], admin: &str) -> Serve {
         let (client_addr, peer_addr) = (free_addr(), free_addr());
         let mut child = Command::new(BIN)
             .arg("serve")
             .args(["--client-addr", &client_addr, "--peer-addr", &peer_addr])
-            .args(["--admin-addr", "off"])
+            .args(["--admin-addr", admin])
             .args(args)
             .env_remove("RAFTLOCK_LOG")
             .stdin(Stdio::null())
@@ -60,19 +68,17 @@ impl Serve {
                 }
             }
         });
-        let mut serve = Serve {
+        Serve {
             child,
             lines,
             seen: Vec::new(),
             client_addr,
             peer_addr,
-        };
-        serve.wait_for(&["serving clients on"]).await;
-        serve
+        }
     }
 
     /// The next stderr line holding every one of `needles`, within 20 s.
-    async fn wait_for(&mut self, needles: &[&str]) -> String {
+    pub(super) async fn wait_for(&mut self, needles: &[&str]) -> String {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         loop {
             let line = tokio::time::timeout_at(deadline, self.lines.recv())
@@ -96,7 +102,7 @@ impl Serve {
         }
     }
 
-    async fn stop(mut self) {
+    pub(super) async fn stop(mut self) {
         terminate(&self.child);
         let status = wait_exit(&mut self.child, Duration::from_secs(20)).await;
         assert!(status.success(), "{status}");
@@ -104,13 +110,13 @@ impl Serve {
 }
 
 /// A loopback address with a port free a moment ago.
-fn free_addr() -> String {
+pub(super) fn free_addr() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").to_string()
 }
 
 /// Every file under `dir` with its bytes and modification time.
-fn files(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
+pub(super) fn files(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
     let mut found = BTreeMap::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
