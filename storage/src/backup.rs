@@ -224,6 +224,8 @@ pub fn restore(dir: &Path, backup_bytes: &[u8], seed: &Seed) -> Result<Restored,
         .filter(|i| i.checked_add(1).is_some_and(|n| n < (1 << (64 - 16))))
         .ok_or_else(|| Error::Restore(format!("--bump-index {} is too large", seed.bump)))?;
     let mut backup = backup;
+    // A new cluster, of the members the operator names.
+    backup.state.retired_nodes.clear();
     backup.state.slots = backup
         .state
         .slots

@@ -1,6 +1,7 @@
 //! Snapshots: built, stored, installed into another store, and reloaded
 //! after a restart.
 
+use std::collections::BTreeMap;
 use std::io::Cursor;
 
 use openraft::storage::RaftStateMachine;
@@ -8,7 +9,7 @@ use openraft::RaftSnapshotBuilder;
 use raftlock_storage::command::{ExpireLeases, GrantLease};
 use raftlock_storage::state::{LockState, StateParts};
 use raftlock_storage::{
-    slot, Applied, Command, Proposal, Request, Response, SnapshotMeta, StoredMembership,
+    slot, Applied, Command, NodeAddr, Proposal, Request, Response, SnapshotMeta, StoredMembership,
 };
 
 mod common;
@@ -124,5 +125,36 @@ async fn a_large_expiry_is_applied_off_the_runtime_and_snapshotted() -> TestResu
     drop((_log, sm));
     let (_log, sm, _rx) = open_dir(dir.path())?;
     assert_eq!(parts(&sm), after);
+    Ok(())
+}
+
+/// A membership entry that drops a node records its id as retired, and
+/// the record travels in snapshots (the leader refuses to add a retired
+/// id again: `tests/it/membership.rs`).
+#[tokio::test]
+async fn a_removed_node_stays_retired_through_a_snapshot() -> TestResult {
+    let source_dir = tempfile::tempdir()?;
+    let (_log, mut source, _rx) = open_dir(source_dir.path())?;
+    let mut only_one = membership(1);
+    if let openraft::EntryPayload::Membership(m) = &membership(1).payload {
+        let nodes = m.nodes().filter(|(id, _)| **id == 1);
+        let nodes: BTreeMap<u64, NodeAddr> = nodes.map(|(id, n)| (*id, n.clone())).collect();
+        let config = openraft::Membership::new(vec![[1].into()], nodes)?;
+        only_one.log_id = log_id(1, 1, 2);
+        only_one.payload = openraft::EntryPayload::Membership(config);
+    }
+    source.apply_entries(vec![membership(1), only_one]).await?;
+    let retired = |sm: &raftlock_storage::StateMachineStore| {
+        let state = sm.state();
+        let state = state.read().map_err(|_| "poisoned")?;
+        Ok::<_, &str>((state.is_retired(1), state.is_retired(2)))
+    };
+    assert_eq!(retired(&source)?, (false, true));
+    let snapshot = source.get_snapshot_builder().await.build_snapshot().await?;
+    let target_dir = tempfile::tempdir()?;
+    let (_log, mut target, _rx) = open_dir(target_dir.path())?;
+    let received = Cursor::new(snapshot.snapshot.get_ref().clone());
+    target.install_snapshot(&snapshot.meta, received).await?;
+    assert_eq!(retired(&target)?, (false, true));
     Ok(())
 }

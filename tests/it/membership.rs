@@ -159,13 +159,10 @@ async fn promote_once_answered(client: &raftlock::Client, id: u64) -> Vec<raftlo
 /// message saying the id was removed, and the membership stays at the
 /// remaining members.
 ///
-/// This does not hold yet (docs/guarantees.md, G146): nothing records the
-/// ids a cluster removed, and the leader's checks of a new learner
-/// (`check_new_learner`) see only the node that answers at the address
-/// given, so the fresh node is added as a learner under the old id. Run
-/// with `--run-ignored only` to see it.
+/// Without the record of removed ids (the state's `retired_nodes`, checked
+/// by the leader before its probe), the fresh node was added as a learner
+/// under the old id: "a removed id is added again" (seen).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "G146 does not hold yet: a removed node id is added again"]
 async fn a_removed_node_id_is_never_added_again() {
     let mut cluster = TestCluster::new(3).await;
     let leader = cluster.wait_for_leader().await;

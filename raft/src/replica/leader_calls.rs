@@ -196,6 +196,7 @@ impl Replica {
             },
             Forwarded::AddLearner { id, node } => {
                 self.refuse_if_leaving()?;
+                self.refuse_retired(id)?;
                 let cluster = self.guard.cluster_id().map(|c| c.to_string());
                 check_new_learner(&self.net, cluster.as_deref(), id, &node).await?;
                 let r = self.raft.add_learner(id, node, true).await?;
@@ -228,6 +229,23 @@ impl Replica {
                 })
             }
         }
+    }
+
+    /// Refuses to add node `id` again once it was removed: its old data dir
+    /// may still hold the cluster's votes and entries, and members may
+    /// still remember its boot count (docs/decisions.md, "Membership").
+    fn refuse_retired(&self, id: NodeId) -> Result<(), Error> {
+        let retired = {
+            let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+            state.is_retired(id)
+        };
+        if retired {
+            return Err(Error::InvalidArgument(format!(
+                "node id {id} was removed from this cluster and is never added again; \
+                 give the new node an id the cluster has not used"
+            )));
+        }
+        Ok(())
     }
 
     /// A read index confirmed by a quorum round that started after this

@@ -230,6 +230,14 @@ impl StateMachineStore {
                     replies
                 }
                 EntryPayload::Membership(membership) => {
+                    let listed: Vec<NodeId> = membership.nodes().map(|(id, _)| *id).collect();
+                    let removed: Vec<NodeId> = meta
+                        .membership
+                        .nodes()
+                        .map(|(id, _)| *id)
+                        .filter(|id| !listed.contains(id))
+                        .collect();
+                    state.retire_nodes(removed);
                     meta.membership = StoredMembership::new(Some(entry.log_id), membership);
                     Vec::new()
                 }

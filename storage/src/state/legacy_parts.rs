@@ -45,6 +45,7 @@ impl From<StatePartsV6Named> for StateParts {
             clients: old.clients,
             named: old.named,
             slots: SlotShift::default(),
+            retired_nodes: Default::default(),
         }
     }
 }
@@ -65,6 +66,7 @@ impl From<StatePartsV6> for StateParts {
             clients: old.clients,
             named: NamedRecords::default(),
             slots: SlotShift::default(),
+            retired_nodes: Default::default(),
         }
     }
 }
@@ -121,6 +123,7 @@ impl From<StatePartsV5> for StateParts {
             clients,
             named: NamedRecords::default(),
             slots: SlotShift::default(),
+            retired_nodes: Default::default(),
         }
     }
 }

@@ -136,6 +136,10 @@ pub struct LockState {
     named: NamedTable,
     /// How far slots run ahead of the log index (after a restore).
     slots: SlotShift,
+    /// Node ids removed from the membership: a removed node's data dir
+    /// may still hold votes and entries of the cluster, so its id is never
+    /// added again.
+    retired_nodes: BTreeSet<u64>,
 }
 
 /// What one apply step needs besides the state: where it is in the log and
@@ -176,6 +180,23 @@ impl LockState {
     /// How far slots run ahead of the log index.
     pub fn slot_shift(&self) -> SlotShift {
         self.slots
+    }
+
+    /// Records that a membership change took `removed` out of the
+    /// cluster. Applied with the membership entry, so every replica agrees.
+    pub fn retire_nodes(&mut self, removed: impl IntoIterator<Item = u64>) {
+        self.retired_nodes.extend(removed);
+    }
+
+    /// Whether node `id` was once removed from the membership.
+    pub fn is_retired(&self, id: u64) -> bool {
+        self.retired_nodes.contains(&id)
+    }
+
+    /// Forgets every removed id: a restore makes a new cluster, whose
+    /// members the operator names.
+    pub fn forget_retired(&mut self) {
+        self.retired_nodes.clear();
     }
 
     /// Applies the request at `slot` (see [`slot`](crate::command::slot))

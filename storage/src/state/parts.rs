@@ -2,6 +2,8 @@
 //! decode into and rebuild from, [`StatePartsView`] to encode from without
 //! copying.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 
 use super::lease_table::LeaseTable;
@@ -27,6 +29,9 @@ pub struct StateParts {
     /// How far slots run ahead of the log index (none in the records of
     /// earlier builds: see `StatePartsV6Named`).
     pub slots: SlotShift,
+    /// Node ids removed from the membership, never to be added again
+    /// (none in the records of earlier builds).
+    pub retired_nodes: BTreeSet<u64>,
 }
 
 /// [`StateParts`] borrowed from a [`LockState`]: encodes exactly as
@@ -39,6 +44,7 @@ pub struct StatePartsView<'a> {
     clients: Vec<(&'a SessionKey, &'a ClientSession)>,
     named: NamedRecords,
     slots: SlotShift,
+    retired_nodes: &'a BTreeSet<u64>,
 }
 
 impl LockState {
@@ -54,6 +60,7 @@ impl LockState {
             sessions,
             named: NamedTable::from_records(parts.named),
             slots: parts.slots,
+            retired_nodes: parts.retired_nodes,
         }
     }
 
@@ -69,6 +76,7 @@ impl LockState {
                 .collect(),
             named: self.named.to_records(),
             slots: self.slots,
+            retired_nodes: self.retired_nodes.clone(),
         }
     }
 
@@ -81,6 +89,7 @@ impl LockState {
             clients: self.sessions.iter().collect(),
             named: self.named.to_records(),
             slots: self.slots,
+            retired_nodes: &self.retired_nodes,
         }
     }
 }

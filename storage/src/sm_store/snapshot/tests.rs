@@ -52,6 +52,7 @@ fn payload() -> (SnapshotMeta, SnapshotPayload) {
         clients: Vec::new(),
         named: Default::default(),
         slots: Default::default(),
+        retired_nodes: Default::default(),
     };
     let meta = SnapshotMeta {
         last_log_id: Some(log_id(10)),
