@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::admin_args::AdminArgs;
 use super::{print_json, Endpoints, Output, EXIT_SUCCESS};
 use raftlock_raft::peer::auth::{key_path, plan_key};
 use raftlock_raft::{Config, InitialMember};
@@ -33,6 +34,8 @@ enum SnapshotCommand {
         /// the leader (for a cluster that lost its quorum).
         #[arg(long)]
         local: bool,
+        #[command(flatten)]
+        admin: AdminArgs,
     },
     /// Seed a new, empty data dir for one node of a new cluster from a
     /// backup. Run it once per member with the same FILE, --initial-cluster
@@ -118,8 +121,8 @@ struct RestoreView {
 pub async fn run(args: SnapshotArgs) -> Result<u8, String> {
     let output = args.endpoints.output;
     match args.command {
-        SnapshotCommand::Save { file, local } => {
-            let client = args.endpoints.connect().await?;
+        SnapshotCommand::Save { file, local, admin } => {
+            let client = admin.connect(&args.endpoints).await?;
             let bytes = client
                 .backup(local)
                 .await
