@@ -236,7 +236,10 @@ impl Principal {
             caller: Caller {
                 identity: checked.then(|| node_dns_name(id)),
                 admin: true,
-                source: (!checked).then_some(source).flatten().map(|ip| ip.to_canonical()),
+                source: (!checked)
+                    .then_some(source)
+                    .flatten()
+                    .map(|ip| ip.to_canonical()),
             },
             names: Vec::new(),
             open_admin: false,

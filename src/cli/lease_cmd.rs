@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use super::signals::Interrupts;
 use super::admin_args::AdminArgs;
+use super::signals::Interrupts;
 use super::{print_json, print_json_line, Endpoints, Output, EXIT_SUCCESS};
 use crate::client::{Client, LeaseAccount, LeaseId};
 use crate::duration::{format_duration, parse_duration_or_seconds};

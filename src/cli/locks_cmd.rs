@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
-use super::lock_view::{print_describe, print_list, LockView};
 use super::admin_args::AdminArgs;
+use super::lock_view::{print_describe, print_list, LockView};
 use super::{print_json, Endpoints, Output, EXIT_FAILURE, EXIT_SUCCESS};
 
 /// `raftlock locks ...`

@@ -76,7 +76,12 @@ async fn a_backup_taken_under_load_restores_every_lock_with_fences_above_it() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
-    let bytes = client.backup(false).await.expect("backup");
+    let bytes = old
+        .admin_client()
+        .await
+        .backup(false)
+        .await
+        .expect("backup");
     stop_tx.send(true).unwrap();
     let load_fences = load.await.unwrap();
     assert!(!load_fences.is_empty(), "the load ran");
@@ -126,7 +131,8 @@ async fn a_backup_taken_under_load_restores_every_lock_with_fences_above_it() {
         .unwrap();
     assert!(fresh.fence > highest_old, "{} > {highest_old}", fresh.fence);
     // The waiter inherits held/0 with a fence above its old holder's.
-    assert_eq!(client.force_release("held/0").await.unwrap(), 1);
+    let admin = new.admin_client().await;
+    assert_eq!(admin.force_release("held/0").await.unwrap(), 1);
     let info = client.describe("held/0").await.unwrap().unwrap();
     assert_eq!(info.holders[0].owner, "waiter");
     assert!(info.holders[0].fence > fresh.fence);
