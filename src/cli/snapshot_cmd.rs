@@ -202,7 +202,16 @@ fn write_atomically(file: &Path, bytes: &[u8]) -> Result<(), String> {
         .ok_or_else(|| format!("{} is not a file name", file.display()))?;
     let tmp = file.with_file_name(format!(".{}.partial", name.to_string_lossy()));
     let fail = |e: std::io::Error| format!("cannot write {}: {e}", tmp.display());
-    let mut out = std::fs::File::create(&tmp).map_err(fail)?;
+    // A backup holds every lock's owner: readable by its owner only.
+    let mut out = std::os::unix::fs::OpenOptionsExt::mode(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true),
+        0o600,
+    )
+    .open(&tmp)
+    .map_err(fail)?;
     out.write_all(bytes).map_err(fail)?;
     out.sync_all().map_err(fail)?;
     std::fs::rename(&tmp, file).map_err(|e| format!("cannot write {}: {e}", file.display()))

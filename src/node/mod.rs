@@ -174,6 +174,7 @@ impl NodeBuilder {
             .tls()
             .map(|tls| tls.client_server_config(serving_config.client_cert_auth));
         let quota_streams = serving_config.quota_streams;
+        let admin_hosts = serving_config.admin_hosts.clone();
         let (serving, serving_tasks) =
             Serving::start(raft.inner().clone(), serving_config).map_err(NodeError::Serving)?;
         let (stop, stop_rx) = watch::channel(false);
@@ -189,13 +190,18 @@ impl NodeBuilder {
         ));
         let admin = match admin_listener {
             Some(l) => Some(
-                serve_admin(serving.clone(), raft.tls().cloned(), l, stop_rx).map_err(
-                    |source| NodeError::Listen {
-                        which: "admin",
-                        addr: "(the admin listener handed over)".to_owned(),
-                        source,
-                    },
-                )?,
+                serve_admin(
+                    serving.clone(),
+                    raft.tls().cloned(),
+                    l,
+                    &admin_hosts,
+                    stop_rx,
+                )
+                .map_err(|source| NodeError::Listen {
+                    which: "admin",
+                    addr: "(the admin listener handed over)".to_owned(),
+                    source,
+                })?,
             ),
             None => None,
         };

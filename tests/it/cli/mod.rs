@@ -12,6 +12,7 @@ mod lease_cmd;
 mod lock_cmd;
 mod lock_exit_codes;
 mod locks_cmd;
+mod private_state;
 mod secrets;
 mod serve;
 mod serve_refusals;
