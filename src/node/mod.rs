@@ -277,10 +277,18 @@ impl Node {
     pub async fn client(&self) -> Result<Client, Error> {
         let options = ClientOptions {
             tls: self.client_tls(),
-            token: self.raft.admin_credential().map(|c| c.to_bearer()),
+            token: self.admin_token(),
             ..ClientOptions::default()
         };
         Client::connect_with([self.client_endpoint()], options).await
+    }
+
+    /// The cluster's admin credential as a bearer token (what
+    /// [`client`](Self::client) sends), for a client of this process that
+    /// makes operator calls; `None` when peers use mTLS (the node
+    /// certificate is the admin identity then) or `--insecure`.
+    pub fn admin_token(&self) -> Option<String> {
+        self.raft.admin_credential().map(|c| c.to_bearer())
     }
 
     /// Where a client in this process reaches this node: the bound client

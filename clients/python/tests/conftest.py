@@ -71,6 +71,10 @@ class Cluster:
         """Node `i`'s data dir (cluster-scripts' layout)."""
         return self.dir / f"node{i}" / "data"
 
+    def join_token_hex(self) -> str:
+        """The hex of the cluster's join token (start.sh's DIR/join-token)."""
+        return (self.dir / "join-token").read_text().strip().removeprefix("rlj1-")
+
     def script(self, name: str, *args: str, timeout: float = 60) -> str:
         """Runs `cluster-scripts/NAME ARGS` with this cluster's binary;
         answers its stdout, fails the test with its stderr."""

@@ -72,7 +72,10 @@ async fn cli_serve_without_flags_is_a_ready_one_node_cluster() {
     let elsewhere = tempfile::tempdir().expect("temp dir");
     let refused = force(elsewhere.path()).await.expect("run force-release");
     let said = String::from_utf8_lossy(&refused.stderr);
-    assert!(!refused.status.success() && said.contains("--data-dir"), "{said}");
+    assert!(
+        !refused.status.success() && said.contains("--data-dir"),
+        "{said}"
+    );
 
     terminate(&serve);
     let exit = wait_exit(&mut serve, Duration::from_secs(15)).await;
