@@ -168,9 +168,8 @@ fn unused_addr() -> String {
 /// refused before anything is probed. Then node 4 joins, is promoted and
 /// removed; and no answer, log line, status page or metric of any node
 /// carries the token or the admin credential. Without the fix in
-/// `raft/src/membership/checks.rs` the first assertion fails with the
-/// token in the message (seen); without the admin gate the unauthenticated
-/// add-learner is answered with the probe's error instead of a refusal.
+/// `raft/src/membership/checks.rs` the first assertion fails with
+/// `--join-token rlj1-…` in the message (seen).
 #[tokio::test]
 async fn no_answer_log_status_page_or_metric_carries_the_join_token() {
     let mut cluster = ProcessCluster::start().await;
