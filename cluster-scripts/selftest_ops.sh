@@ -83,6 +83,10 @@ m_base=$(pick_base 7)
 DIR=$ROOT/members
 load_env
 export RAFTLOCK_ENDPOINTS=$ENDPOINTS
+# Operator calls send the cluster's admin credential, derived from its join
+# token (docs/security.md, "Operator calls"): as an operator on a member's
+# host gives it.
+admin=(--join-token-file "$DIR/join-token")
 client_of() { printf '127.0.0.1:%s' $((m_base + 10 * $1 + 1)); }
 peer_of() { printf '127.0.0.1:%s' $((m_base + 10 * $1 + 2)); }
 
@@ -94,24 +98,30 @@ load_pid=$!
 serve_by_hand 4 --data-dir n4 --client-addr "$(client_of 4)" --peer-addr "$(peer_of 4)" --join \
     --join-token-file "$DIR/join-token"
 pid_4=$hand_pid
-check "cluster add-learner 4 (a node started with --join)" raftlock cluster add-learner 4 "$(peer_of 4)" "$(client_of 4)"
-check "cluster promote 4" raftlock cluster promote 4
+check "cluster add-learner 4 (a node started with --join)" raftlock cluster add-learner 4 "$(peer_of 4)" "$(client_of 4)" "${admin[@]}"
+check "an operator call without the admin credential is refused" \
+    fails_with "permission denied.*--data-dir" raftlock cluster promote 4
+check "cluster promote 4" raftlock cluster promote 4 "${admin[@]}"
 # Node 5 without knowing the token: refused at start; add-learner prints
-# the command that starts it, token included, and that command works.
+# the command that starts it, naming a token file (never the token), and
+# that command works with the cluster's token file.
 check "serve --join without a join token refuses to start" \
     fails_with "authenticates its peers" timeout 20 raftlock serve --id 5 --data-dir "$hand_dir/n5" \
     --client-addr "$(client_of 5)" --peer-addr "$(peer_of 5)" --join
 check "the refused node wrote nothing" test ! -e "$hand_dir/n5"
-if printed=$(raftlock cluster add-learner 5 "$(peer_of 5)" "$(client_of 5)" 2>&1); then
+if printed=$(raftlock cluster add-learner 5 "$(peer_of 5)" "$(client_of 5)" "${admin[@]}" 2>&1); then
     fail "add-learner of a node that is not running succeeded"
 fi
-start5=$(sed -n 's/.*start node 5 first (`\(raftlock serve [^`]*\)`).*/\1/p' <<<"$printed")
-check "add-learner prints the command that starts node 5 with the join token" grep -q -- "--join-token rlj1-" <<<"$start5"
+start5=$(sed -n 's/.*start node 5 first (`\(raftlock serve [^`]*\)`.*/\1/p' <<<"$printed")
+check "add-learner prints the command that starts node 5 with a token file" grep -q -- "--join-token-file FILE" <<<"$start5"
+no_token_in() { ! grep -q -- "rlj1-\|$(sed 's/^rlj1-//' "$DIR/join-token")" <<<"$1"; }
+check "add-learner's answer carries no secret" no_token_in "$printed"
+start5=${start5/FILE/$DIR/join-token}
 read -r -a start5_argv <<<"${start5#raftlock serve --id 5 }"
 serve_by_hand 5 --data-dir n5 "${start5_argv[@]}"
 pid_5=$hand_pid
-check "cluster add-learner 5 (started with the printed command)" raftlock cluster add-learner 5 "$(peer_of 5)" "$(client_of 5)"
-check "cluster promote 5" raftlock cluster promote 5
+check "cluster add-learner 5 (started with the printed command)" raftlock cluster add-learner 5 "$(peer_of 5)" "$(client_of 5)" "${admin[@]}"
+check "cluster promote 5" raftlock cluster promote 5 "${admin[@]}"
 eventually "status shows 5 voters" voters_are 1,2,3,4,5
 check "joined node 4 still runs" kill -0 "$pid_4"
 check "joined node 4 never thought itself removed" eval "! grep -q 'removed from the cluster' '$hand_dir/4.log'"
@@ -121,24 +131,24 @@ serve_by_hand 6 --data-dir n6 --client-addr "$(client_of 6)" --peer-addr "$(peer
     --join-token-file "$DIR/join-token"
 pid_6=$hand_pid
 check "add-learner with the two addresses swapped is refused" \
-    fails_with "is it a client port" raftlock cluster add-learner 6 "$(client_of 6)" "$(peer_of 6)"
+    fails_with "is it a client port" raftlock cluster add-learner 6 "$(client_of 6)" "$(peer_of 6)" "${admin[@]}"
 check "add-learner of an address where nothing runs is refused" \
-    fails_with "no raftlock node answers at peer address $(peer_of 7)" raftlock cluster add-learner 7 "$(peer_of 7)" "$(client_of 7)"
+    fails_with "no raftlock node answers at peer address $(peer_of 7)" raftlock cluster add-learner 7 "$(peer_of 7)" "$(client_of 7)" "${admin[@]}"
 check "add-learner under another node's id is refused" \
-    fails_with "is node 6, not node 7" raftlock cluster add-learner 7 "$(peer_of 6)" "$(client_of 6)"
+    fails_with "is node 6, not node 7" raftlock cluster add-learner 7 "$(peer_of 6)" "$(client_of 6)" "${admin[@]}"
 check "add-learner with another client address is refused" \
-    fails_with "serves clients at $(client_of 6)" raftlock cluster add-learner 6 "$(peer_of 6)" "$(client_of 7)"
-check "cluster add-learner 6" raftlock cluster add-learner 6 "$(peer_of 6)" "$(client_of 6)"
+    fails_with "serves clients at $(client_of 6)" raftlock cluster add-learner 6 "$(peer_of 6)" "$(client_of 7)" "${admin[@]}"
+check "cluster add-learner 6" raftlock cluster add-learner 6 "$(peer_of 6)" "$(client_of 6)" "${admin[@]}"
 { kill -9 "$pid_6" && wait "$pid_6"; } 2>/dev/null || true
 sleep 4 # past the 3 s a learner may go without answering the leader
 check "promote of a learner that is down is refused" \
-    fails_with "looks down\|has not answered the leader" raftlock cluster promote 6
-check "cluster remove 6 (the dead learner)" raftlock cluster remove 6
-check "promote of a node that is not a member is refused" fails_with "not a member" raftlock cluster promote 6
+    fails_with "looks down\|has not answered the leader" raftlock cluster promote 6 "${admin[@]}"
+check "cluster remove 6 (the dead learner)" raftlock cluster remove 6 "${admin[@]}"
+check "promote of a node that is not a member is refused" fails_with "not a member" raftlock cluster promote 6 "${admin[@]}"
 
 # Back to 3: remove a joined node and an original one.
-check "cluster remove 4" raftlock cluster remove 4
-check "cluster remove 1" raftlock cluster remove 1
+check "cluster remove 4" raftlock cluster remove 4 "${admin[@]}"
+check "cluster remove 1" raftlock cluster remove 1 "${admin[@]}"
 eventually "status shows voters 2, 3, 5" voters_are 2,3,5
 check "removed node 4 exits 0" wait "$pid_4"
 check "node 4 says it was removed" grep -q "removed from the cluster" "$hand_dir/4.log"
@@ -158,7 +168,7 @@ raftlock lock backup/held --ttl 300s -- sh -c 'echo "$RAFTLOCK_FENCE" >"$0"; exe
 holder_pid=$!
 hand_pids+=("$holder_pid")
 eventually "a lock is held for the backup" test -s "$hand_dir/held-fence"
-check "snapshot save" raftlock snapshot save "$hand_dir/cluster.backup"
+check "snapshot save" raftlock snapshot save "$hand_dir/cluster.backup" "${admin[@]}"
 kill "$holder_pid"
 wait "$holder_pid" 2>/dev/null || true
 check "snapshot status names the backup's index" grep -q "backup at index" <(raftlock snapshot status "$hand_dir/cluster.backup")

@@ -50,6 +50,12 @@ pub struct ServingConfig {
     /// `""`) in a file, variable or flag reads as `None`.
     #[serde(deserialize_with = "off_is_none")]
     pub admin_addr: Option<String>,
+    /// Further `Host` names the admin listener answers to (`name` or
+    /// `name:port`, e.g. a proxy's or a DNS name's), besides its own bound
+    /// address (and `localhost:PORT` when bound to loopback). A request
+    /// naming any other host is refused (421), so a web page cannot read
+    /// the status page by DNS rebinding.
+    pub admin_hosts: Vec<String>,
     /// Client connections this node holds open at once; one more is
     /// accepted and closed at once. Keep it below the process's open-file
     /// limit (`ulimit -n`; `raftlock serve` raises its soft limit to the
@@ -81,6 +87,7 @@ impl Default for ServingConfig {
             client_cert_auth: false,
             auth_file: None,
             admin_addr: None,
+            admin_hosts: Vec::new(),
             max_client_connections: 10_000,
             max_connections_per_ip: 2_500,
             lock_delay: Duration::ZERO,

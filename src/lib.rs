@@ -86,6 +86,7 @@ pub use node::{Node, NodeBuilder, NodeError};
 /// The Rust client: the `raftlock-client` crate, re-exported.
 pub use raftlock_client as client;
 pub use raftlock_client::{blocking, error, Client, Error};
+pub use raftlock_raft::peer::admin_credential::AdminCredential;
 pub use raftlock_raft::peer::auth::ClusterKey;
 pub use raftlock_raft::Config as ReplicationConfig;
 /// Links a test has cut (feature `test-util`; not in a default build).

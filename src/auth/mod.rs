@@ -12,12 +12,17 @@
 //! Without an auth file every call is an unchecked principal with no
 //! identity: the one-command loopback default. Its writes carry the source
 //! address the call came from, which its quotas and exactly-once sessions
-//! are kept by ([`Account`]).
+//! are kept by ([`Account`]). Operator calls (membership, force-release,
+//! bulk revoke, backups) still need an admin proof, whatever the auth
+//! file says ([`AdminGate`]): the cluster's admin credential (derived from
+//! its secret, [`AdminCredential`]) as a bearer token, or a node
+//! certificate; under `--insecure` they are open to all.
 
 pub mod policy;
 
 use std::sync::Arc;
 
+use raftlock_raft::peer::admin_credential::AdminCredential;
 use raftlock_raft::transport::tls::{cert_identity, node_dns_name, CertIdentity};
 use raftlock_storage::{Account, Caller};
 use tonic::{Request, Status};
@@ -27,18 +32,44 @@ use policy::{NamePattern, Policy, User};
 /// Metadata key carrying the bearer token.
 pub const AUTHORIZATION_KEY: &str = "authorization";
 
+/// The identity a caller with the cluster's admin credential has, on a
+/// node with an auth file (leases it grants are recorded under it).
+pub const ADMIN_CREDENTIAL_IDENTITY: &str = "raftlock:admin";
+
+/// What proves a caller may make operator calls, besides an admin user of
+/// the auth file.
+#[derive(Debug, Clone)]
+pub enum AdminGate {
+    /// A node certificate, or the admin credential when the cluster has a
+    /// secret (`None`: peers use mTLS, so a node certificate only).
+    Credential(Option<AdminCredential>),
+    /// Anyone: the cluster runs with `--insecure`, where anyone who
+    /// reaches the peer port can rewrite every lock anyway (announced).
+    Open,
+}
+
+impl Default for AdminGate {
+    /// Nobody but a node certificate's holder.
+    fn default() -> Self {
+        AdminGate::Credential(None)
+    }
+}
+
 /// The node's authentication settings; cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct Auth {
     /// `None`: authentication off.
     policy: Option<Arc<Policy>>,
+    /// Who may make operator calls beyond the auth file's admins.
+    admin: AdminGate,
 }
 
 impl Auth {
-    /// Authentication by `policy`, or none.
-    pub fn new(policy: Option<Policy>) -> Self {
+    /// Authentication by `policy`, or none; operator calls gated by `admin`.
+    pub fn new(policy: Option<Policy>, admin: AdminGate) -> Self {
         Auth {
             policy: policy.map(Arc::new),
+            admin,
         }
     }
 
@@ -50,29 +81,27 @@ impl Auth {
     /// Who sent `req`: UNAUTHENTICATED when authentication is on and the
     /// call proves no known identity.
     pub fn authenticate<T>(&self, req: &Request<T>) -> Result<Principal, Status> {
+        let source = req.remote_addr().map(|a| a.ip());
+        let token = bearer(req)?;
+        if let Some(token) = token.filter(|t| AdminCredential::is_admin_bearer(t)) {
+            return self.admin_by_credential(token, source);
+        }
+        let certificate = req
+            .peer_certs()
+            .and_then(|certs| certs.first().and_then(cert_identity));
         let Some(policy) = &self.policy else {
-            return Ok(Principal::unchecked(req.remote_addr().map(|a| a.ip())));
+            let open = matches!(self.admin, AdminGate::Open);
+            return Ok(match certificate {
+                Some(CertIdentity::Node(id)) => Principal::node(id, false, source),
+                _ => Principal::unchecked(source, open),
+            });
         };
-        if let Some(value) = req.metadata().get(AUTHORIZATION_KEY) {
-            let token = value
-                .to_str()
-                .ok()
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .ok_or_else(|| {
-                    Status::unauthenticated(
-                        "malformed authorization metadata: expected `Bearer TOKEN`",
-                    )
-                })?;
+        if let Some(token) = token {
             return policy
                 .user_by_token(token)
                 .map(Principal::of)
                 .ok_or_else(|| Status::unauthenticated("unknown token"));
         }
-        let certificate = req
-            .peer_certs()
-            .and_then(|certs| certs.first().and_then(cert_identity));
         match certificate {
             Some(CertIdentity::Client(name)) => policy
                 .user_by_name(&name)
@@ -84,13 +113,56 @@ impl Auth {
                 }),
             // A cluster member (an embedding application's own node) is
             // trusted with the cluster itself.
-            Some(CertIdentity::Node(id)) => Ok(Principal::node(id)),
+            Some(CertIdentity::Node(id)) => Ok(Principal::node(id, true, source)),
             None => Err(Status::unauthenticated(
                 "this cluster requires authentication: send a token (RAFTLOCK_TOKEN, or the \
                  client's token setting) or present a client certificate",
             )),
         }
     }
+
+    /// The caller who sent an admin credential (`rla1-...`): an admin if
+    /// it is this cluster's, else refused, whatever the call.
+    fn admin_by_credential(
+        &self,
+        token: &str,
+        source: Option<std::net::IpAddr>,
+    ) -> Result<Principal, Status> {
+        let checked = self.policy.is_some();
+        match &self.admin {
+            AdminGate::Open => Ok(Principal::admin(checked, source)),
+            AdminGate::Credential(Some(ours)) if ours.matches(token) => {
+                Ok(Principal::admin(checked, source))
+            }
+            AdminGate::Credential(Some(_)) => Err(Status::unauthenticated(
+                "the admin credential sent is not this cluster's (it is derived from the \
+                 cluster's join token: give the data dir or join-token file of a member of \
+                 this cluster)",
+            )),
+            AdminGate::Credential(None) => Err(Status::unauthenticated(
+                "an admin credential was sent, but this cluster has no join token to check it \
+                 against (its peers use TLS): present a node certificate (--cert/--key) instead",
+            )),
+        }
+    }
+}
+
+/// The bearer token `req` carries, if any; UNAUTHENTICATED when the
+/// metadata is there but malformed.
+fn bearer<T>(req: &Request<T>) -> Result<Option<&str>, Status> {
+    let Some(value) = req.metadata().get(AUTHORIZATION_KEY) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(Some)
+        .ok_or_else(|| {
+            Status::unauthenticated("malformed authorization metadata: expected `Bearer TOKEN`")
+        })
 }
 
 /// An authenticated caller and what it may touch.
@@ -102,15 +174,40 @@ pub struct Principal {
     caller: Caller,
     /// Names it may use, unless admin.
     names: Vec<NamePattern>,
+    /// May make operator calls without being an admin (`--insecure`):
+    /// unlike `caller.admin`, this gives no right in the state machine.
+    open_admin: bool,
 }
 
 impl Principal {
-    /// Anyone, when authentication is off, calling from `source`.
-    fn unchecked(source: Option<std::net::IpAddr>) -> Self {
+    /// Anyone, when authentication is off, calling from `source`; `open`:
+    /// operator calls are open to all (`--insecure`).
+    fn unchecked(source: Option<std::net::IpAddr>, open: bool) -> Self {
         Principal {
             checked: false,
             caller: source.map(Caller::unauthenticated).unwrap_or_default(),
             names: Vec::new(),
+            open_admin: open,
+        }
+    }
+
+    /// A holder of the cluster's admin credential. Without an auth file it
+    /// has no identity (its quotas and sessions are its source address's);
+    /// with one it is [`ADMIN_CREDENTIAL_IDENTITY`].
+    fn admin(checked: bool, source: Option<std::net::IpAddr>) -> Self {
+        let (identity, source) = match checked {
+            true => (Some(ADMIN_CREDENTIAL_IDENTITY.to_string()), None),
+            false => (None, source.map(|ip| ip.to_canonical())),
+        };
+        Principal {
+            checked,
+            caller: Caller {
+                identity,
+                admin: true,
+                source,
+            },
+            names: Vec::new(),
+            open_admin: false,
         }
     }
 
@@ -123,18 +220,26 @@ impl Principal {
                 source: None,
             },
             names: user.names.clone(),
+            open_admin: false,
         }
     }
 
-    fn node(id: u64) -> Self {
+    /// A cluster member's certificate. With an auth file (`checked`) it is
+    /// the identity `node-N.raftlock`; without one it keeps the unchecked
+    /// callers' account, its source address, and adds the admin right.
+    fn node(id: u64, checked: bool, source: Option<std::net::IpAddr>) -> Self {
         Principal {
-            checked: true,
+            checked,
             caller: Caller {
-                identity: Some(node_dns_name(id)),
+                identity: checked.then(|| node_dns_name(id)),
                 admin: true,
-                source: None,
+                source: (!checked)
+                    .then_some(source)
+                    .flatten()
+                    .map(|ip| ip.to_canonical()),
             },
             names: Vec::new(),
+            open_admin: false,
         }
     }
 
@@ -176,18 +281,27 @@ impl Principal {
         )))
     }
 
-    /// PERMISSION_DENIED unless it has the admin role; `what` names the call.
+    /// PERMISSION_DENIED unless it has the admin role; `what` names the
+    /// call. The message says how to prove it, never what the proof is.
     pub fn check_admin(&self, what: &str) -> Result<(), Status> {
-        if !self.checked || self.caller.admin {
+        if self.caller.admin || self.open_admin {
             return Ok(());
         }
-        Err(Status::permission_denied(format!(
-            "{what} needs the admin role, which {} does not have",
-            self.describe()
-        )))
+        let how = "the cluster's admin credential (on a member's host: the admin command with \
+                   --data-dir DIR, that node's data dir, ./raftlock-data by default, or \
+                   --join-token-file FILE; RAFTLOCK_JOIN_TOKEN_FILE) or a node certificate \
+                   (--cert/--key)";
+        Err(Status::permission_denied(match self.checked {
+            true => format!(
+                "{what} needs the admin role, which {} does not have; or {how}",
+                self.describe()
+            ),
+            false => format!("{what} is an operator call and needs {how}"),
+        }))
     }
 
-    /// Whether it may use every lock and election name.
+    /// Whether it may use every lock and election name (and see every
+    /// lease).
     pub fn may_use_every_name(&self) -> bool {
         !self.checked || self.caller.admin
     }

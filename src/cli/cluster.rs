@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::admin_args::AdminArgs;
 use super::{Endpoints, Output, EXIT_SUCCESS};
 use crate::client::{Client, ClientOptions};
 use crate::pb;
@@ -29,11 +30,21 @@ enum ClusterCommand {
         peer_addr: String,
         /// Its client address (host:port).
         client_addr: String,
+        #[command(flatten)]
+        admin: AdminArgs,
     },
     /// Make a caught-up learner a voter.
-    Promote { id: u64 },
+    Promote {
+        id: u64,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
     /// Remove a member (voter or learner).
-    Remove { id: u64 },
+    Remove {
+        id: u64,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
 }
 
 /// One node's row in `cluster status`.
@@ -58,7 +69,12 @@ struct ClusterView {
 }
 
 pub async fn run(args: ClusterArgs) -> Result<u8, String> {
-    let client = args.endpoints.connect().await?;
+    let client = match &args.command {
+        ClusterCommand::Status => args.endpoints.connect().await?,
+        ClusterCommand::AddLearner { admin, .. }
+        | ClusterCommand::Promote { admin, .. }
+        | ClusterCommand::Remove { admin, .. } => admin.connect(&args.endpoints).await?,
+    };
     let output = args.endpoints.output;
     let members = match args.command {
         ClusterCommand::Status => {
@@ -70,9 +86,10 @@ pub async fn run(args: ClusterArgs) -> Result<u8, String> {
             id,
             peer_addr,
             client_addr,
+            ..
         } => client.add_learner(id, &peer_addr, &client_addr).await,
-        ClusterCommand::Promote { id } => client.promote(id).await,
-        ClusterCommand::Remove { id } => client.remove_member(id).await,
+        ClusterCommand::Promote { id, .. } => client.promote(id).await,
+        ClusterCommand::Remove { id, .. } => client.remove_member(id).await,
     }
     .map_err(|e| format!("{e} (check `raftlock cluster status`)"))?;
     print_members(&members, output)?;

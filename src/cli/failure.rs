@@ -42,10 +42,18 @@ pub fn explain(error: &Error, endpoints: &[String]) -> String {
             "outcome unknown: {m}; check with `raftlock locks describe NAME` or \
              `raftlock lease list` before running again"
         ),
+        // The node's message already says what to give for an admin
+        // credential (docs/security.md, "Operator calls").
+        Error::Unauthenticated(m) if m.contains("admin credential") => {
+            format!("unauthenticated: {m}")
+        }
         Error::Unauthenticated(m) => format!(
             "unauthenticated: {m}; pass a token with RAFTLOCK_TOKEN (or --token), or a \
              client certificate with --cert and --key"
         ),
+        Error::PermissionDenied(m) if m.contains("operator call") => {
+            format!("permission denied: {m}")
+        }
         Error::PermissionDenied(m) => format!(
             "permission denied: {m}; ask an operator for a role that allows it (the node's \
              --auth-file)"

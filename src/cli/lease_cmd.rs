@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::time::Instant;
 
+use super::admin_args::AdminArgs;
 use super::signals::Interrupts;
 use super::{print_json, print_json_line, Endpoints, Output, EXIT_SUCCESS};
 use crate::client::{Client, LeaseAccount, LeaseId};
@@ -50,6 +51,8 @@ enum LeaseCommand {
         /// authentication (where quotas count per source address).
         #[arg(long)]
         source: Option<std::net::IpAddr>,
+        #[command(flatten)]
+        admin: AdminArgs,
     },
     /// Give a lease a new TTL from now (shorter or longer; replicated, so
     /// a new leader keeps it): extends a lock held on its own lease.
@@ -74,7 +77,10 @@ struct LeaseRow {
 
 pub async fn run(args: LeaseArgs) -> Result<u8, String> {
     let ep = &args.endpoints;
-    let client = ep.connect().await?;
+    let client = match &args.command {
+        LeaseCommand::Revoke { admin, .. } => admin.connect(ep).await?,
+        _ => ep.connect().await?,
+    };
     let explain = |e| ep.explain(&e);
     match args.command {
         LeaseCommand::Grant { ttl } => {
@@ -92,6 +98,7 @@ pub async fn run(args: LeaseArgs) -> Result<u8, String> {
             id: None,
             identity,
             source,
+            ..
         } => {
             let account = match (identity, source) {
                 (Some(name), _) => LeaseAccount::Identity(name),

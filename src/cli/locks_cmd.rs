@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::admin_args::AdminArgs;
 use super::lock_view::{print_describe, print_list, LockView};
 use super::{print_json, Endpoints, Output, EXIT_FAILURE, EXIT_SUCCESS};
 
@@ -34,12 +35,19 @@ enum LocksCommand {
     Check { name: String, fence: u64 },
     /// End every hold on NAME now (operators; holders learn on their next
     /// check). Waiters are granted in order.
-    ForceRelease { name: String },
+    ForceRelease {
+        name: String,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
 }
 
 pub async fn run(args: LocksArgs) -> Result<u8, String> {
     let ep = &args.endpoints;
-    let client = ep.connect().await?;
+    let client = match &args.command {
+        LocksCommand::ForceRelease { admin, .. } => admin.connect(ep).await?,
+        _ => ep.connect().await?,
+    };
     let explain = |e| ep.explain(&e);
     match args.command {
         LocksCommand::List { prefix, limit } => {
@@ -106,7 +114,7 @@ pub async fn run(args: LocksArgs) -> Result<u8, String> {
                 return Ok(EXIT_FAILURE);
             }
         }
-        LocksCommand::ForceRelease { name } => {
+        LocksCommand::ForceRelease { name, .. } => {
             let holders = client.force_release(&name).await.map_err(explain)?;
             #[derive(Serialize)]
             struct Released<'a> {

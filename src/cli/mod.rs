@@ -19,6 +19,7 @@ macro_rules! out {
     };
 }
 
+mod admin_args;
 mod auth_cmd;
 mod certs;
 mod child_process;
@@ -162,9 +163,18 @@ pub struct Endpoints {
 impl Endpoints {
     /// A client over these endpoints; calls retry for a few seconds.
     pub async fn connect(&self) -> Result<Client, String> {
-        let options = self
+        self.connect_with_token(None).await
+    }
+
+    /// Like [`connect`](Self::connect), sending `token` instead of
+    /// `--token` when there is one (an operator's admin credential).
+    pub async fn connect_with_token(&self, token: Option<String>) -> Result<Client, String> {
+        let mut options = self
             .options()
             .map_err(|e| failure::explain(&e, &self.endpoints))?;
+        if token.is_some() {
+            options.token = token;
+        }
         Client::connect_with(self.endpoints.clone(), options)
             .await
             .map_err(|e| failure::explain(&e, &self.endpoints))

@@ -133,6 +133,12 @@ pub struct ServeArgs {
     /// client port + 2 (7381), skipped with a warning when that port is taken.
     #[arg(long, env = "RAFTLOCK_ADMIN_ADDR")]
     admin_addr: Option<String>,
+    /// Further Host names the admin listener answers to, comma-separated
+    /// (NAME or NAME:PORT: a proxy's, a DNS name's). Default: only its own
+    /// address (and localhost:PORT on loopback); other Hosts get 421.
+    #[arg(long, env = "RAFTLOCK_ADMIN_HOSTS", value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    admin_hosts: Vec<String>,
     /// UNSAFE, for tests only: acknowledge writes without fsync (sled's
     /// sync_file_range only). A power loss can lose acknowledged locks.
     #[arg(long, env = "RAFTLOCK_UNSAFE_NO_FSYNC", hide_short_help = true)]
@@ -258,6 +264,11 @@ pub async fn run(args: ServeArgs, matches: Option<&clap::ArgMatches>) -> Result<
     let layers = args.layers()?;
     let config = layers.build().map_err(|e| e.to_string())?;
     open_file_limit::raise(&config);
+    // Every file the node makes (sled's snapshot files while it runs
+    // included) is private from the start; the data dir is tightened at
+    // open too (docs/security.md, "State is private to the node").
+    // SAFETY: umask(2) only sets this process's file-creation mask.
+    unsafe { libc::umask(0o077) };
     let mut builder = Node::builder();
     if let Some(addr) = ServeArgs::default_admin_addr(&layers, &config) {
         // Nothing asked for an admin listener: serve one on loopback, as

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::admin_args::AdminArgs;
 use super::{print_json, Endpoints, Output, EXIT_SUCCESS};
 use raftlock_raft::peer::auth::{key_path, plan_key};
 use raftlock_raft::{Config, InitialMember};
@@ -33,6 +34,8 @@ enum SnapshotCommand {
         /// the leader (for a cluster that lost its quorum).
         #[arg(long)]
         local: bool,
+        #[command(flatten)]
+        admin: AdminArgs,
     },
     /// Seed a new, empty data dir for one node of a new cluster from a
     /// backup. Run it once per member with the same FILE, --initial-cluster
@@ -119,8 +122,8 @@ struct RestoreView {
 pub async fn run(args: SnapshotArgs) -> Result<u8, String> {
     let output = args.endpoints.output;
     match args.command {
-        SnapshotCommand::Save { file, local } => {
-            let client = args.endpoints.connect().await?;
+        SnapshotCommand::Save { file, local, admin } => {
+            let client = admin.connect(&args.endpoints).await?;
             let bytes = client
                 .backup(local)
                 .await
@@ -201,7 +204,16 @@ fn write_atomically(file: &Path, bytes: &[u8]) -> Result<(), String> {
         .ok_or_else(|| format!("{} is not a file name", file.display()))?;
     let tmp = file.with_file_name(format!(".{}.partial", name.to_string_lossy()));
     let fail = |e: std::io::Error| format!("cannot write {}: {e}", tmp.display());
-    let mut out = std::fs::File::create(&tmp).map_err(fail)?;
+    // A backup holds every lock's owner: readable by its owner only.
+    let mut out = std::os::unix::fs::OpenOptionsExt::mode(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true),
+        0o600,
+    )
+    .open(&tmp)
+    .map_err(fail)?;
     out.write_all(bytes).map_err(fail)?;
     out.sync_all().map_err(fail)?;
     std::fs::rename(&tmp, file).map_err(|e| format!("cannot write {}: {e}", file.display()))

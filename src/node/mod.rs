@@ -23,7 +23,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::auth::policy::Policy;
-use crate::auth::Auth;
+use crate::auth::{AdminGate, Auth};
 use crate::client::{Client, ClientOptions, ClientTls};
 use crate::error::Error;
 use crate::observe::{bind_admin, serve_admin};
@@ -111,14 +111,12 @@ impl NodeBuilder {
         let client_limits = self.config.client_listener_limits();
         // Read the auth file before anything binds or opens: a mistake in
         // it must stop the node, never leave it serving without checks.
-        let auth = match &serving_config.auth_file {
-            Some(path) => Auth::new(Some(Policy::load(path).map_err(|reason| {
-                NodeError::AuthFile {
-                    path: path.display().to_string(),
-                    reason,
-                }
-            })?)),
-            None => Auth::default(),
+        let policy = match &serving_config.auth_file {
+            Some(path) => Some(Policy::load(path).map_err(|reason| NodeError::AuthFile {
+                path: path.display().to_string(),
+                reason,
+            })?),
+            None => None,
         };
         let client_listener = match self.client_listener {
             Some(l) => l,
@@ -159,15 +157,24 @@ impl NodeBuilder {
             }
             (None, None) => None,
         };
+        let insecure = config.insecure;
         #[cfg(feature = "test-util")]
         let raft = RaftNode::start_with_link_filter(config, self.peer_listener, self.filter);
         #[cfg(not(feature = "test-util"))]
         let raft = RaftNode::start(config, self.peer_listener);
         let raft = raft.await?;
+        // Operator calls need the cluster's admin credential or a node
+        // certificate, except under --insecure (docs/security.md).
+        let admin_gate = match insecure && raft.tls().is_none() {
+            true => AdminGate::Open,
+            false => AdminGate::Credential(raft.admin_credential().cloned()),
+        };
+        let auth = Auth::new(policy, admin_gate);
         let client_tls = raft
             .tls()
             .map(|tls| tls.client_server_config(serving_config.client_cert_auth));
         let quota_streams = serving_config.quota_streams;
+        let admin_hosts = serving_config.admin_hosts.clone();
         let (serving, serving_tasks) =
             Serving::start(raft.inner().clone(), serving_config).map_err(NodeError::Serving)?;
         let (stop, stop_rx) = watch::channel(false);
@@ -183,13 +190,18 @@ impl NodeBuilder {
         ));
         let admin = match admin_listener {
             Some(l) => Some(
-                serve_admin(serving.clone(), raft.tls().cloned(), l, stop_rx).map_err(
-                    |source| NodeError::Listen {
-                        which: "admin",
-                        addr: "(the admin listener handed over)".to_owned(),
-                        source,
-                    },
-                )?,
+                serve_admin(
+                    serving.clone(),
+                    raft.tls().cloned(),
+                    l,
+                    &admin_hosts,
+                    stop_rx,
+                )
+                .map_err(|source| NodeError::Listen {
+                    which: "admin",
+                    addr: "(the admin listener handed over)".to_owned(),
+                    source,
+                })?,
             ),
             None => None,
         };
@@ -249,7 +261,9 @@ impl Node {
     /// node accepts any call and forwards to the Raft leader, so talking to
     /// the local one is enough. With TLS it trusts the cluster CA, checks
     /// that it reached this node (`node-ID.raftlock`) and presents the
-    /// node's own certificate.
+    /// node's own certificate; with a join token it sends the cluster's
+    /// admin credential. Either makes it an admin: the application that
+    /// embeds a node is trusted with its cluster.
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -263,9 +277,18 @@ impl Node {
     pub async fn client(&self) -> Result<Client, Error> {
         let options = ClientOptions {
             tls: self.client_tls(),
+            token: self.admin_token(),
             ..ClientOptions::default()
         };
         Client::connect_with([self.client_endpoint()], options).await
+    }
+
+    /// The cluster's admin credential as a bearer token (what
+    /// [`client`](Self::client) sends), for a client of this process that
+    /// makes operator calls; `None` when peers use mTLS (the node
+    /// certificate is the admin identity then) or `--insecure`.
+    pub fn admin_token(&self) -> Option<String> {
+        self.raft.admin_credential().map(|c| c.to_bearer())
     }
 
     /// Where a client in this process reaches this node: the bound client

@@ -9,8 +9,9 @@
 //! | `/`           | the status page (HTML; reloads `/api/status` every 2 s)   |
 //! | `/api/status` | the status page's data, JSON                              |
 //!
-//! It only reads: nothing here changes a lock. Served with axum, which
-//! tonic already brings in.
+//! It only reads: nothing here changes a lock. A request naming a `Host`
+//! that is not the listener's own address or a configured name is refused
+//! (`admin_host`). Served with axum, which tonic already brings in.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::admin_host::{check_host, AllowedHosts};
 use super::status_view::StatusSource;
 
 /// The status page, one self-contained file.
@@ -43,11 +45,13 @@ pub async fn bind_admin(addr: &str) -> std::io::Result<TcpListener> {
 }
 
 /// Serves the admin endpoints of `node` on `listener` until `stop` turns
-/// true. `tls`: how the status page reaches the other members.
+/// true. `tls`: how the status page reaches the other members; `hosts`:
+/// further `Host` names it answers to (`admin_hosts`).
 pub fn serve_admin(
     node: Arc<Serving>,
     tls: Option<NodeTls>,
     listener: TcpListener,
+    hosts: &[String],
     mut stop: watch::Receiver<bool>,
 ) -> std::io::Result<(SocketAddr, JoinHandle<()>)> {
     let addr = listener.local_addr()?;
@@ -69,7 +73,11 @@ pub fn serve_admin(
         .route("/readyz", get(readyz))
         .route("/", get(page))
         .route("/api/status", get(status))
-        .with_state(admin);
+        .with_state(admin)
+        .layer(axum::middleware::from_fn_with_state(
+            AllowedHosts::new(addr, hosts),
+            check_host,
+        ));
     let task = tokio::spawn(async move {
         let shutdown = async move {
             let _ = stop.wait_for(|s| *s).await;

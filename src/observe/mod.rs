@@ -2,7 +2,8 @@
 //! metrics, health and readiness, the status page), the gRPC health
 //! service and the per-call metrics layer of the client listener.
 //!
-//! - `admin`: the admin listener and its routes.
+//! - `admin`: the admin listener and its routes; `admin_host`: the
+//!   `Host` names it answers to.
 //! - `status_view`: the status page's data (`/api/status`);
 //!   `status_page.html` shows it.
 //! - `request_metrics`: counts and times every client API call.
@@ -12,6 +13,7 @@
 //! (`raftlock_raft::metrics`), which counts where things happen.
 
 mod admin;
+mod admin_host;
 mod grpc_health;
 mod request_metrics;
 mod status_view;

@@ -248,7 +248,7 @@ pub fn restore(dir: &Path, backup_bytes: &[u8], seed: &Seed) -> Result<Restored,
     );
     let cluster_id = cluster_id_for(backup_bytes, &seed.bootstrap, &seed.token);
 
-    std::fs::create_dir_all(dir).map_err(|e| io_error(dir, "create", e))?;
+    crate::private_dir::create_private(dir)?;
     let db = sled::Config::new()
         .path(dir)
         .cache_capacity(crate::node_db::CACHE_BYTES)
@@ -273,6 +273,7 @@ pub fn restore(dir: &Path, backup_bytes: &[u8], seed: &Seed) -> Result<Restored,
     identity.cluster_id = Some(cluster_id);
     identity.floor.committed = index;
     identity.write(dir)?;
+    crate::private_dir::make_private(dir)?;
     Ok(Restored {
         index,
         fence_floor,

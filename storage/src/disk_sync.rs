@@ -188,8 +188,15 @@ impl DiskSync {
 /// `path`, `fsync` of the directory.
 pub(crate) fn write_file_durably(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
-    let mut file = File::create(&tmp).map_err(|e| io_error(&tmp, "create", e))?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(crate::private_dir::FILE_MODE)
+        .open(&tmp)
+        .map_err(|e| io_error(&tmp, "create", e))?;
     file.write_all(bytes)
         .and_then(|()| file.sync_all())
         .map_err(|e| io_error(&tmp, "write", e))?;

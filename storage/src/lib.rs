@@ -46,6 +46,7 @@ pub mod identity;
 pub mod limits;
 pub mod log_store;
 pub mod node_db;
+pub mod private_dir;
 mod sled_snap_files;
 pub mod sm_store;
 pub mod state;

@@ -111,6 +111,9 @@ pub fn open(
         problem,
         action: REJOIN.to_string(),
     };
+    // Private before anything is read or written: a dir of an earlier
+    // build (files 0644) is tightened here.
+    crate::private_dir::create_private(dir)?;
     let identity_path = dir.join(IDENTITY_FILE);
     let recorded = Identity::read(dir).map_err(|e| refuse(identity_path.clone(), e.to_string()))?;
     let db_path = dir.join("db");
@@ -194,6 +197,8 @@ pub fn open(
     identity.floor.vote_term = identity.floor.vote_term.max(held.vote_term.unwrap_or(0));
     identity.boots += 1;
     identity.write(dir).map_err(|e| disk_full_or(dir, e))?;
+    // And what sled created with the process's umask.
+    crate::private_dir::make_private(dir)?;
     let own_id = identity.node_id;
     let log = log.with_floor(Arc::new(FloorKeeper::new(dir, identity)), own_id);
     Ok((log, sm))

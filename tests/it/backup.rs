@@ -79,7 +79,12 @@ async fn a_backup_taken_under_load_restores_every_lock_with_fences_above_it() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
-    let bytes = client.backup(false).await.expect("backup");
+    let bytes = old
+        .admin_client()
+        .await
+        .backup(false)
+        .await
+        .expect("backup");
     // The old cluster goes on granting after the backup, as a cluster that
     // is later lost does until it is.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
@@ -125,10 +130,11 @@ async fn a_backup_taken_under_load_restores_every_lock_with_fences_above_it() {
         .unwrap()
         .unwrap();
     assert!(fresh.fence > highest_old, "{} > {highest_old}", fresh.fence);
+    let admin = new.admin_client().await;
     for i in 0..8 {
         // The backup may hold one of them for the loader, mid-cycle.
         let name = format!("load/{i}");
-        client.force_release(&name).await.unwrap();
+        admin.force_release(&name).await.unwrap();
         let granted = client
             .acquire(&Acquire::exclusive(name.clone(), "me", lease))
             .await
@@ -137,7 +143,7 @@ async fn a_backup_taken_under_load_restores_every_lock_with_fences_above_it() {
         assert!(granted.fence > highest_old, "{name}: {}", granted.fence);
     }
     // The waiter inherits held/0 with a fence above its old holder's.
-    assert_eq!(client.force_release("held/0").await.unwrap(), 1);
+    assert_eq!(admin.force_release("held/0").await.unwrap(), 1);
     let info = client.describe("held/0").await.unwrap().unwrap();
     assert_eq!(info.holders[0].owner, "waiter");
     assert!(info.holders[0].fence > fresh.fence);

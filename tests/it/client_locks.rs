@@ -140,7 +140,7 @@ async fn lost_fires_on_force_release_and_aborts_the_task() {
         .unwrap();
     assert_eq!(
         cluster
-            .client()
+            .admin_client()
             .await
             .force_release("forced")
             .await

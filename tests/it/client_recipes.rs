@@ -128,7 +128,12 @@ async fn fenced_resource_rejects_a_stale_holder() {
     let old = client.lock("store").acquire().await.unwrap();
     store.write(old.fence(), |rows| rows.push("old")).unwrap();
     // An operator takes the lock away; a new holder writes.
-    client.force_release("store").await.unwrap();
+    cluster
+        .admin_client()
+        .await
+        .force_release("store")
+        .await
+        .unwrap();
     let new = client.lock("store").acquire().await.unwrap();
     assert!(new.fence() > old.fence());
     assert!(!client.check("store", old.fence()).await.unwrap());

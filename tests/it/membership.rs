@@ -5,13 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use raftlock::client::Acquire;
+use raftlock::Client;
 
 use crate::cluster::TestCluster;
 
 #[tokio::test]
 async fn grow_to_five_and_shrink_to_three_under_load() {
     let mut cluster = TestCluster::new(3).await;
-    let client = cluster.client().await;
+    let client = cluster.admin_client().await;
     let lease = client.grant_lease(Duration::from_secs(30)).await.unwrap();
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -96,7 +97,12 @@ async fn a_removed_member_learns_it_and_stops_serving() {
     let leader = cluster.wait_for_leader().await;
     let others = cluster.others(leader);
     let (cut_off, connected) = (others[0], others[1]);
-    let client = cluster.client_of(leader).await;
+    let client = Client::connect_with(
+        [cluster.node_addr(leader).client_addr],
+        cluster.admin_options(),
+    )
+    .await
+    .expect("admin client of the leader");
 
     cluster.isolate(cut_off);
     client

@@ -29,8 +29,14 @@ pub(crate) async fn cluster_with_admin(n: u64) -> TestCluster {
 /// `GET path` on node `id`'s admin listener: (status code, body).
 pub(crate) async fn get(cluster: &TestCluster, id: u64, path: &str) -> (u16, String) {
     let addr = cluster.node(id).admin_addr().expect("admin listener");
+    get_as(cluster, id, path, &addr.to_string()).await
+}
+
+/// `GET path` on node `id`'s admin listener with `Host: host`.
+async fn get_as(cluster: &TestCluster, id: u64, path: &str, host: &str) -> (u16, String) {
+    let addr = cluster.node(id).admin_addr().expect("admin listener");
     let mut stream = TcpStream::connect(addr).await.expect("connect admin");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.expect("send");
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).await.expect("read");
@@ -306,5 +312,47 @@ async fn grpc_health_service_answers_on_the_client_port() {
     };
     let err = health.check(unknown).await.expect_err("unknown service");
     assert_eq!(err.code(), tonic::Code::NotFound);
+    cluster.shutdown().await;
+}
+
+/// DNS rebinding: a web page whose name resolves to 127.0.0.1 makes the
+/// visitor's browser ask the admin listener with its own name in `Host`
+/// (`evil.example:PORT`), and could read every lock name and owner. Each
+/// such request is refused with 421 and a body that says what to do, on
+/// every path; the listener's own address, `localhost:PORT` and a name
+/// given in `admin_hosts` are answered. Without the `check_host` layer in
+/// `serve_admin` the first request gets 200 and the status page (seen).
+#[tokio::test]
+async fn the_admin_listener_answers_only_to_its_own_host_names() {
+    let mut base = test_config();
+    base.serving.admin_addr = Some("127.0.0.1:0".into());
+    base.serving.admin_hosts = vec!["raftlock.internal".into()];
+    let cluster = TestCluster::with_config(1, base).await;
+    cluster.wait_for_leader().await;
+    let addr = cluster.node(1).admin_addr().expect("admin listener");
+    let port = addr.port();
+    for host in [
+        format!("evil.example:{port}"),
+        "evil.example".to_string(),
+        format!("127.0.0.1.evil.example:{port}"),
+        format!("127.0.0.1:{}", port.wrapping_add(1)),
+    ] {
+        for path in ["/", "/api/status", "/metrics", "/healthz", "/readyz"] {
+            let (code, body) = get_as(&cluster, 1, path, &host).await;
+            assert_eq!(code, 421, "Host {host} {path}: {body}");
+            assert!(body.contains("--admin-hosts"), "{body}");
+            assert!(!body.contains("raftlock_"), "{body}");
+        }
+    }
+    for host in [
+        addr.to_string(),
+        format!("localhost:{port}"),
+        format!("raftlock.internal:{port}"),
+    ] {
+        for path in ["/", "/api/status", "/metrics", "/healthz"] {
+            let (code, body) = get_as(&cluster, 1, path, &host).await;
+            assert_eq!(code, 200, "Host {host} {path}: {body}");
+        }
+    }
     cluster.shutdown().await;
 }

@@ -18,6 +18,17 @@ pub(crate) const PYTHON_NAMES: SettingNames = SettingNames {
     cacert_example: "raftlock.Client(..., cacert=\"ca.crt\")",
 };
 
+/// `raftlock.admin_token(path)`: the cluster's admin credential, derived
+/// from the secret in a node's data dir (`raftlock.key`) or a join-token
+/// file, to pass as `token=` for operator calls (force-release, bulk
+/// revoke, membership, backups) on a cluster without an auth file.
+#[pyfunction]
+pub fn admin_token(path: PathBuf) -> PyResult<String> {
+    raftlock::AdminCredential::read(&path)
+        .map(|c| c.to_bearer())
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
 /// `raftlock.Client`'s keywords; `None`: the client's default (or its
 /// `RAFTLOCK_*` variable).
 pub struct ClientSettings {

@@ -54,6 +54,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli::run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(run::interpreter_exiting, m)?)?;
     m.add_function(wrap_pyfunction!(client::new_owner, m)?)?;
+    m.add_function(wrap_pyfunction!(client_options::admin_token, m)?)?;
     m.add_class::<client::NativeClient>()?;
     m.add_class::<loop_port::LoopPort>()?;
     m.add_class::<guards::NativeGuard>()?;

@@ -325,7 +325,9 @@ impl NativeNode {
     }
 
     /// A client of this node (which forwards to the leader), with the
-    /// node's own TLS identity when it has one.
+    /// node's own TLS identity when it has one, else (no `token`) the
+    /// cluster's admin credential: the embedding application is trusted
+    /// with its cluster, as `raftlock::Node::client` is.
     #[pyo3(signature = (*, session_ttl=None, safety_margin=None, retry_for=None, token=None))]
     fn client(
         &self,
@@ -335,11 +337,17 @@ impl NativeNode {
         retry_for: Option<f64>,
         token: Option<String>,
     ) -> PyResult<NativeClient> {
-        let (endpoint, tls) = self.with_node(|node| (node.client_endpoint(), node.client_tls()))?;
+        let (endpoint, tls, admin) = self.with_node(|node| {
+            (
+                node.client_endpoint(),
+                node.client_tls(),
+                node.admin_token(),
+            )
+        })?;
         let mut options = ClientOptions {
             setting_names: PYTHON_NAMES,
             tls,
-            token,
+            token: token.or(admin),
             ..ClientOptions::default()
         };
         if let Some(ttl) = session_ttl {

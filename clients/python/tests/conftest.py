@@ -58,10 +58,22 @@ class Cluster:
             out = self.script("start.sh", *start, timeout=120)
             self.endpoints = out.strip().splitlines()[-1].removeprefix("ENDPOINTS=").split(",")
             self.procs = list(range(1, n + 1))
+            # Operator calls (force-release, ...) send the cluster's admin
+            # credential, read from a member's data dir as an operator on
+            # its host does; a secure cluster's admin is its `root` client.
+            self.admin_token = None if secure else raftlock.admin_token(self.data_dir(1))
             self.wait_for_leader()
         except BaseException:
             self.stop(keep_logs=True)  # no node outlives a cluster that failed to start
             raise
+
+    def data_dir(self, i: int) -> Path:
+        """Node `i`'s data dir (cluster-scripts' layout)."""
+        return self.dir / f"node{i}" / "data"
+
+    def join_token_hex(self) -> str:
+        """The hex of the cluster's join token (start.sh's DIR/join-token)."""
+        return (self.dir / "join-token").read_text().strip().removeprefix("rlj1-")
 
     def script(self, name: str, *args: str, timeout: float = 60) -> str:
         """Runs `cluster-scripts/NAME ARGS` with this cluster's binary;
@@ -207,8 +219,9 @@ def client(cluster: Cluster) -> Iterator[raftlock.Client]:
 
 @pytest.fixture
 def other(cluster: Cluster) -> Iterator[raftlock.Client]:
-    """A second process's client, as far as the cluster can tell."""
-    c = raftlock.Client(cluster.endpoints, session_ttl=3)
+    """A second process's client, as far as the cluster can tell; an
+    operator's (it sends the admin credential), for force-releases."""
+    c = raftlock.Client(cluster.endpoints, session_ttl=3, token=cluster.admin_token)
     yield c
     c.close()
 

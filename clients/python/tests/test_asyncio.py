@@ -18,7 +18,7 @@ def name() -> str:
 
 @pytest.fixture
 async def aother(cluster: Cluster):  # type: ignore[no-untyped-def]
-    c = raftlock.asyncio.Client(cluster.endpoints, session_ttl=3)
+    c = raftlock.asyncio.Client(cluster.endpoints, session_ttl=3, token=cluster.admin_token)
     yield c
     await c.close()
 

@@ -198,22 +198,25 @@ def test_a_fourth_replica_joins_and_is_removed(replicas: Replicas) -> None:
     replicas.add_addrs(4)
     replicas.start(4, join=True)
     peer, client, _http = replicas.addrs[4]
+    # Membership calls send the cluster's admin credential, derived from
+    # the join token (docs/security.md, "Operator calls").
+    admin = ("--join-token-file", str(replicas.dir / "join-token"))
 
     def node_started() -> bool:
         status = replicas.status(4)
         return bool(status and status["node_role"] != "stopped")
 
     wait_until("replica 4 starts its node", node_started, timeout=60)
-    replicas.cli("cluster", "add-learner", "4", peer, client)
+    replicas.cli("cluster", "add-learner", "4", peer, client, *admin)
 
     def caught_up() -> bool:
         status = replicas.status(4)
         return bool(status and status["node_leader"])
 
     wait_until("replica 4 knows the leader", caught_up, timeout=60)
-    replicas.cli("cluster", "promote", "4")
+    replicas.cli("cluster", "promote", "4", *admin)
     wait_until("4 voters", lambda: replicas.voters() == [1, 2, 3, 4], timeout=60)
-    replicas.cli("cluster", "remove", "4")
+    replicas.cli("cluster", "remove", "4", *admin)
     wait_until("3 voters", lambda: replicas.voters() == [1, 2, 3], timeout=60)
     # The job goes on among the three.
     count = len(replicas.register.records())

@@ -79,7 +79,7 @@ async def test_a_force_released_hold_is_not_extended(
     backend: RaftlockSyncBackend, cluster: Cluster, name: str
 ) -> None:
     assert await backend.acquire(name=name, token="a", duration=30)
-    operator = raftlock.asyncio.Client(cluster.endpoints)
+    operator = raftlock.asyncio.Client(cluster.endpoints, token=cluster.admin_token)
     assert await operator.force_release("grel/" + name) == 1
     assert not await backend.owned(name=name, token="a")
     async with RaftlockSyncBackend(cluster.endpoints, prefix="grel/") as elsewhere:

@@ -141,3 +141,30 @@ def test_an_expired_client_certificate_is_named_with_its_dates(
         f"so the nodes at {', '.join(c.endpoints)} refused it: make a new one with "
         "`raftlock certs create-client` and pass it with cert= and key=, or check the clocks"
     ), message
+
+
+def test_operator_calls_need_the_admin_token_without_an_auth_file(cluster: Cluster) -> None:
+    """On the default cluster (a join token, no auth file) a force-release
+    without the admin credential is refused and leaves the hold; with the
+    one `raftlock.admin_token` derives from a member's data dir it is
+    done. Fails without the node's admin gate: the first force-release
+    succeeds."""
+    holder = raftlock.Client(cluster.endpoints, session_ttl=3)
+    anyone = raftlock.Client(cluster.endpoints, retry_for=2)
+    lock = holder.lock("py/admin-gate")
+    lock.acquire()
+    with pytest.raises(raftlock.PermissionDenied) as denied:
+        anyone.force_release("py/admin-gate")
+    assert "--data-dir" in str(denied.value)
+    assert anyone.check("py/admin-gate", lock.fence)
+    token = raftlock.admin_token(cluster.data_dir(2))
+    assert token.startswith("rla1-")
+    assert cluster.join_token_hex() not in token
+    operator = raftlock.Client(cluster.endpoints, token=token)
+    assert operator.force_release("py/admin-gate") == 1
+    assert not anyone.check("py/admin-gate", lock.fence)
+    operator.close()
+    with pytest.raises(ValueError, match="cannot read"):
+        raftlock.admin_token(cluster.dir / "no-such-dir" / "file")
+    holder.close()
+    anyone.close()

@@ -33,34 +33,45 @@ pub async fn check_new_learner(
     node: &NodeAddr,
 ) -> Result<(), Error> {
     let answer = probe(net, id, &node.peer_addr, PROBE_TIMEOUT).await;
-    let token = net.join_token();
-    judge_probe(answer, cluster_id, token.as_deref(), id, node).map_err(Error::InvalidArgument)
+    let secret = net.uses_join_token();
+    judge_probe(answer, cluster_id, secret, id, node).map_err(Error::InvalidArgument)
 }
 
-/// The verdict on what answered at a new learner's peer address. `token`
-/// is the cluster's join token, for the command that starts the node
-/// (the caller is an admin).
+/// The verdict on what answered at a new learner's peer address.
+/// `secret`: peers use a join token, so the command that starts the node
+/// names a token file. The token itself is never written here: this
+/// message goes to whoever called, and the secret never leaves a node.
 fn judge_probe(
     probe: PeerProbe,
     cluster_id: Option<&str>,
-    token: Option<&str>,
+    secret: bool,
     id: NodeId,
     node: &NodeAddr,
 ) -> Result<(), String> {
     let (peer, client) = (&node.peer_addr, &node.client_addr);
     let order = "`raftlock cluster add-learner` takes ID PEER_ADDR CLIENT_ADDR";
-    let token = token.map_or_else(String::new, |t| format!(" --join-token {t}"));
+    let token = match secret {
+        true => " --join-token-file FILE",
+        false => "",
+    };
     let start = format!(
         "`raftlock serve --id {id} --join{token} --peer-addr {peer} --client-addr {client}`"
     );
+    let copy = match secret {
+        true => {
+            "; FILE holds the cluster's join token: copy a member's data-dir file \
+             raftlock.key to the new node's host"
+        }
+        false => "",
+    };
     match probe {
         PeerProbe::Unreachable(why) => Err(format!(
             "no raftlock node answers at peer address {peer} ({why}); start node {id} first \
-             ({start}), then add it"
+             ({start}{copy}), then add it"
         )),
         PeerProbe::NoSecret(why) => Err(format!(
             "the node at peer address {peer} does not hold this cluster's join token ({why}); \
-             start node {id} on an empty data dir with {start}, then add it"
+             start node {id} on an empty data dir with {start}{copy}, then add it"
         )),
         PeerProbe::NotPeerPort(why) => Err(format!(
             "{peer} answers, but not as a raftlock peer port ({why}): is it a client port? \
@@ -165,9 +176,9 @@ mod tests {
     fn a_new_learner_must_answer_as_itself_at_the_addresses_given() {
         let ours = Some("c1");
         let fresh = node(4, "", "127.0.0.1:7479");
-        assert_eq!(judge_probe(fresh, ours, None, 4, &addr()), Ok(()));
+        assert_eq!(judge_probe(fresh, ours, false, 4, &addr()), Ok(()));
         let rejoining = node(4, "c1", "127.0.0.1:7479");
-        assert_eq!(judge_probe(rejoining, ours, None, 4, &addr()), Ok(()));
+        assert_eq!(judge_probe(rejoining, ours, false, 4, &addr()), Ok(()));
         let cases = [
             (
                 PeerProbe::Unreachable("connection refused".into()),
@@ -179,7 +190,7 @@ mod tests {
             ),
             (
                 PeerProbe::NoSecret("no tag".into()),
-                "serve --id 4 --join --join-token rlj1-x --peer-addr",
+                "serve --id 4 --join --join-token-file FILE --peer-addr",
             ),
             (node(5, "", "127.0.0.1:7479"), "is node 5, not node 4"),
             (node(4, "c2", "127.0.0.1:7479"), "another cluster (c2)"),
@@ -189,8 +200,9 @@ mod tests {
             ),
         ];
         for (probe, says) in cases {
-            let err = judge_probe(probe, ours, Some("rlj1-x"), 4, &addr()).expect_err(says);
+            let err = judge_probe(probe, ours, true, 4, &addr()).expect_err(says);
             assert!(err.contains(says), "{err}");
+            assert!(!err.contains("rlj1-"), "a secret in {err}");
         }
     }
 

@@ -31,6 +31,7 @@ use crate::config::Config;
 use crate::membership::removal::Removal;
 use crate::metrics::NodeMetrics;
 use crate::pb::peer_server::PeerServer;
+use crate::peer::admin_credential::AdminCredential;
 use crate::peer::auth::{key_path, plan_key, KeyPlan};
 use crate::peer::guard::PeerGuard;
 use crate::peer::network::{LinkFilter, PeerNetwork};
@@ -54,6 +55,9 @@ pub struct RaftNode {
     peer_addr: std::net::SocketAddr,
     /// The certificate files, read at start; `None`: plain text.
     tls: Option<NodeTls>,
+    /// What admin clients present (derived from the peer secret); `None`
+    /// when peers use mTLS or `--insecure`.
+    admin_credential: Option<AdminCredential>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -142,6 +146,7 @@ impl RaftNode {
         if let KeyPlan::New(key) = &key_plan {
             key.write_file(&key_path(&config.data_dir))?;
         }
+        let admin_credential = key_plan.key().map(AdminCredential::derive);
         let metrics = Arc::new(NodeMetrics::new());
         let guard = Arc::new(
             PeerGuard::with_key(
@@ -236,6 +241,7 @@ impl RaftNode {
             log: closing_log,
             peer_addr,
             tls,
+            admin_credential,
             stop,
             tasks,
         };
@@ -305,6 +311,12 @@ impl RaftNode {
     /// The certificate files this node serves with; `None`: plain text.
     pub fn tls(&self) -> Option<&NodeTls> {
         self.tls.as_ref()
+    }
+
+    /// The admin credential derived from this cluster's secret; `None`
+    /// when the cluster has none (mTLS peers, or `--insecure`).
+    pub fn admin_credential(&self) -> Option<&AdminCredential> {
+        self.admin_credential.as_ref()
     }
 
     /// Stops in order: the node's tasks are told to stop, then Raft, the

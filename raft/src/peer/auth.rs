@@ -72,6 +72,12 @@ impl ClusterKey {
         join_token::parse(token).map(ClusterKey).map_err(KeyError)
     }
 
+    /// The secret's bytes, for what is derived from it (the admin
+    /// credential).
+    pub(crate) fn secret(&self) -> &[u8; 32] {
+        &self.0
+    }
+
     /// The join token that carries this secret.
     pub fn to_token(&self) -> String {
         join_token::format(&self.0)

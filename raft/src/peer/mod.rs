@@ -4,6 +4,7 @@
 //! this node saw of each peer. The server side is the node's
 //! (`crate::node::peer_service`), since it hands messages to the replica.
 
+pub mod admin_credential;
 pub mod auth;
 pub mod checks;
 pub mod forward;

@@ -151,9 +151,10 @@ impl PeerNetwork {
         &self.guard
     }
 
-    /// The join token of this cluster's secret, if peers use one.
-    pub fn join_token(&self) -> Option<String> {
-        self.guard.key().map(|k| k.to_token())
+    /// Whether peers authenticate with a cluster secret (a join token).
+    /// The secret itself never leaves the guard but for its own file.
+    pub fn uses_join_token(&self) -> bool {
+        self.guard.key().is_some()
     }
 
     /// Sends a forwarded call to `target` at `addr` and waits for its answer.

@@ -26,6 +26,7 @@ use tonic::{Code, Status};
 
 use crate::cluster::{test_config, TestCluster};
 
+mod operator_calls;
 mod quotas;
 mod raw;
 mod sessions;

@@ -8,7 +8,7 @@ use raftlock::client::{Acquire, ClientOptions};
 use raftlock::Client;
 use serde_json::Value;
 
-use super::{describe, json, raftlock, run, stderr_of, TTL};
+use super::{describe, json, node_dir, raftlock, run, stderr_of, TTL};
 use crate::cluster::{test_config, TestCluster};
 
 #[tokio::test]
@@ -206,6 +206,7 @@ async fn cli_lease_revoke_identity_revokes_every_lease_of_it() {
 #[tokio::test]
 async fn cli_lease_revoke_source_revokes_that_addresss_leases() {
     let cluster = TestCluster::new(1).await;
+    let node_dir = node_dir(&cluster);
     for _ in 0..2 {
         json(&cluster, &["lease", "grant", "30s", "--output", "json"]).await;
     }
@@ -216,6 +217,8 @@ async fn cli_lease_revoke_source_revokes_that_addresss_leases() {
             "revoke",
             "--source",
             "127.0.0.9",
+            "--data-dir",
+            &node_dir,
             "--output",
             "json",
         ],
@@ -229,6 +232,8 @@ async fn cli_lease_revoke_source_revokes_that_addresss_leases() {
             "revoke",
             "--source",
             "127.0.0.1",
+            "--data-dir",
+            &node_dir,
             "--output",
             "json",
         ],

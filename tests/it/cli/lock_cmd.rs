@@ -131,7 +131,12 @@ async fn cli_lock_stops_command_when_lease_is_revoked() {
     while client.describe("victim").await.unwrap().is_none() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    client.force_release("victim").await.unwrap();
+    cluster
+        .admin_client()
+        .await
+        .force_release("victim")
+        .await
+        .unwrap();
     let released = Instant::now();
     let status = wait_exit(&mut child, Duration::from_secs(10)).await;
     assert!(!status.success(), "{status}");

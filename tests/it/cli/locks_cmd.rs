@@ -3,7 +3,7 @@
 use raftlock::client::Acquire;
 use serde_json::Value;
 
-use super::{describe, json, run, stderr_of, TTL};
+use super::{describe, json, node_dir, run, stderr_of, TTL};
 use crate::cluster::TestCluster;
 
 #[tokio::test]
@@ -48,9 +48,18 @@ async fn cli_locks_list_describe_check_force_release() {
     let invalid = run(&cluster, &["locks", "check", "jobs/a", &stale]).await;
     assert_eq!(invalid.status.code(), Some(1), "{}", describe(&invalid));
 
+    let node_dir = node_dir(&cluster);
     let released = json(
         &cluster,
-        &["locks", "force-release", "jobs/a", "--output", "json"],
+        &[
+            "locks",
+            "force-release",
+            "jobs/a",
+            "--data-dir",
+            &node_dir,
+            "--output",
+            "json",
+        ],
     )
     .await;
     assert_eq!(released["holders"], 1);

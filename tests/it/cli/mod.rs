@@ -13,6 +13,8 @@ mod lease_cmd;
 mod lock_cmd;
 mod lock_exit_codes;
 mod locks_cmd;
+mod private_state;
+mod secrets;
 mod serve;
 mod serve_peer_secret;
 mod serve_refusals;
@@ -39,6 +41,9 @@ fn raftlock(cluster: &TestCluster, args: &[&str]) -> Command {
     cmd.args(args)
         .env("RAFTLOCK_ENDPOINTS", endpoints.join(","))
         .env_remove("RAFTLOCK_LOG")
+        .env_remove("RAFTLOCK_DATA_DIR")
+        .env_remove("RAFTLOCK_JOIN_TOKEN")
+        .env_remove("RAFTLOCK_JOIN_TOKEN_FILE")
         .stdin(Stdio::null())
         .kill_on_drop(true);
     match &cluster.certs {
@@ -55,6 +60,12 @@ fn raftlock(cluster: &TestCluster, args: &[&str]) -> Command {
         }
     }
     cmd
+}
+
+/// Node 1's data dir: an operator command on its host reads the cluster's
+/// admin credential from there (`--data-dir`, docs/security.md).
+fn node_dir(cluster: &TestCluster) -> String {
+    cluster.config(1).replication.data_dir.display().to_string()
 }
 
 /// Runs the CLI to completion.

@@ -53,6 +53,29 @@ async fn cli_serve_without_flags_is_a_ready_one_node_cluster() {
     assert!(cwd.path().join("raftlock-data").is_dir());
     let health = http_get("127.0.0.1:7381", "/healthz").await;
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    // An operator call from the same directory needs no flag: the CLI
+    // reads the admin credential from ./raftlock-data. From elsewhere,
+    // without --data-dir, it is refused, saying what to give.
+    let force = |dir: &std::path::Path| {
+        Command::new(BIN)
+            .args(["locks", "force-release", "some/lock"])
+            .current_dir(dir)
+            .env_remove("RAFTLOCK_ENDPOINTS")
+            .env_remove("RAFTLOCK_DATA_DIR")
+            .env_remove("RAFTLOCK_JOIN_TOKEN")
+            .env_remove("RAFTLOCK_JOIN_TOKEN_FILE")
+            .env_remove("RAFTLOCK_TOKEN")
+            .output()
+    };
+    let here = force(cwd.path()).await.expect("run force-release");
+    assert!(here.status.success(), "{}", describe(&here));
+    let elsewhere = tempfile::tempdir().expect("temp dir");
+    let refused = force(elsewhere.path()).await.expect("run force-release");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && said.contains("--data-dir"),
+        "{said}"
+    );
 
     terminate(&serve);
     let exit = wait_exit(&mut serve, Duration::from_secs(15)).await;

@@ -9,7 +9,7 @@ use raftlock::client::Acquire;
 use tokio::process::Command;
 
 use super::lease_cmd::{auth_cluster, run_as, BILLING_TOKEN, OPS_TOKEN};
-use super::{describe, json, run, stderr_of, terminate, wait_exit, BIN, TTL};
+use super::{describe, json, node_dir, run, stderr_of, terminate, wait_exit, BIN, TTL};
 use crate::cluster::TestCluster;
 
 /// A port free now (bound and released).
@@ -33,9 +33,18 @@ async fn cli_snapshot_save_status_restore_serve() {
     let file = dir.path().join("cluster.backup");
     let file_arg = file.display().to_string();
 
+    let node_dir = node_dir(&cluster);
     let saved = json(
         &cluster,
-        &["snapshot", "save", &file_arg, "--output", "json"],
+        &[
+            "snapshot",
+            "save",
+            &file_arg,
+            "--data-dir",
+            &node_dir,
+            "--output",
+            "json",
+        ],
     )
     .await;
     assert_eq!(saved["locks"], 1, "{saved}");

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use raftlock::client::{ClientOptions, ClientTls};
-use raftlock::{Client, ClusterKey, Config, InitialMember, LinkFilter, Node, ReplicationConfig};
+use raftlock::{
+    AdminCredential, Client, ClusterKey, Config, InitialMember, LinkFilter, Node, ReplicationConfig,
+};
 use raftlock_storage::NodeAddr;
 use tempfile::TempDir;
 use tokio::net::TcpListener;
@@ -211,6 +213,47 @@ impl TestCluster {
         }
     }
 
+    /// Client settings for operator calls (membership, force-release,
+    /// bulk revoke, backups), as docs/security.md says an operator makes
+    /// them: the admin credential derived from the cluster's join token,
+    /// or in a TLS cluster node 1's certificate; under `insecure`, none.
+    pub fn admin_options(&self) -> ClientOptions {
+        if let Some(certs) = &self.certs {
+            let (cert, key) = raftlock::certs::node_files(certs, 1);
+            let tls = ClientTls::from_files(
+                Some(&certs.join(raftlock::certs::CA_CERT)),
+                Some(&cert),
+                Some(&key),
+            )
+            .expect("read node 1's certificates");
+            return ClientOptions {
+                tls: Some(tls),
+                ..ClientOptions::default()
+            };
+        }
+        ClientOptions {
+            token: self
+                .key()
+                .map(|key| AdminCredential::derive(&key).to_bearer()),
+            ..self.client_options()
+        }
+    }
+
+    /// An operator's client over every running node's endpoint.
+    pub async fn admin_client(&self) -> Client {
+        Client::connect_with(self.endpoints(), self.admin_options())
+            .await
+            .expect("admin client")
+    }
+
+    /// Every running node's client endpoint.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.running()
+            .iter()
+            .map(|id| self.addrs[id].0.to_string())
+            .collect()
+    }
+
     fn builder(&self, config: Config) -> raftlock::NodeBuilder {
         Node::builder()
             .config(config)
@@ -240,12 +283,7 @@ impl TestCluster {
 
     /// A client over every running node's endpoint.
     pub async fn client(&self) -> Client {
-        let eps: Vec<String> = self
-            .running()
-            .iter()
-            .map(|id| self.addrs[id].0.to_string())
-            .collect();
-        Client::connect_with(eps, self.client_options())
+        Client::connect_with(self.endpoints(), self.client_options())
             .await
             .expect("client")
     }

@@ -14,7 +14,16 @@ application's replicas form their own lock cluster.
 """
 
 from raftlock import _exit_hook  # noqa: F401 - first: its hook runs last
-from raftlock._native import Holder, LeaderInfo, LeaseTtl, LockInfo, Member, NodeStatus, Waiter
+from raftlock._native import (
+    Holder,
+    LeaderInfo,
+    LeaseTtl,
+    LockInfo,
+    Member,
+    NodeStatus,
+    Waiter,
+    admin_token,
+)
 from raftlock._sync import Client, Fenced, Lock, RwLock, Semaphore
 from raftlock._sync_leadership import Election, LeaderElection, Leadership, TaskGuard, TaskLock
 from raftlock._sync_node import Node
@@ -74,4 +83,5 @@ __all__ = [
     "Unavailable",
     "WaitEnded",
     "Waiter",
+    "admin_token",
 ]

@@ -18,6 +18,10 @@ def interpreter_exiting() -> None:
 def new_owner() -> str:
     """A fresh owner token: a random UUID, as text."""
 
+def admin_token(path: str | PathLike[str]) -> str:
+    """The cluster's admin credential, derived from the secret in a node's
+    data dir or a join-token file (``ValueError`` when it cannot be read)."""
+
 class LoopPort:
     """Where the awaited calls of one event loop end (``loop.add_reader``)."""
     def fileno(self) -> int: ...
