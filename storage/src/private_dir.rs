@@ -14,7 +14,6 @@
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
 
-use crate::disk_sync::io_error;
 use crate::error::Error;
 
 /// Mode of the data dir and the dirs in it.
@@ -52,6 +51,16 @@ pub fn make_private(dir: &Path) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// An IO failure on `path` while `doing` it.
+fn io_error(path: &Path, doing: &'static str, source: std::io::Error) -> Error {
+    Error::Io {
+        path: path.to_path_buf(),
+        doing,
+        kind: source.kind(),
+        source,
+    }
 }
 
 /// Clears the bits of `path`'s mode that `mode` does not have.

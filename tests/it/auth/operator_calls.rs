@@ -118,6 +118,9 @@ async fn operator_calls_need_the_clusters_admin_credential() {
         .await
         .expect("acquire as admin")
         .expect("granted");
+    // An embedding application's own client is an operator too.
+    let own = cluster.node(3).client().await.expect("node client");
+    assert_eq!(own.force_release("res").await.expect("node's client"), 1);
     cluster.shutdown().await;
 }
 
