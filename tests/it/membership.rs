@@ -173,7 +173,7 @@ async fn a_removed_node_id_is_never_added_again() {
     let mut cluster = TestCluster::new(3).await;
     let leader = cluster.wait_for_leader().await;
     let id = cluster.others(leader)[0];
-    let client = cluster.client_of(leader).await;
+    let client = cluster.admin_client().await;
     client.remove_member(id).await.expect("remove the member");
     tokio::time::timeout(Duration::from_secs(30), cluster.node(id).removed())
         .await

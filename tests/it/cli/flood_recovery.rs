@@ -13,7 +13,7 @@ use raftlock::pb;
 use raftlock_storage::limits::DEFAULT_QUOTA_CLIENTS;
 use tonic::Code;
 
-use super::json;
+use super::{json, node_dir};
 use crate::cluster::TestCluster;
 use crate::connection_attacks::channel_from;
 
@@ -140,19 +140,30 @@ async fn ten_flooding_sources_leave_room_and_an_admin_recovers() {
     assert!(grant.is_some(), "honest/a is free");
 
     let mut own = pb::lease_client::LeaseClient::new(channel_from(2, addr).await);
+    // An operator call: it carries the cluster's admin credential.
+    let bearer = cluster
+        .admin_options()
+        .token
+        .expect("the admin credential of a join-token cluster");
+    let authorization: tonic::metadata::MetadataValue<_> =
+        format!("Bearer {bearer}").parse().expect("header value");
     let (mut seq, mut revoked) = (1, 0);
     loop {
+        let mut request = tonic::Request::new(pb::LeaseRevokeAllRequest {
+            request_id: Some(pb::RequestId {
+                seq,
+                acked_below: seq,
+                ..first_request(u128::MAX)
+            }),
+            account: Some(pb::lease_revoke_all_request::Account::Source(
+                "127.0.0.2".into(),
+            )),
+        });
+        request
+            .metadata_mut()
+            .insert("authorization", authorization.clone());
         let reply = own
-            .revoke_all(pb::LeaseRevokeAllRequest {
-                request_id: Some(pb::RequestId {
-                    seq,
-                    acked_below: seq,
-                    ..first_request(u128::MAX)
-                }),
-                account: Some(pb::lease_revoke_all_request::Account::Source(
-                    "127.0.0.2".into(),
-                )),
-            })
+            .revoke_all(request)
             .await
             .expect("the flooded host revokes its own leases")
             .into_inner();
@@ -164,9 +175,18 @@ async fn ten_flooding_sources_leave_room_and_an_admin_recovers() {
     }
     assert_eq!(revoked, DEFAULT_QUOTA_CLIENTS);
 
+    let node_dir = node_dir(&cluster);
     let released = json(
         &cluster,
-        &["locks", "force-release", "flooded/held", "--output", "json"],
+        &[
+            "locks",
+            "force-release",
+            "flooded/held",
+            "--data-dir",
+            &node_dir,
+            "--output",
+            "json",
+        ],
     )
     .await;
     assert_eq!(released["holders"], 1);
@@ -177,6 +197,8 @@ async fn ten_flooding_sources_leave_room_and_an_admin_recovers() {
             "revoke",
             "--source",
             "127.0.0.3",
+            "--data-dir",
+            &node_dir,
             "--output",
             "json",
         ],

@@ -64,7 +64,7 @@ fn raftlock(cluster: &TestCluster, args: &[&str]) -> Command {
 
 /// Node 1's data dir: an operator command on its host reads the cluster's
 /// admin credential from there (`--data-dir`, docs/security.md).
-fn node_dir(cluster: &TestCluster) -> String {
+pub(crate) fn node_dir(cluster: &TestCluster) -> String {
     cluster.config(1).replication.data_dir.display().to_string()
 }
 
