@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
+use super::abandoned::{Grant, Pending};
 use super::{Client, LeaseId};
 use crate::error::{from_status, Error};
 use crate::pb;
@@ -48,10 +49,26 @@ impl Client {
     pub async fn grant_lease(&self, ttl: Duration) -> Result<LeaseId, Error> {
         let (request_id, open) = self.inner.ids.next();
         let req = pb::LeaseGrantRequest {
-            request_id: Some(request_id),
+            request_id: Some(request_id.clone()),
             ttl_ms: ttl.as_millis() as u64,
         };
-        Ok(open.settle(rpc!(self, LeaseClient, grant, req))?.id)
+        // Dropped before its answer, the lease is revoked in the background.
+        let pending = Pending::new(self, Grant::Lease(req.clone()), request_id, open);
+        let answer = self
+            .inner
+            .endpoints
+            .call(self.deadline, |ch| {
+                pending.sending(0);
+                let req = req.clone();
+                async move {
+                    LeaseClient::new(ch)
+                        .grant(req)
+                        .await
+                        .map(|r| r.into_inner())
+                }
+            })
+            .await;
+        Ok(pending.answered().settle(answer)?.id)
     }
 
     /// Renews a lease; answers the TTL it now has from when this call was

@@ -11,6 +11,7 @@ mod failure;
 mod lease_cmd;
 mod lock_cmd;
 mod lock_exit_codes;
+mod lock_signals;
 mod locks_cmd;
 mod serve;
 mod serve_refusals;
