@@ -6,7 +6,7 @@
 //! renews it), and a queued wait goes as soon as its call's connection
 //! does (the server cancels a wait whose caller went away).
 //!
-//! `RAFTLOCK_CANCEL_TRIALS` (divided by 10; default 12 per signal) sets
+//! `RAFTLOCK_CANCEL_TRIALS` (divided by 10; default 8 per signal) sets
 //! the trials.
 
 use std::time::Duration;
@@ -26,7 +26,7 @@ fn trials() -> usize {
     std::env::var("RAFTLOCK_CANCEL_TRIALS")
         .ok()
         .and_then(|s| s.parse::<usize>().ok())
-        .map_or(12, |n| (n / 10).max(1))
+        .map_or(8, |n| (n / 10).max(1))
 }
 
 /// A cheap source of random moments (the trials need no replay: each one
