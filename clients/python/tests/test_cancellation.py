@@ -226,9 +226,11 @@ def interrupted_trial(lock: raftlock.Lock, after: float) -> str:
     Leaves the lock object holding nothing. Answers how it went."""
     timer = threading.Timer(after, _thread.interrupt_main)
     outcome = "interrupted"
-    timer.start()
     try:
         try:
+            # Inside the `try`: a short timer fires while `start` waits for
+            # its thread.
+            timer.start()
             assert lock.acquire()
             outcome = "granted"
         finally:

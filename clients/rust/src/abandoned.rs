@@ -10,8 +10,8 @@
 //! settled, so `acked_below` never passes a request whose outcome is
 //! unknown, and the undo can never overtake the grant it undoes.
 //!
-//! A release the caller stopped waiting for is completed the same way (sent
-//! again under its id until answered). Any other call dropped before its
+//! A release or lease revoke the caller stopped waiting for is completed
+//! the same way (sent again under its id until answered). Any other call dropped before its
 //! first attempt left needs nothing: its id is closed at once. [`Cleanups`] counts the background work (these, and
 //! guards released on drop) so that [`Client::close`] can wait for it.
 
@@ -78,9 +78,10 @@ impl Cleanups {
     }
 }
 
-/// A call whose request carries a request id, and what undoes its grant.
+/// A call that may be abandoned: its request (without its request id),
+/// which says how to finish it.
 #[derive(Debug, Clone)]
-pub(crate) enum Grant {
+pub(crate) enum Call {
     /// Undone by releasing one level (or revoking the lease the request
     /// made for itself, `ttl_ms`).
     Acquire(pb::AcquireRequest),
@@ -91,15 +92,25 @@ pub(crate) enum Grant {
     /// Not undone but completed: a release the caller stopped waiting for
     /// is sent (again) until it has an answer, even if it never left.
     Release(pb::ReleaseRequest),
+    /// Completed like a release.
+    Revoke(pb::LeaseRevokeRequest),
 }
 
-/// A granting call in progress. Keep it for the whole call, call
+impl Call {
+    /// Whether a call dropped before it was sent must still be sent: it
+    /// gives something back rather than taking it.
+    fn completes(&self) -> bool {
+        matches!(self, Call::Release(_) | Call::Revoke(_))
+    }
+}
+
+/// A [`Call`] in progress. Keep it for the whole call, call
 /// [`sending`](Self::sending) before each attempt, and take the id back
 /// with [`answered`](Self::answered); dropped before that, it hands the
 /// call to a background cleanup.
 pub(crate) struct Pending {
     /// `None` once answered.
-    call: Option<(Client, Grant, pb::RequestId, InFlightId)>,
+    call: Option<(Client, Call, pb::RequestId, InFlightId)>,
     /// Attempts sent so far (the cleanup continues the numbering).
     sent: AtomicU32,
     /// Where the cleanup runs: the runtime the call was polled on (`None`
@@ -108,10 +119,10 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    /// `grant` (its request id left unset) under `id`, for `client`.
-    pub fn new(client: &Client, grant: Grant, id: pb::RequestId, open: InFlightId) -> Self {
+    /// `call` (its request id left unset) under `id`, for `client`.
+    pub fn new(client: &Client, call: Call, id: pb::RequestId, open: InFlightId) -> Self {
         Pending {
-            call: Some((client.detached(), grant, id, open)),
+            call: Some((client.detached(), call, id, open)),
             sent: AtomicU32::new(0),
             runtime: Handle::try_current().ok(),
         }
@@ -134,11 +145,11 @@ impl Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        let Some((client, grant, id, open)) = self.call.take() else {
+        let Some((client, call, id, open)) = self.call.take() else {
             return;
         };
         let sent = self.sent.load(Ordering::SeqCst);
-        if sent == 0 && !matches!(grant, Grant::Release(_)) {
+        if sent == 0 && !call.completes() {
             // Nothing left this client: nothing to learn or undo.
             return;
         }
@@ -148,16 +159,16 @@ impl Drop for Pending {
         let inner = client.inner.clone();
         inner
             .cleanups
-            .spawn(runtime, finish(client, grant, id, sent, open));
+            .spawn(runtime, finish(client, call, id, sent, open));
     }
 }
 
 /// Learns how an abandoned call ended and undoes its grant.
-async fn finish(client: Client, grant: Grant, id: pb::RequestId, sent: u32, open: InFlightId) {
+async fn finish(client: Client, call: Call, id: pb::RequestId, sent: u32, open: InFlightId) {
     let mut attempts = WaitAttempts::starting_at(Some(Instant::now()), sent);
     let mut answer = Err(Error::Unavailable("not sent".into()));
     for _ in 0..ROUNDS {
-        answer = resend(&client, &grant, &id, &mut attempts).await;
+        answer = resend(&client, &call, &id, &mut attempts).await;
         if !matches!(&answer, Err(e) if e.is_retryable()) {
             break;
         }
@@ -170,13 +181,15 @@ async fn finish(client: Client, grant: Grant, id: pb::RequestId, sent: u32, open
         Err(e) => Err(e),
     };
     match undone {
-        Ok(()) | Err(Error::LeaseExpired(_) | Error::NotHeld(_)) => {}
-        // Refused, timed out or ended: nothing was granted.
-        Err(Error::Timeout(_) | Error::WaitEnded(_) | Error::LimitReached(_)) => {}
-        Err(e) => tracing::warn!(
+        Ok(()) => {}
+        // No answer, or the answer was forgotten: a grant may stand.
+        Err(e @ (Error::Unavailable(_) | Error::OutcomeUnknown(_))) => tracing::warn!(
             "could not learn or undo the outcome of an abandoned call ({e}); \
              its lease ends whatever it was granted"
         ),
+        // Refused, timed out or ended (nothing was granted), or the grant
+        // is gone already (its lease ended).
+        Err(e) => tracing::debug!("abandoned call finished: {e}"),
     }
 }
 
@@ -192,13 +205,13 @@ enum Granted {
 /// answer.
 async fn resend(
     client: &Client,
-    grant: &Grant,
+    call: &Call,
     id: &pb::RequestId,
     attempts: &mut WaitAttempts,
 ) -> Result<Granted, Error> {
     let endpoints = &client.inner.endpoints;
-    match grant {
-        Grant::Acquire(req) => {
+    match call {
+        Call::Acquire(req) => {
             let r = endpoints
                 .call(None, |ch| {
                     let (id, wait_ms) = attempts.next(id);
@@ -224,7 +237,7 @@ async fn resend(
                 },
             })
         }
-        Grant::Campaign(req) => {
+        Call::Campaign(req) => {
             endpoints
                 .call(None, |ch| {
                     let (id, wait_ms) = attempts.next(id);
@@ -246,7 +259,7 @@ async fn resend(
                 owner: req.owner.clone(),
             })
         }
-        Grant::Lease(req) => {
+        Call::Lease(req) => {
             let req = pb::LeaseGrantRequest {
                 request_id: Some(id.clone()),
                 ..req.clone()
@@ -264,7 +277,7 @@ async fn resend(
                 .await?;
             Ok(Granted::Lease(r.id))
         }
-        Grant::Release(req) => {
+        Call::Release(req) => {
             let req = pb::ReleaseRequest {
                 request_id: Some(id.clone()),
                 ..req.clone()
@@ -275,6 +288,24 @@ async fn resend(
                     async move {
                         LockClient::new(ch)
                             .release(req)
+                            .await
+                            .map(|r| r.into_inner())
+                    }
+                })
+                .await?;
+            Ok(Granted::Nothing)
+        }
+        Call::Revoke(req) => {
+            let req = pb::LeaseRevokeRequest {
+                request_id: Some(id.clone()),
+                ..req.clone()
+            };
+            endpoints
+                .call(None, |ch| {
+                    let req = req.clone();
+                    async move {
+                        LeaseClient::new(ch)
+                            .revoke(req)
                             .await
                             .map(|r| r.into_inner())
                     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 
-use super::abandoned::{Grant, Pending};
+use super::abandoned::{Call, Pending};
 use super::request_ids::WaitAttempts;
 use super::{Client, LeaderInfo, LeaseId};
 use crate::error::{from_status, Error};
@@ -35,7 +35,7 @@ impl Client {
         let deadline = self.deadline_after(timeout);
         let mut attempts = WaitAttempts::new(deadline);
         // Dropped before its answer, the call is finished in the background.
-        let pending = Pending::new(self, Grant::Campaign(req.clone()), request_id.clone(), open);
+        let pending = Pending::new(self, Call::Campaign(req.clone()), request_id.clone(), open);
         let answer = self
             .inner
             .endpoints

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::abandoned::{Grant, Pending};
+use super::abandoned::{Call, Pending};
 use super::request_ids::WaitAttempts;
 use super::{Client, LeaseId, LockInfo, LockMode};
 use crate::error::Error;
@@ -80,7 +80,7 @@ impl Client {
         let deadline = self.deadline_after(spec.timeout);
         let mut attempts = WaitAttempts::new(deadline);
         // Dropped before its answer, the call is finished in the background.
-        let pending = Pending::new(self, Grant::Acquire(req.clone()), request_id.clone(), open);
+        let pending = Pending::new(self, Call::Acquire(req.clone()), request_id.clone(), open);
         let answer = self
             .inner
             .endpoints
@@ -142,7 +142,7 @@ impl Client {
             ..pb::AcquireRequest::default()
         };
         // Dropped before its answer, the call is finished in the background.
-        let pending = Pending::new(self, Grant::Acquire(req.clone()), request_id.clone(), open);
+        let pending = Pending::new(self, Call::Acquire(req.clone()), request_id.clone(), open);
         let answer = self
             .inner
             .endpoints
@@ -182,7 +182,7 @@ impl Client {
         };
         // Dropped before its answer, the release is completed in the
         // background (under the same id: it never applies twice).
-        let pending = Pending::new(self, Grant::Release(req.clone()), request_id, open);
+        let pending = Pending::new(self, Call::Release(req.clone()), request_id, open);
         let answer = self
             .inner
             .endpoints
