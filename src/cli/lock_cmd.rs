@@ -11,7 +11,12 @@
 //! check found the fence no longer holding (force-release) — CMD's process
 //! group gets SIGTERM, then SIGKILL after `--grace`. SIGINT/SIGTERM sent to
 //! us are forwarded the same way. On every exit the lease is revoked, so a
-//! finished command never leaves a lock (or a lease) behind.
+//! finished or interrupted command never leaves a lock (or a lease)
+//! behind: a SIGINT/SIGTERM during the lease's grant revokes the lease if
+//! the grant went through, one during the acquire revokes the lease under
+//! it. After SIGKILL nothing cleans up here: a queued wait ends when its
+//! call's connection does (the server cancels it), and a hold when the
+//! lease's TTL (`--ttl`) runs out.
 //!
 //! # Exit codes
 //!
@@ -161,7 +166,12 @@ async fn lock(args: LockArgs) -> Result<u8, Failure> {
     // SIGINT/SIGTERM are honoured at every point, this wait included.
     let granted = tokio::select! {
         r = client.grant_lease(args.ttl) => r,
-        stop = interrupts.recv() => return Ok(stop.exit_code()),
+        stop = interrupts.recv() => {
+            // The grant may have been applied: the client revokes it in the
+            // background (`Client::close` waits for that).
+            let _ = tokio::time::timeout(REVOKE_WAIT, client.close()).await;
+            return Ok(stop.exit_code());
+        }
     };
     let lease = granted.map_err(|e| Failure::client(&args.endpoints, &e))?;
     let outcome = hold(&args, &client.with_lease(lease), lease, &mut interrupts).await;

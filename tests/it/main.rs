@@ -7,6 +7,7 @@ mod allocator;
 mod auth;
 mod backup;
 mod bad_input;
+mod cancellation;
 mod cli;
 mod client_blocking;
 mod client_election;

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 
+use super::abandoned::{Call, Pending};
 use super::request_ids::WaitAttempts;
 use super::{Client, LeaderInfo, LeaseId};
 use crate::error::{from_status, Error};
@@ -33,11 +34,14 @@ impl Client {
         };
         let deadline = self.deadline_after(timeout);
         let mut attempts = WaitAttempts::new(deadline);
+        // Dropped before its answer, the call is finished in the background.
+        let pending = Pending::new(self, Call::Campaign(req.clone()), request_id.clone(), open);
         let answer = self
             .inner
             .endpoints
             .call(deadline, |ch| {
                 let (id, wait_ms) = attempts.next(&request_id);
+                pending.sending(id.attempt);
                 let req = pb::CampaignRequest {
                     request_id: Some(id),
                     wait_timeout_ms: wait_ms,
@@ -51,7 +55,7 @@ impl Client {
                 }
             })
             .await;
-        let r = open.settle(answer)?;
+        let r = pending.answered().settle(answer)?;
         Ok(r.fence)
     }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
+use super::abandoned::{Call, Pending};
 use super::{Client, LeaseId};
 use crate::error::{from_status, Error};
 use crate::pb;
@@ -48,10 +49,26 @@ impl Client {
     pub async fn grant_lease(&self, ttl: Duration) -> Result<LeaseId, Error> {
         let (request_id, open) = self.inner.ids.next();
         let req = pb::LeaseGrantRequest {
-            request_id: Some(request_id),
+            request_id: Some(request_id.clone()),
             ttl_ms: ttl.as_millis() as u64,
         };
-        Ok(open.settle(rpc!(self, LeaseClient, grant, req))?.id)
+        // Dropped before its answer, the lease is revoked in the background.
+        let pending = Pending::new(self, Call::Lease(req.clone()), request_id, open);
+        let answer = self
+            .inner
+            .endpoints
+            .call(self.deadline, |ch| {
+                pending.sending(0);
+                let req = req.clone();
+                async move {
+                    LeaseClient::new(ch)
+                        .grant(req)
+                        .await
+                        .map(|r| r.into_inner())
+                }
+            })
+            .await;
+        Ok(pending.answered().settle(answer)?.id)
     }
 
     /// Renews a lease; answers the TTL it now has from when this call was
@@ -126,13 +143,30 @@ impl Client {
     }
 
     /// Revokes a lease, releasing its locks; answers how many holds ended.
+    /// If the call is dropped before its answer, the revoke still
+    /// completes, in the background.
     pub async fn revoke(&self, lease: LeaseId) -> Result<u32, Error> {
         let (request_id, open) = self.inner.ids.next();
         let req = pb::LeaseRevokeRequest {
-            request_id: Some(request_id),
+            request_id: Some(request_id.clone()),
             id: lease,
         };
-        Ok(open.settle(rpc!(self, LeaseClient, revoke, req))?.released)
+        let pending = Pending::new(self, Call::Revoke(req.clone()), request_id, open);
+        let answer = self
+            .inner
+            .endpoints
+            .call(self.deadline, |ch| {
+                pending.sending(0);
+                let req = req.clone();
+                async move {
+                    LeaseClient::new(ch)
+                        .revoke(req)
+                        .await
+                        .map(|r| r.into_inner())
+                }
+            })
+            .await;
+        Ok(pending.answered().settle(answer)?.released)
     }
 
     /// Revokes every lease of `account` (an operator call: the admin role

@@ -28,6 +28,9 @@
 //!   `raftlock_client::blocking`);
 //! - `endpoints`, `request_ids`: retries (bounded by the caller's
 //!   deadline) and exactly-once request ids;
+//! - `abandoned`: a dropped acquire, campaign or lease grant finished in
+//!   the background (its outcome learnt, its grant given back), and the
+//!   count of such cleanups that [`Client::close`] waits for;
 //! - `connect_failure`: why a node could not be reached or spoken to, in
 //!   words; `cert_validity`: a certificate's dates.
 
@@ -69,6 +72,7 @@ pub mod error;
 pub mod metadata;
 pub mod pb;
 
+mod abandoned;
 mod cert_validity;
 mod cluster_calls;
 mod connect_failure;
@@ -136,6 +140,9 @@ struct Inner {
     endpoints: Endpoints,
     ids: RequestIds,
     options: ClientOptions,
+    /// Background work `close` waits for: abandoned calls being finished,
+    /// guards being released after a drop.
+    cleanups: abandoned::Cleanups,
 }
 
 impl Client {
@@ -196,6 +203,7 @@ impl Client {
                 endpoints,
                 ids: RequestIds::new(),
                 options,
+                cleanups: abandoned::Cleanups::new(),
             }),
         })
     }
@@ -293,9 +301,11 @@ impl Client {
         Ok(self.session().await?.lease)
     }
 
-    /// Ends the session: stops its keep-alives and revokes its lease (if
-    /// this client granted it), which releases every lock held on it; their
-    /// guards report [`lost`](LockGuard::lost). The next call that needs a
+    /// Ends the session: waits (within the retry budget) for the
+    /// background cleanups of dropped acquires and guards, then stops the
+    /// session's keep-alives and revokes its lease (if this client granted
+    /// it), which releases every lock held on it; their guards report
+    /// [`lost`](LockGuard::lost). The next call that needs a
     /// session grants a new one. Locks on dedicated leases (`.ttl`) are not
     /// affected.
     ///
@@ -308,6 +318,12 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn close(&self) -> Result<(), Error> {
+        // First what dropped calls and guards left to do in the background
+        // (bounded by the retry budget: the session's revoke ends the rest).
+        let left = self.inner.cleanups.wait(self.inner.options.retry_for).await;
+        if left > 0 {
+            tracing::debug!("closing with {left} cleanups of dropped calls unfinished");
+        }
         match self.session.take().await {
             Some(session) => session.end().await,
             None => Ok(()),

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::abandoned::{Call, Pending};
 use super::request_ids::WaitAttempts;
 use super::{Client, LeaseId, LockInfo, LockMode};
 use crate::error::Error;
@@ -78,11 +79,14 @@ impl Client {
         // The wait, connecting and retries all end by the caller's timeout.
         let deadline = self.deadline_after(spec.timeout);
         let mut attempts = WaitAttempts::new(deadline);
+        // Dropped before its answer, the call is finished in the background.
+        let pending = Pending::new(self, Call::Acquire(req.clone()), request_id.clone(), open);
         let answer = self
             .inner
             .endpoints
             .call(deadline, |ch| {
                 let (id, wait_ms) = attempts.next(&request_id);
+                pending.sending(id.attempt);
                 let req = pb::AcquireRequest {
                     request_id: Some(id),
                     wait_timeout_ms: wait_ms,
@@ -96,7 +100,7 @@ impl Client {
                 }
             })
             .await;
-        let r = open.settle(answer)?;
+        let r = pending.answered().settle(answer)?;
         Ok(r.acquired.then_some(Acquired {
             fence: r.fence,
             count: r.count,
@@ -130,14 +134,33 @@ impl Client {
     ) -> Result<Option<(LeaseId, Acquired)>, Error> {
         let (request_id, open) = self.inner.ids.next();
         let req = pb::AcquireRequest {
-            request_id: Some(request_id),
+            request_id: None,
             name: name.to_owned(),
             owner: owner.to_owned(),
             mode: LockMode::Exclusive as i32,
             ttl_ms: Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
             ..pb::AcquireRequest::default()
         };
-        let r = open.settle(rpc!(self, LockClient, acquire, req))?;
+        // Dropped before its answer, the call is finished in the background.
+        let pending = Pending::new(self, Call::Acquire(req.clone()), request_id.clone(), open);
+        let answer = self
+            .inner
+            .endpoints
+            .call(self.deadline, |ch| {
+                pending.sending(0);
+                let req = pb::AcquireRequest {
+                    request_id: Some(request_id.clone()),
+                    ..req.clone()
+                };
+                async move {
+                    LockClient::new(ch)
+                        .acquire(req)
+                        .await
+                        .map(|r| r.into_inner())
+                }
+            })
+            .await;
+        let r = pending.answered().settle(answer)?;
         Ok(r.acquired.then_some((
             r.lease,
             Acquired {
@@ -148,14 +171,33 @@ impl Client {
     }
 
     /// Releases one level of `owner`'s hold; answers the depth still held.
+    /// If the call is dropped before its answer, the release still
+    /// completes, in the background.
     pub async fn release(&self, name: &str, owner: &str) -> Result<u32, Error> {
         let (request_id, open) = self.inner.ids.next();
         let req = pb::ReleaseRequest {
-            request_id: Some(request_id),
+            request_id: Some(request_id.clone()),
             name: name.into(),
             owner: owner.into(),
         };
-        Ok(open.settle(rpc!(self, LockClient, release, req))?.remaining)
+        // Dropped before its answer, the release is completed in the
+        // background (under the same id: it never applies twice).
+        let pending = Pending::new(self, Call::Release(req.clone()), request_id, open);
+        let answer = self
+            .inner
+            .endpoints
+            .call(self.deadline, |ch| {
+                pending.sending(0);
+                let req = req.clone();
+                async move {
+                    LockClient::new(ch)
+                        .release(req)
+                        .await
+                        .map(|r| r.into_inner())
+                }
+            })
+            .await;
+        Ok(pending.answered().settle(answer)?.remaining)
     }
 
     /// Leaves the queue or releases entirely; answers "dequeued",

@@ -499,11 +499,13 @@ impl Drop for LockGuard {
         let client = self.client.clone();
         let (name, owner) = (self.spec.name.clone(), self.spec.owner.clone());
         // A shut-down runtime drops the task; the lease then frees the lock.
-        self.runtime.spawn(async move {
+        // `Client::close` waits for it.
+        let work = async move {
             if let Err(e) = client.release(&name, &owner).await {
                 tracing::debug!("release of {name:?} on drop failed: {e}");
             }
             drop(hold);
-        });
+        };
+        self.client.inner.cleanups.spawn(&self.runtime, work);
     }
 }

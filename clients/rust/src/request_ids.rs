@@ -3,6 +3,14 @@
 //! number whose reply is still outstanding so the server can forget older
 //! replies.
 //!
+//! `acked_below` never passes a request whose outcome the client does not
+//! know: a call whose future was dropped after sending keeps its number
+//! open until its background cleanup (`abandoned`) has learnt the outcome.
+//! And until the cluster has answered some request under a client id, the
+//! client does not know it was ever heard of: it sends `acked_below` 1
+//! (claiming no earlier replies), so a client whose first calls were all
+//! dropped is not taken for one whose session the cluster forgot.
+//!
 //! A retry always re-sends the same id. When the cluster answers that it no
 //! longer knows the outcome ([`Error::OutcomeUnknown`]: the reply or this
 //! client id was forgotten), the call reports it and is never re-sent under
@@ -33,6 +41,9 @@ struct Ids {
     next: u64,
     /// Sequence numbers of `client` whose calls have no answer yet.
     open: BTreeSet<u64>,
+    /// The cluster answered a request under `client`, so it knows the
+    /// client: only then may `acked_below` claim earlier replies.
+    known: bool,
 }
 
 impl Ids {
@@ -41,11 +52,14 @@ impl Ids {
             client: Uuid::new_v4(),
             next: 1,
             open: BTreeSet::new(),
+            known: false,
         }
     }
 }
 
-/// An id in flight; dropping it marks its reply as received.
+/// An id in flight; dropping it closes the number (for a call never sent,
+/// or one whose outcome nobody needs: `abandoned` keeps the number of a
+/// dropped acquire open by keeping this guard until the outcome is known).
 #[derive(Debug)]
 pub struct InFlightId {
     client: Uuid,
@@ -68,7 +82,10 @@ impl RequestIds {
         let seq = ids.next;
         ids.next += 1;
         ids.open.insert(seq);
-        let acked_below = ids.open.first().copied().unwrap_or(seq);
+        let acked_below = match ids.known {
+            true => ids.open.first().copied().unwrap_or(seq),
+            false => 1,
+        };
         let id = pb::RequestId {
             client_id: ids.client.as_bytes().to_vec(),
             seq,
@@ -90,10 +107,12 @@ impl InFlightId {
     /// client id: the cluster may have forgotten it, and would refuse
     /// every later request under it.
     pub fn settle<T>(self, answer: Result<T, Error>) -> Result<T, Error> {
-        if let Err(Error::OutcomeUnknown(_)) = &answer {
-            let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
-            if ids.client == self.client {
-                *ids = Ids::fresh();
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        if ids.client == self.client {
+            match &answer {
+                Err(Error::OutcomeUnknown(_)) => *ids = Ids::fresh(),
+                Ok(_) => ids.known = true,
+                Err(_) => {}
             }
         }
         answer
@@ -122,7 +141,15 @@ pub struct WaitAttempts {
 impl WaitAttempts {
     /// Attempts of a call that waits until `deadline` (`None`: forever).
     pub fn new(deadline: Option<Instant>) -> Self {
-        WaitAttempts { deadline, next: 0 }
+        Self::starting_at(deadline, 0)
+    }
+
+    /// Attempts numbered from `first` (the ones before were sent already).
+    pub fn starting_at(deadline: Option<Instant>, first: u32) -> Self {
+        WaitAttempts {
+            deadline,
+            next: first,
+        }
     }
 
     /// `id` and the wait in ms (0 = forever, else at least 1) for the next
@@ -171,13 +198,36 @@ mod tests {
         let (b, gb) = ids.next();
         assert_eq!((a.seq, a.acked_below), (1, 1));
         assert_eq!((b.seq, b.acked_below), (2, 1));
-        drop(ga);
+        assert!(ga.settle(Ok::<_, Error>(())).is_ok());
         let (c, _gc) = ids.next();
         assert_eq!((c.seq, c.acked_below), (3, 2));
         drop(gb);
         let (d, _gd) = ids.next();
         assert_eq!(d.acked_below, 3);
         assert_eq!(a.client_id, d.client_id);
+    }
+
+    /// Without the `known` flag, the fourth request would say
+    /// `acked_below` 4 to a cluster that never heard of the client, which
+    /// refuses it as a forgotten session (`OutcomeUnknown`).
+    #[test]
+    fn acked_below_stays_1_until_the_cluster_answered() {
+        let ids = RequestIds::new();
+        for _ in 0..3 {
+            let (_, dropped_unsent) = ids.next();
+            drop(dropped_unsent);
+        }
+        let (d, gd) = ids.next();
+        assert_eq!((d.seq, d.acked_below), (4, 1));
+        // A refusal proves nothing about the client's session.
+        assert!(gd
+            .settle::<()>(Err(Error::InvalidArgument("x".into())))
+            .is_err());
+        let (e, ge) = ids.next();
+        assert_eq!((e.seq, e.acked_below), (5, 1));
+        assert!(ge.settle(Ok::<_, Error>(())).is_ok());
+        let (f, _gf) = ids.next();
+        assert_eq!((f.seq, f.acked_below), (6, 6));
     }
 
     #[test]
@@ -202,7 +252,7 @@ mod tests {
         let (f, _gf) = ids.next();
         assert_eq!((f.client_id.clone(), f.seq), (e.client_id.clone(), 2));
         assert_eq!(f.acked_below, 1);
-        drop(ge);
+        assert!(ge.settle(Ok::<_, Error>(())).is_ok());
         let (g, _gg) = ids.next();
         assert_eq!(g.acked_below, 2);
         assert_ne!(b.client_id, g.client_id);

@@ -207,9 +207,10 @@ impl Drop for Session {
         if self.owned.swap(false, Ordering::SeqCst) {
             // Best effort: the lease expires on its own otherwise.
             let (rpc, lease) = (self.rpc.clone(), self.lease);
-            self.runtime.spawn(async move {
+            let work = async move {
                 let _ = rpc.revoke(lease).await;
-            });
+            };
+            self.rpc.inner.cleanups.spawn(&self.runtime, work);
         }
     }
 }

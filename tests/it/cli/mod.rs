@@ -12,6 +12,7 @@ mod flood_recovery;
 mod lease_cmd;
 mod lock_cmd;
 mod lock_exit_codes;
+mod lock_signals;
 mod locks_cmd;
 mod private_state;
 mod secrets;

@@ -20,15 +20,19 @@
 //! - [`serve`]: the flags and environment of one `raftlock serve` node,
 //!   and the `--initial-cluster` list;
 //! - [`process`]: one node process of any program (raftlock, etcd);
+//! - [`delay_proxy`]: a TCP proxy that delays every byte (a slow network
+//!   between a client and a node);
 //! - `in_process` (feature `in-process`): `TestCluster`, nodes inside the
 //!   test process.
 
+pub mod delay_proxy;
 #[cfg(feature = "in-process")]
 mod in_process;
 pub mod ports;
 pub mod process;
 pub mod serve;
 
+pub use delay_proxy::DelayProxy;
 #[cfg(feature = "in-process")]
 pub use in_process::{test_config, TestCluster, TEST_CLIENT};
 pub use process::{signal, Memory, NodeProcess, NodeSpec};

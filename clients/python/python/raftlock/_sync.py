@@ -189,7 +189,9 @@ class Client:
 
     def close(self) -> None:
         """Ends the session: revokes its lease, releasing every lock held
-        on it. The next lock grants a new session."""
+        on it. The next lock grants a new session. First waits (within the
+        retry budget) for the background releases of cancelled or
+        interrupted acquires and of dropped holds."""
         self._native.close()
 
     def __enter__(self) -> Client:

@@ -170,7 +170,9 @@ class Client:
         return int(await self._native.session_lease(aio=True))
 
     async def close(self) -> None:
-        """Ends the session: revokes its lease, releasing its locks."""
+        """Ends the session: revokes its lease, releasing its locks. First
+        waits (within the retry budget) for the background releases of
+        cancelled acquires and of dropped holds."""
         await self._native.close(aio=True)
 
     async def __aenter__(self) -> Client:

@@ -1,0 +1,337 @@
+//! Calls the caller gave up on. An acquire, campaign or lease grant whose
+//! future is dropped (a timeout, `select!`, a cancelled asyncio task,
+//! Ctrl-C) after its request may have left is finished in the background
+//! on the client's runtime, as etcd's and Curator's recipes clean up after
+//! an interrupted acquire: the same request is sent again under the same
+//! request id — the cluster answers it from its exactly-once table, or
+//! applies it once if it never arrived, and a wait is asked to end at once
+//! — and what it granted is given back: the lock released one level, the
+//! leadership resigned, the lease revoked. Only then is the request id
+//! settled, so `acked_below` never passes a request whose outcome is
+//! unknown, and the undo can never overtake the grant it undoes.
+//!
+//! A release or lease revoke the caller stopped waiting for is completed
+//! the same way (sent again under its id until answered). Any other call dropped before its
+//! first attempt left needs nothing: its id is closed at once. [`Cleanups`] counts the background work (these, and
+//! guards released on drop) so that [`Client::close`] can wait for it.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::request_ids::{InFlightId, WaitAttempts};
+use super::Client;
+use crate::error::Error;
+use crate::pb;
+use crate::pb::election_client::ElectionClient;
+use crate::pb::lease_client::LeaseClient;
+use crate::pb::lock_client::LockClient;
+
+/// How many rounds of the retry budget a cleanup spends learning the
+/// outcome before it leaves the grant to its lease.
+const ROUNDS: u32 = 4;
+
+/// Background work of one client still running.
+#[derive(Debug)]
+pub(crate) struct Cleanups {
+    running: watch::Sender<usize>,
+}
+
+/// Counts one piece of background work until dropped (also when its task
+/// is aborted, or never runs because the runtime shut down).
+struct Running(watch::Sender<usize>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+impl Cleanups {
+    pub fn new() -> Self {
+        Cleanups {
+            running: watch::Sender::new(0),
+        }
+    }
+
+    /// Runs `work` on `runtime`, counted until it ends.
+    pub fn spawn(&self, runtime: &Handle, work: impl Future<Output = ()> + Send + 'static) {
+        self.running.send_modify(|n| *n += 1);
+        let running = Running(self.running.clone());
+        runtime.spawn(async move {
+            work.await;
+            drop(running);
+        });
+    }
+
+    /// Waits until no cleanup runs, or `limit` passed; answers how many
+    /// still run.
+    pub async fn wait(&self, limit: Duration) -> usize {
+        let mut running = self.running.subscribe();
+        let _ = tokio::time::timeout(limit, running.wait_for(|n| *n == 0)).await;
+        let left = *running.borrow();
+        left
+    }
+}
+
+/// A call that may be abandoned: its request (without its request id),
+/// which says how to finish it.
+#[derive(Debug, Clone)]
+pub(crate) enum Call {
+    /// Undone by releasing one level (or revoking the lease the request
+    /// made for itself, `ttl_ms`).
+    Acquire(pb::AcquireRequest),
+    /// Undone by resigning.
+    Campaign(pb::CampaignRequest),
+    /// Undone by revoking the lease.
+    Lease(pb::LeaseGrantRequest),
+    /// Not undone but completed: a release the caller stopped waiting for
+    /// is sent (again) until it has an answer, even if it never left.
+    Release(pb::ReleaseRequest),
+    /// Completed like a release.
+    Revoke(pb::LeaseRevokeRequest),
+}
+
+impl Call {
+    /// Whether a call dropped before it was sent must still be sent: it
+    /// gives something back rather than taking it.
+    fn completes(&self) -> bool {
+        matches!(self, Call::Release(_) | Call::Revoke(_))
+    }
+}
+
+/// A [`Call`] in progress. Keep it for the whole call, call
+/// [`sending`](Self::sending) before each attempt, and take the id back
+/// with [`answered`](Self::answered); dropped before that, it hands the
+/// call to a background cleanup.
+pub(crate) struct Pending {
+    /// `None` once answered.
+    call: Option<(Client, Call, pb::RequestId, InFlightId)>,
+    /// Attempts sent so far (the cleanup continues the numbering).
+    sent: AtomicU32,
+    /// Where the cleanup runs: the runtime the call was polled on (`None`
+    /// outside tokio, where no call gets far enough to need one).
+    runtime: Option<Handle>,
+}
+
+impl Pending {
+    /// `call` (its request id left unset) under `id`, for `client`.
+    pub fn new(client: &Client, call: Call, id: pb::RequestId, open: InFlightId) -> Self {
+        Pending {
+            call: Some((client.detached(), call, id, open)),
+            sent: AtomicU32::new(0),
+            runtime: Handle::try_current().ok(),
+        }
+    }
+
+    /// Notes that attempt `attempt` is about to be sent.
+    pub fn sending(&self, attempt: u32) {
+        self.sent
+            .fetch_max(attempt.saturating_add(1), Ordering::SeqCst);
+    }
+
+    /// The call has its answer: its id, to settle.
+    pub fn answered(mut self) -> InFlightId {
+        match self.call.take() {
+            Some((_, _, _, open)) => open,
+            None => unreachable!("a pending call is answered once (it is taken by value)"),
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let Some((client, call, id, open)) = self.call.take() else {
+            return;
+        };
+        let sent = self.sent.load(Ordering::SeqCst);
+        if sent == 0 && !call.completes() {
+            // Nothing left this client: nothing to learn or undo.
+            return;
+        }
+        let Some(runtime) = &self.runtime else {
+            return;
+        };
+        let inner = client.inner.clone();
+        inner
+            .cleanups
+            .spawn(runtime, finish(client, call, id, sent, open));
+    }
+}
+
+/// Learns how an abandoned call ended and undoes its grant.
+async fn finish(client: Client, call: Call, id: pb::RequestId, sent: u32, open: InFlightId) {
+    let mut attempts = WaitAttempts::starting_at(Some(Instant::now()), sent);
+    let mut answer = Err(Error::Unavailable("not sent".into()));
+    for _ in 0..ROUNDS {
+        answer = resend(&client, &call, &id, &mut attempts).await;
+        if !matches!(&answer, Err(e) if e.is_retryable()) {
+            break;
+        }
+    }
+    let undone = match open.settle(answer) {
+        Ok(Granted::Lock { name, owner }) => client.release(&name, &owner).await.map(drop),
+        Ok(Granted::Leadership { name, owner }) => client.resign(&name, &owner).await,
+        Ok(Granted::Lease(lease)) => client.revoke(lease).await.map(drop),
+        Ok(Granted::Nothing) => Ok(()),
+        Err(e) => Err(e),
+    };
+    match undone {
+        Ok(()) => {}
+        // No answer, or the answer was forgotten: a grant may stand.
+        Err(e @ (Error::Unavailable(_) | Error::OutcomeUnknown(_))) => tracing::warn!(
+            "could not learn or undo the outcome of an abandoned call ({e}); \
+             its lease ends whatever it was granted"
+        ),
+        // Refused, timed out or ended (nothing was granted), or the grant
+        // is gone already (its lease ended).
+        Err(e) => tracing::debug!("abandoned call finished: {e}"),
+    }
+}
+
+/// What an abandoned call turned out to have granted.
+enum Granted {
+    Lock { name: String, owner: String },
+    Leadership { name: String, owner: String },
+    Lease(u64),
+    Nothing,
+}
+
+/// Sends the call again (next attempts, a wait of 1 ms) and reads its
+/// answer.
+async fn resend(
+    client: &Client,
+    call: &Call,
+    id: &pb::RequestId,
+    attempts: &mut WaitAttempts,
+) -> Result<Granted, Error> {
+    let endpoints = &client.inner.endpoints;
+    match call {
+        Call::Acquire(req) => {
+            let r = endpoints
+                .call(None, |ch| {
+                    let (id, wait_ms) = attempts.next(id);
+                    let req = pb::AcquireRequest {
+                        request_id: Some(id),
+                        wait_timeout_ms: wait_ms,
+                        ..req.clone()
+                    };
+                    async move {
+                        LockClient::new(ch)
+                            .acquire(req)
+                            .await
+                            .map(|r| r.into_inner())
+                    }
+                })
+                .await?;
+            Ok(match (r.acquired, req.ttl_ms) {
+                (false, _) => Granted::Nothing,
+                (true, Some(_)) => Granted::Lease(r.lease),
+                (true, None) => Granted::Lock {
+                    name: req.name.clone(),
+                    owner: req.owner.clone(),
+                },
+            })
+        }
+        Call::Campaign(req) => {
+            endpoints
+                .call(None, |ch| {
+                    let (id, wait_ms) = attempts.next(id);
+                    let req = pb::CampaignRequest {
+                        request_id: Some(id),
+                        wait_timeout_ms: wait_ms,
+                        ..req.clone()
+                    };
+                    async move {
+                        ElectionClient::new(ch)
+                            .campaign(req)
+                            .await
+                            .map(|r| r.into_inner())
+                    }
+                })
+                .await?;
+            Ok(Granted::Leadership {
+                name: req.name.clone(),
+                owner: req.owner.clone(),
+            })
+        }
+        Call::Lease(req) => {
+            let req = pb::LeaseGrantRequest {
+                request_id: Some(id.clone()),
+                ..req.clone()
+            };
+            let r = endpoints
+                .call(None, |ch| {
+                    let req = req.clone();
+                    async move {
+                        LeaseClient::new(ch)
+                            .grant(req)
+                            .await
+                            .map(|r| r.into_inner())
+                    }
+                })
+                .await?;
+            Ok(Granted::Lease(r.id))
+        }
+        Call::Release(req) => {
+            let req = pb::ReleaseRequest {
+                request_id: Some(id.clone()),
+                ..req.clone()
+            };
+            endpoints
+                .call(None, |ch| {
+                    let req = req.clone();
+                    async move {
+                        LockClient::new(ch)
+                            .release(req)
+                            .await
+                            .map(|r| r.into_inner())
+                    }
+                })
+                .await?;
+            Ok(Granted::Nothing)
+        }
+        Call::Revoke(req) => {
+            let req = pb::LeaseRevokeRequest {
+                request_id: Some(id.clone()),
+                ..req.clone()
+            };
+            endpoints
+                .call(None, |ch| {
+                    let req = req.clone();
+                    async move {
+                        LeaseClient::new(ch)
+                            .revoke(req)
+                            .await
+                            .map(|r| r.into_inner())
+                    }
+                })
+                .await?;
+            Ok(Granted::Nothing)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::sync::oneshot;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn wait_sees_every_cleanup_end_and_is_bounded() {
+        let cleanups = Cleanups::new();
+        let (tx, rx) = oneshot::channel::<()>();
+        cleanups.spawn(&Handle::current(), async move {
+            let _ = rx.await;
+        });
+        cleanups.spawn(&Handle::current(), async {});
+        assert_eq!(cleanups.wait(Duration::from_millis(50)).await, 1);
+        let _ = tx.send(());
+        assert_eq!(cleanups.wait(Duration::from_secs(30)).await, 0);
+    }
+}
