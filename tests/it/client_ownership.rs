@@ -31,7 +31,12 @@ async fn long_session_client(cluster: &TestCluster) -> Client {
 
 /// `raftlock locks force-release NAME`, the CLI as an operator runs it.
 async fn force_release_cli(cluster: &TestCluster, name: &str) {
-    let out = crate::cli::run(cluster, &["locks", "force-release", name]).await;
+    let node_dir = crate::cli::node_dir(cluster);
+    let out = crate::cli::run(
+        cluster,
+        &["locks", "force-release", name, "--data-dir", &node_dir],
+    )
+    .await;
     assert!(
         out.status.success(),
         "force-release {name}: {}",

@@ -19,7 +19,8 @@
 //! - `session`: the session lease kept alive in the background, and the
 //!   force-release checks of the holds on it; `loss`: the lost signal
 //!   and the one `Check` that proves a hold (`ensure_owned`);
-//! - `lock_guard`: [`LockBuilder`] and [`LockGuard`] (`client.lock(name)`);
+//! - `lock_builder`, `lock_guard`: [`LockBuilder`] (`client.lock(name)`)
+//!   and the [`LockGuard`] it returns;
 //! - `semaphore`: [`Semaphore`] and [`RwLock`], built on the same guard;
 //! - `election`: [`Election`], [`Leadership`] and the observe stream;
 //! - `task_lock`: [`TaskLock`] for scheduled jobs;
@@ -82,6 +83,7 @@ mod election_calls;
 mod endpoints;
 mod fenced;
 mod lease_calls;
+mod lock_builder;
 mod lock_calls;
 mod lock_guard;
 mod loss;
@@ -105,8 +107,9 @@ pub use coordination_calls::{Held, LeadRecord, ReadWriteOp, ReadWriteStep};
 pub use election::{Election, Leadership};
 pub use fenced::Fenced;
 pub use lease_calls::{KeepAliveStream, LeaseAccount, LeaseTtl, RevokedAll};
+pub use lock_builder::LockBuilder;
 pub use lock_calls::{Acquire, Acquired};
-pub use lock_guard::{LockBuilder, LockGuard};
+pub use lock_guard::LockGuard;
 pub use options::{ClientBuilder, ClientOptions, SettingNames, DEFAULT_SESSION_TTL};
 pub use semaphore::{RwLock, Semaphore, SemaphoreGuard};
 pub use task_lock::{TaskGuard, TaskLock};

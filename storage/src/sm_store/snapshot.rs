@@ -15,9 +15,12 @@ use crate::command::slot_index;
 use crate::disk_sync::DiskSync;
 use crate::error::{from_json, Error};
 use crate::log_store::LogStore;
-use crate::state::{StateParts, StatePartsV5, StatePartsV6, StatePartsV6Named, StatePartsView};
+use crate::state::{StateParts, StatePartsView};
 use crate::trees::SNAPSHOT_TREE;
 use crate::types::{LogId, Snapshot, SnapshotData, SnapshotMeta, StoredMembership, TypeConfig};
+use legacy::{SnapshotPayloadV5, SnapshotPayloadV6, SnapshotPayloadV6Named};
+
+mod legacy;
 
 /// The current snapshot: its meta and its bytes in one value (see
 /// [`SnapshotStore::store`]).
@@ -32,7 +35,7 @@ pub(crate) type StoredSnapshot = (SnapshotMeta, Vec<u8>);
 
 /// The bytes of a snapshot: the whole lock state and the log position it is
 /// at, framed as [`CHECKED_SNAPSHOT`] says. Snapshots of earlier builds are
-/// still read (see [`SnapshotPayloadV5`]).
+/// still read (see `legacy`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct SnapshotPayload {
     /// Last entry whose effects are in `state`.
@@ -41,67 +44,6 @@ pub(crate) struct SnapshotPayload {
     pub(crate) membership: StoredMembership,
     /// Every record.
     pub(crate) state: StateParts,
-}
-
-/// [`SnapshotPayload`] as builds of record format 5 and before wrote it:
-/// the state in [`StatePartsV5`]'s layout (sessions keyed by client id
-/// alone), in the frame of [`CHECKED_SNAPSHOT_V5`], after
-/// [`POSTCARD_SNAPSHOT`], or as JSON. Read and converted, never written.
-#[derive(Debug, Deserialize)]
-struct SnapshotPayloadV5 {
-    last_applied: Option<LogId>,
-    membership: StoredMembership,
-    state: StatePartsV5,
-}
-
-impl From<SnapshotPayloadV5> for SnapshotPayload {
-    fn from(old: SnapshotPayloadV5) -> Self {
-        SnapshotPayload {
-            last_applied: old.last_applied,
-            membership: old.membership,
-            state: old.state.into(),
-        }
-    }
-}
-
-/// [`SnapshotPayload`] as builds of record format 6 before slot shifts
-/// wrote it, in the frame of [`CHECKED_SNAPSHOT_V6_NAMED`]. Read and
-/// converted, never written.
-#[derive(Debug, Deserialize)]
-struct SnapshotPayloadV6Named {
-    last_applied: Option<LogId>,
-    membership: StoredMembership,
-    state: StatePartsV6Named,
-}
-
-impl From<SnapshotPayloadV6Named> for SnapshotPayload {
-    fn from(old: SnapshotPayloadV6Named) -> Self {
-        SnapshotPayload {
-            last_applied: old.last_applied,
-            membership: old.membership,
-            state: old.state.into(),
-        }
-    }
-}
-
-/// [`SnapshotPayload`] as builds of record format 6 before named records
-/// wrote it, in the frame of [`CHECKED_SNAPSHOT_V6`]. Read and converted,
-/// never written.
-#[derive(Debug, Deserialize)]
-struct SnapshotPayloadV6 {
-    last_applied: Option<LogId>,
-    membership: StoredMembership,
-    state: StatePartsV6,
-}
-
-impl From<SnapshotPayloadV6> for SnapshotPayload {
-    fn from(old: SnapshotPayloadV6) -> Self {
-        SnapshotPayload {
-            last_applied: old.last_applied,
-            membership: old.membership,
-            state: old.state.into(),
-        }
-    }
 }
 
 /// [`SnapshotPayload`] with the state borrowed: what a snapshot is encoded
