@@ -48,7 +48,9 @@ async def aholder(cluster: Cluster) -> AsyncIterator[raftlock.asyncio.Client]:
 
 def force_release(cluster: Cluster, name: str) -> None:
     """What the operator types: `raftlock locks force-release NAME`."""
-    out = cluster.cli("locks", "force-release", name)
+    # An operator call: on a member's host, its data dir gives the
+    # cluster's admin credential (docs/security.md, "Operator calls").
+    out = cluster.cli("locks", "force-release", name, "--data-dir", str(cluster.data_dir(1)))
     assert "released 1 holder" in out, out
 
 
