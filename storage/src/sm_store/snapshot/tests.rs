@@ -68,6 +68,17 @@ fn payload() -> (SnapshotMeta, SnapshotPayload) {
 
 const OURS: Uuid = Uuid::from_u128(7);
 
+/// `payload` in the checked frame marked `marker`, built in [`OURS`], as
+/// the build that wrote that marker framed it.
+fn framed_as(marker: u8, payload: &[u8]) -> Vec<u8> {
+    let mut framed = vec![marker];
+    framed.extend_from_slice(OURS.as_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(OURS.as_bytes()), payload);
+    framed.extend_from_slice(&crc.to_le_bytes());
+    framed.extend(payload);
+    framed
+}
+
 #[test]
 fn a_snapshot_round_trips_with_its_cluster_and_checksum() {
     let (meta, payload) = payload();
@@ -197,11 +208,7 @@ fn snapshots_of_earlier_builds_are_still_read() {
         SnapshotPayload::decode(&meta, &unchecked, Some(OURS)).unwrap(),
         payload
     );
-    let mut checked = vec![CHECKED_SNAPSHOT_V5];
-    checked.extend_from_slice(OURS.as_bytes());
-    let crc = crc32c::crc32c_append(crc32c::crc32c(OURS.as_bytes()), &old);
-    checked.extend_from_slice(&crc.to_le_bytes());
-    checked.extend(&old);
+    let checked = framed_as(CHECKED_SNAPSHOT_V5, &old);
     assert_eq!(
         SnapshotPayload::decode(&meta, &checked, Some(OURS)).unwrap(),
         payload
@@ -223,11 +230,7 @@ fn snapshots_without_named_records_are_still_read() {
         &payload.state.clients,
     );
     let old = postcard::to_stdvec(&(payload.last_applied, &payload.membership, state)).unwrap();
-    let mut framed = vec![CHECKED_SNAPSHOT_V6];
-    framed.extend_from_slice(OURS.as_bytes());
-    let crc = crc32c::crc32c_append(crc32c::crc32c(OURS.as_bytes()), &old);
-    framed.extend_from_slice(&crc.to_le_bytes());
-    framed.extend(&old);
+    let framed = framed_as(CHECKED_SNAPSHOT_V6, &old);
     assert_eq!(
         SnapshotPayload::decode(&meta, &framed, Some(OURS)).unwrap(),
         payload
@@ -261,11 +264,7 @@ fn snapshots_without_a_slot_shift_are_still_read_and_shifted_ones_checked() {
         &payload.state.named,
     );
     let old = postcard::to_stdvec(&(payload.last_applied, &payload.membership, state)).unwrap();
-    let mut framed = vec![CHECKED_SNAPSHOT_V6_NAMED];
-    framed.extend_from_slice(OURS.as_bytes());
-    let crc = crc32c::crc32c_append(crc32c::crc32c(OURS.as_bytes()), &old);
-    framed.extend_from_slice(&crc.to_le_bytes());
-    framed.extend(&old);
+    let framed = framed_as(CHECKED_SNAPSHOT_V6_NAMED, &old);
     assert_eq!(
         SnapshotPayload::decode(&meta, &framed, Some(OURS)).unwrap(),
         payload
