@@ -147,6 +147,31 @@ fn signal(pid: u32, name: &str) {
     assert!(ok, "kill -{name} {pid}");
 }
 
+/// Waits until every thread of `pid` is stopped: `kill -STOP` returns
+/// once the signal is queued, and a thread running on another core can
+/// still finish a write after that (CI saw a file change between the
+/// two listings before this wait).
+async fn wait_stopped(pid: u32) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("list threads");
+        let all_stopped = tasks.flatten().all(|task| {
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            // The state is the field after the parenthesised name.
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            state.starts_with('T') || state.is_empty()
+        });
+        if all_stopped {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "pid {pid} did not stop within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Two servers on one data dir (other ports): the second refuses to start,
 /// names the dir and the first one's pid, and writes nothing there. The
 /// first is stopped (SIGSTOP, its lock still held) while the second runs,
@@ -161,6 +186,7 @@ async fn cli_serve_refuses_a_data_dir_another_process_has_open() {
     let first = Serve::start(&["--data-dir", &data_arg]).await;
     let pid = first.child.id().expect("running");
     signal(pid, "STOP");
+    wait_stopped(pid).await;
     let before = files(&data);
     let second = tokio::time::timeout(
         Duration::from_secs(30),
@@ -185,7 +211,21 @@ async fn cli_serve_refuses_a_data_dir_another_process_has_open() {
     assert!(said.contains(&expected), "{expected:?} not in: {said}");
     assert!(said.contains("stop that process first"), "{said}");
     assert!(!said.contains("WouldBlock"), "{said}");
-    assert!(before == after, "the refused server changed the data dir");
+    let changed: Vec<_> = after
+        .iter()
+        .filter(|(path, seen)| before.get(*path) != Some(seen))
+        .map(|(path, _)| path.display().to_string())
+        .chain(
+            before
+                .keys()
+                .filter(|p| !after.contains_key(*p))
+                .map(|p| p.display().to_string()),
+        )
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "the refused server changed the data dir: {changed:?}"
+    );
     first.stop().await;
 }
 
