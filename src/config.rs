@@ -108,6 +108,16 @@ impl<'de> Deserialize<'de> for Config {
             rest: toml::Table,
         }
         let flat = Flat::deserialize(d)?;
+        // Refused here rather than by replication's own
+        // `deny_unknown_fields`, whose list names only its own keys.
+        let replication_keys = keys::replication();
+        if let Some(key) = flat
+            .rest
+            .keys()
+            .find(|key| !replication_keys.contains(&key.as_str()))
+        {
+            return Err(keys::unknown(key));
+        }
         let replication = toml::Value::Table(flat.rest)
             .try_into()
             .map_err(serde::de::Error::custom)?;
@@ -204,6 +214,8 @@ fn is_loopback(addr: &str) -> bool {
     let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
     host.eq_ignore_ascii_case("localhost")
 }
+
+pub mod keys;
 
 #[cfg(test)]
 mod tests;

@@ -1,13 +1,13 @@
 //! Durations as raftlock's command lines write them: `500ms`, `10s`, `2m`, `1m30s`,
-//! `1h`. The one parser behind the flags of `raftlock` and of the
+//! `1h`, or a bare number of seconds (`10`, as etcdctl's TTLs). The one
+//! parser behind every duration flag of `raftlock` and of the
 //! `raftlock-chaos` tool.
 
 use std::time::Duration;
 
-/// Parses `<number><unit>` with unit `ms`, `s`, `m` or `h` (for clap's
-/// `value_parser`); surrounding white space is ignored. A bare number is
-/// refused (see [`parse_duration_or_seconds`] for flags that take one).
-/// The error says what is accepted.
+/// Parses `<number><unit>` with unit `ms`, `s`, `m` or `h`, or a bare
+/// number of seconds (for clap's `value_parser`); surrounding white space
+/// is ignored. The error says what is accepted.
 ///
 /// ```
 /// use std::time::Duration;
@@ -15,44 +15,33 @@ use std::time::Duration;
 ///
 /// assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
 /// assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-/// assert!(parse_duration("10").unwrap_err().contains("no unit"));
+/// assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
 /// assert!(parse_duration("1.5s").is_err());
 /// ```
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    parse(text, None)
+    parse(text)
 }
 
-/// Like [`parse_duration`], but a bare number is that many seconds.
-///
-/// ```
-/// use std::time::Duration;
-/// use raftlock::duration::parse_duration_or_seconds;
-///
-/// assert_eq!(parse_duration_or_seconds("90"), Ok(Duration::from_secs(90)));
-/// assert_eq!(parse_duration_or_seconds("1500ms"), Ok(Duration::from_millis(1500)));
-/// ```
+/// The same parser as [`parse_duration`] (which now reads a bare number
+/// as seconds too); kept for callers written before it did.
 pub fn parse_duration_or_seconds(text: &str) -> Result<Duration, String> {
-    parse(text, Some(1_000))
+    parse(text)
 }
 
 /// `<number><unit>` repeated (`1m30s`, `1h15m`, largest unit first, each
-/// unit at most once); a lone bare number is in units of `bare_millis`, or
-/// refused when that is `None`.
-fn parse(text: &str, bare_millis: Option<u64>) -> Result<Duration, String> {
+/// unit at most once); a lone bare number is that many seconds.
+fn parse(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let bad = || format!("{text:?} is not a duration; write e.g. 500ms, 10s, 2m, 1h or 1m30s");
+    let bad = || {
+        format!("{text:?} is not a duration; write e.g. 500ms, 10 (seconds), 10s, 2m, 1h or 1m30s")
+    };
     if text.is_empty() {
         return Err(bad());
     }
     if text.bytes().all(|b| b.is_ascii_digit()) {
         let n: u64 = text.parse().map_err(|_| bad())?;
-        let Some(millis) = bare_millis else {
-            return Err(format!(
-                "{text:?} has no unit; write e.g. {n}ms or {n}s (units: ms, s, m, h)"
-            ));
-        };
         return n
-            .checked_mul(millis)
+            .checked_mul(1_000)
             .map(Duration::from_millis)
             .ok_or_else(|| format!("{text:?} is too long a duration"));
     }
@@ -132,7 +121,7 @@ mod tests {
 
     #[test]
     fn rejects_with_a_hint() {
-        for bad in ["", "ms", "10", "10x", "1.5s", "-1s", "10 s", "s10"] {
+        for bad in ["", "ms", "10x", "1.5s", "-1s", "10 s", "s10"] {
             let e = parse_duration(bad).expect_err(bad);
             assert!(e.contains("ms"), "{bad}: {e}");
         }
@@ -142,7 +131,7 @@ mod tests {
     }
 
     #[test]
-    fn reads_a_bare_number_as_seconds_only_when_asked() {
+    fn reads_a_bare_number_as_seconds() {
         assert_eq!(parse_duration_or_seconds("90"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_duration_or_seconds(" 7 "), Ok(Duration::from_secs(7)));
         assert_eq!(
@@ -160,7 +149,8 @@ mod tests {
         for bad in ["", "s", "10x", "1.5s", "-1", "10 s"] {
             assert!(parse_duration_or_seconds(bad).is_err(), "{bad}");
         }
-        assert!(parse_duration("90").is_err());
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert!(parse_duration("99999999999999999999").is_err());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use super::admin_args::AdminArgs;
 use super::signals::Interrupts;
 use super::{print_json, print_json_line, Endpoints, Output, EXIT_SUCCESS};
 use crate::client::{Client, LeaseAccount, LeaseId};
-use crate::duration::{format_duration, parse_duration_or_seconds};
+use crate::duration::{format_duration, parse_duration};
 
 /// `raftlock lease ...`
 #[derive(Debug, clap::Args)]
@@ -27,7 +27,7 @@ enum LeaseCommand {
     /// 10); prints `lease ID granted with TTL D`, as etcdctl does
     /// (`--output json` prints {"id": ID, "ttl_ms": MS} for scripts).
     Grant {
-        #[arg(value_parser = parse_duration_or_seconds)]
+        #[arg(value_parser = parse_duration)]
         ttl: Duration,
     },
     /// Renew a lease every third of its TTL until interrupted.
@@ -58,7 +58,7 @@ enum LeaseCommand {
     /// a new leader keeps it): extends a lock held on its own lease.
     SetTtl {
         id: LeaseId,
-        #[arg(value_parser = parse_duration_or_seconds)]
+        #[arg(value_parser = parse_duration)]
         ttl: Duration,
     },
     /// A lease's TTL, time left, and the locks it holds or waits for.

@@ -137,11 +137,7 @@ pub struct LockArgs {
     /// `--`, or directly: everything after the name and raftlock's own
     /// flags goes to the command). Without one: print the fence and hold
     /// until interrupted.
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "CMD"
-    )]
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     command: Vec<String>,
 }
 

@@ -26,6 +26,7 @@ mod child_process;
 mod cluster;
 mod docs_cmd;
 mod elect_cmd;
+mod exit_codes;
 mod failure;
 mod lease_cmd;
 mod lock_cmd;
@@ -115,8 +116,9 @@ pub enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the raftlock(1) man page (roff).
-    Man,
+    /// Print a man page (roff): raftlock(1), or a command's (`raftlock man
+    /// lock`); `--dir DIR` writes every page.
+    Man(docs_cmd::ManArgs),
 }
 
 /// How results are printed.
@@ -306,7 +308,7 @@ fn run_args(args: &[OsString]) -> u8 {
             Command::Certs(args) => certs::run(args),
             Command::Auth(args) => auth_cmd::run(args),
             Command::Completions { shell } => docs_cmd::completions(shell),
-            Command::Man => docs_cmd::man(),
+            Command::Man(args) => docs_cmd::man(args),
         }
     });
     // Do not wait for stray tasks (a dropped waiting call, a keep-alive).

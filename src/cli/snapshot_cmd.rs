@@ -28,8 +28,13 @@ enum SnapshotCommand {
     /// lease, lock, holder, waiter and fence, at one applied index read
     /// through the leader. Needs the admin role on a cluster with auth.
     Save {
-        /// Where to write it (replaced only once the backup is complete).
+        /// Where to write it. An existing file is refused unless --force;
+        /// the file appears (or is replaced) only once the backup is
+        /// complete and synced.
         file: PathBuf,
+        /// Replace FILE if it exists.
+        #[arg(long)]
+        force: bool,
         /// Take it from the answering node's applied state without asking
         /// the leader (for a cluster that lost its quorum).
         #[arg(long)]
@@ -122,14 +127,22 @@ struct RestoreView {
 pub async fn run(args: SnapshotArgs) -> Result<u8, String> {
     let output = args.endpoints.output;
     match args.command {
-        SnapshotCommand::Save { file, local, admin } => {
+        SnapshotCommand::Save {
+            file,
+            force,
+            local,
+            admin,
+        } => {
+            if !force {
+                refuse_existing(&file)?;
+            }
             let client = admin.connect(&args.endpoints).await?;
             let bytes = client
                 .backup(local)
                 .await
                 .map_err(|e| args.endpoints.explain(&e))?;
             let backup = Backup::decode(&bytes).map_err(|e| format!("the cluster sent {e}"))?;
-            write_atomically(&file, &bytes)?;
+            write_atomically(&file, &bytes, force)?;
             report(&file, &backup, bytes.len(), output)?;
         }
         SnapshotCommand::Restore {
@@ -197,7 +210,28 @@ fn read(file: &Path) -> Result<Vec<u8>, String> {
 
 /// Writes `bytes` to a temporary file beside `file`, syncs it and renames
 /// it over `file`: a backup cut short never replaces a good one.
-fn write_atomically(file: &Path, bytes: &[u8]) -> Result<(), String> {
+/// The refusal of `snapshot save` onto an existing `file` without
+/// `--force`: an old backup is often the one that matters.
+fn refuse_existing(file: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(file) {
+        Ok(_) => Err(exists(file)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot check {}: {e}", file.display())),
+    }
+}
+
+fn exists(file: &Path) -> String {
+    format!(
+        "{} already exists; nothing was written. Choose another file name, or add \
+         --force to replace it",
+        file.display()
+    )
+}
+
+/// Writes `bytes` to a temporary file beside `file`, syncs it, then puts
+/// it in place in one step: a rename when `replace`, else a hard link,
+/// which fails rather than replace a file that appeared meanwhile.
+fn write_atomically(file: &Path, bytes: &[u8], replace: bool) -> Result<(), String> {
     use std::io::Write;
     let name = file
         .file_name()
@@ -216,7 +250,36 @@ fn write_atomically(file: &Path, bytes: &[u8]) -> Result<(), String> {
     .map_err(fail)?;
     out.write_all(bytes).map_err(fail)?;
     out.sync_all().map_err(fail)?;
-    std::fs::rename(&tmp, file).map_err(|e| format!("cannot write {}: {e}", file.display()))
+    if replace {
+        return rename_into_place(&tmp, file);
+    }
+    let linked = std::fs::hard_link(&tmp, file);
+    match linked {
+        Ok(()) => {
+            let _ = std::fs::remove_file(&tmp);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(exists(file))
+        }
+        // A file system without hard links: check, then rename.
+        Err(_) => match refuse_existing(file) {
+            Ok(()) => rename_into_place(&tmp, file),
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(e)
+            }
+        },
+    }
+}
+
+/// Renames `tmp` over `file`; removes `tmp` when that fails.
+fn rename_into_place(tmp: &Path, file: &Path) -> Result<(), String> {
+    std::fs::rename(tmp, file).map_err(|e| {
+        let _ = std::fs::remove_file(tmp);
+        format!("cannot write {}: {e}", file.display())
+    })
 }
 
 fn report(file: &Path, backup: &Backup, bytes: usize, output: Output) -> Result<(), String> {

@@ -169,3 +169,17 @@ impl From<Error> for std::io::Error {
         std::io::Error::other(e)
     }
 }
+
+impl Error {
+    /// This error as an `io::Error` of its own text, for a result that is
+    /// handed to several waiters: of kind `StorageFull` when it is a full
+    /// disk (so [`crate::storage_failure`] still sees it), else `Other`.
+    pub fn to_io(&self) -> std::io::Error {
+        let kind = if crate::storage_failure::is_disk_full(self) {
+            std::io::ErrorKind::StorageFull
+        } else {
+            std::io::ErrorKind::Other
+        };
+        std::io::Error::new(kind, self.to_string())
+    }
+}

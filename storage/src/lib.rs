@@ -50,6 +50,7 @@ pub mod private_dir;
 mod sled_snap_files;
 pub mod sm_store;
 pub mod state;
+pub mod storage_failure;
 mod trees;
 pub mod types;
 

@@ -55,7 +55,7 @@ impl openraft::RaftTypeConfig for TypeConfig {
     where
         T: openraft::OptionalSend + 'static;
     type AsyncRuntime = openraft::TokioRuntime;
-    type ErrorSource = openraft::impls::BoxedErrorSource;
+    type ErrorSource = crate::storage_failure::StorageFailure;
 }
 
 /// Where openraft sends the outcome of a write proposed with

@@ -1,4 +1,5 @@
-//! A full disk is survivable: a `raftlock serve` whose disk fills exits,
+//! A full disk is survivable: a `raftlock serve` whose disk fills exits
+//! saying so (which dir, how much is free, what to do),
 //! is restarted while the disk is still full (twice, as systemd's
 //! `Restart=on-failure` does by itself), and once space is freed it starts
 //! again and holds every lease and lock it acknowledged.
@@ -112,6 +113,37 @@ fn generating_files(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// `serve`'s last words on a full disk (its `error:` line) name the data
+/// dir, ENOSPC, the free space and the fix, with no Rust debug dump of
+/// where openraft was (`when Write Log(LogId { leader_id: … })`). Before
+/// `raftlock_storage::storage_failure`, the line was openraft's debug text
+/// and the fill phase of the test below failed here.
+fn assert_names_the_full_disk(log: &str, data_dir: &Path) {
+    let last = log
+        .lines()
+        .rfind(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line: {log}"));
+    for words in [
+        &data_dir.display().to_string()[..],
+        "is full (ENOSPC",
+        " free of ",
+        "the data dir holds ",
+        "Free space on that file system",
+        "start the node again",
+    ] {
+        assert!(last.contains(words), "{words:?} not in {last}");
+    }
+    for debug in [
+        "when Write",
+        "when Read",
+        "LogId {",
+        "Snapshot(",
+        "leader_id",
+    ] {
+        assert!(!log.contains(debug), "debug text {debug:?} in {log}");
+    }
+}
+
 /// What writing until the disk is full left acknowledged.
 #[derive(Default)]
 struct Acknowledged {
@@ -172,6 +204,7 @@ async fn a_node_restarted_on_a_full_disk_starts_once_space_is_freed_with_every_a
     let log = node.log("fill");
     assert!(!exit.success(), "exit {exit}: {log}");
     assert!(log.contains("No space left on device"), "{log}");
+    assert_names_the_full_disk(&log, &node.data_dir);
     eprintln!(
         "acknowledged {} leases and {} locks before the disk filled ({failure}), in {:?}",
         acked.leases.len(),

@@ -141,7 +141,10 @@ impl Replica {
     /// reason, and starts stopping: the node must not linger half-alive.
     pub(crate) fn report_fatal(&self, what: String) {
         let reason = match &self.raft.metrics().borrow_watched().running_state {
-            Err(fatal) => format!("{what}: {fatal}"),
+            Err(fatal) => format!(
+                "{what}: {}",
+                raftlock_storage::storage_failure::describe_fatal(fatal, &self.config.data_dir)
+            ),
             Ok(()) => what,
         };
         tracing::error!(node = self.id, "{reason}; this node stops serving");

@@ -111,7 +111,9 @@ fn run(store: &LogStore, rx: &mpsc::Receiver<Pending>) {
         for pending in batch {
             let result = match &synced {
                 Ok(()) => Ok(()),
-                Err(e) => Err(io::Error::other(e.to_string())),
+                // Each waiter gets a copy, of the same kind (a full disk
+                // stays one: `storage_failure`).
+                Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
             };
             pending.callback.io_completed(result);
         }
@@ -145,5 +147,5 @@ pub(super) fn sync_appended(
             Err(e) => tracing::error!(error = %e, entries, "log sync failed"),
         }
     }
-    synced.map_err(|e| io::Error::other(e.to_string()))
+    synced.map_err(|e| e.to_io())
 }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use raftlock::duration::parse_duration_or_seconds;
+use raftlock::duration::parse_duration;
 
 use crate::powerloss::disk::DiskKind;
 use crate::powerloss::PowerLossConfig;
@@ -49,7 +49,7 @@ struct RunArgs {
     #[arg(long)]
     binary: Option<PathBuf>,
     /// How long to run: e.g. 90s, 10m, 1h.
-    #[arg(long, default_value = "2m", value_parser = parse_duration_or_seconds)]
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
     duration: Duration,
     /// Cluster size: 3 or 5.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(3..=5))]
@@ -91,7 +91,7 @@ struct PowerLossArgs {
     seed: Option<u64>,
     /// Longest load before a cut (the cut comes between a third of this and
     /// all of it): e.g. 6s.
-    #[arg(long, default_value = "6s", value_parser = parse_duration_or_seconds)]
+    #[arg(long, default_value = "6s", value_parser = parse_duration)]
     load: Duration,
     /// Where the nodes' data dirs live: `lazy` (LazyFs, FUSE; the test
     /// proper) or `plain` (kill -9 only, a control run).

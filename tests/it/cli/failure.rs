@@ -10,7 +10,7 @@ async fn cli_rejects_bad_durations_and_unreachable_clusters() {
     let cluster = TestCluster::new(1).await;
     for args in [
         &["lease", "grant", "10x"][..],
-        &["lock", "x", "--ttl", "5"],
+        &["lock", "x", "--ttl", "5x"],
         &["lock", "x", "--timeout", "1.5s"],
         &["elect", "x", "v", "--ttl", "soon"],
     ] {
@@ -23,10 +23,7 @@ async fn cli_rejects_bad_durations_and_unreachable_clusters() {
             describe(&out)
         );
         let err = stderr_of(&out);
-        assert!(
-            err.contains("500ms, 10s, 2m") || err.contains("no unit"),
-            "{err}"
-        );
+        assert!(err.contains("is not a duration"), "{err}");
     }
 
     let out = run(&cluster, &["lease", "list", "--endpoints", "127.0.0.1:1"]).await;

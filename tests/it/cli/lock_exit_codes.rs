@@ -63,8 +63,8 @@ async fn cli_lock_passes_the_commands_status_and_keeps_its_own_at_121_to_125() {
             &["lock", "x", "--cacert", "/nonexistent/ca.crt", "--", "true"],
             125,
         ),
-        // Usage errors: a TTL without a unit, no lock name.
-        own(&["lock", "x", "--ttl", "5", "--", "true"], 125),
+        // Usage errors: a TTL that is no duration, no lock name.
+        own(&["lock", "x", "--ttl", "5x", "--", "true"], 125),
         own(&["lock"], 125),
     ];
     for (args, code) in cases {

@@ -6,6 +6,7 @@
 //! are grouped by command, one file each, like `src/cli`.
 
 mod certs;
+mod cli_promises;
 mod elect_cmd;
 mod failure;
 mod flood_recovery;
@@ -20,6 +21,7 @@ mod serve;
 mod serve_peer_secret;
 mod serve_refusals;
 mod snapshot_cmd;
+mod systemd_recipe;
 
 use std::process::{ExitStatus, Output, Stdio};
 use std::time::Duration;
