@@ -32,8 +32,8 @@ enum SnapshotCommand {
         /// the file appears (or is replaced) only once the backup is
         /// complete and synced.
         file: PathBuf,
-        /// Replace FILE if it exists.
-        #[arg(long)]
+        /// Replace FILE if it exists (`--overwrite`, as `raftlock certs`).
+        #[arg(long, visible_alias = "overwrite")]
         force: bool,
         /// Take it from the answering node's applied state without asking
         /// the leader (for a cluster that lost its quorum).

@@ -240,6 +240,22 @@ mod tests {
         assert!(!StorageFailure::from_string("no space").is_disk_full());
     }
 
+    /// The log's sync thread hands each waiting append a copy of its
+    /// error (`Error::to_io`, then `io::Error::new(kind, text)`): a full
+    /// disk stays one through both copies. With `io::Error::other(text)`,
+    /// as before, the kind was lost and this failed.
+    #[test]
+    fn a_full_disk_survives_the_copies_the_log_hands_out() {
+        let full = crate::Error::Sled(sled::Error::Io(std::io::Error::from(
+            std::io::ErrorKind::StorageFull,
+        )));
+        let copy = full.to_io();
+        let copy = std::io::Error::new(copy.kind(), copy.to_string());
+        assert!(StorageFailure::from_error(&copy).is_disk_full());
+        let other = crate::Error::Corrupt("x".into()).to_io();
+        assert!(!StorageFailure::from_error(&other).is_disk_full());
+    }
+
     /// The fatal error's words name the dir, the free space and the fix,
     /// and carry no debug dump.
     #[test]
