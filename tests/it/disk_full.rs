@@ -57,6 +57,19 @@ impl Node {
     /// Frequent snapshots and a short kept log make the dir look like a
     /// long-running node's within a few thousand writes.
     fn start(&self, run: &str) -> Child {
+        self.start_with(
+            run,
+            &[
+                "--snapshot-after",
+                "100",
+                "--keep-entries-after-snapshot",
+                "20",
+            ],
+        )
+    }
+
+    /// Starts `raftlock serve` with `flags` besides its dir and addresses.
+    fn start_with(&self, run: &str, flags: &[&str]) -> Child {
         let log = std::fs::File::create(self.log_path(run)).expect("log file");
         Command::new(BIN)
             .arg("serve")
@@ -65,12 +78,7 @@ impl Node {
             .args(["--client-addr", &self.client_addr])
             .args(["--peer-addr", &self.peer_addr])
             .args(["--admin-addr", "off"])
-            .args([
-                "--snapshot-after",
-                "100",
-                "--keep-entries-after-snapshot",
-                "20",
-            ])
+            .args(flags)
             .env_remove("RAFTLOCK_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -282,4 +290,40 @@ async fn a_node_restarted_on_a_full_disk_starts_once_space_is_freed_with_every_a
     assert!(status.success());
     let exit = wait_exit(&mut serve, Duration::from_secs(30), "after SIGTERM").await;
     assert!(exit.success(), "{exit}: {}", node.log("freed"));
+}
+
+/// The Raft log's own write finds the disk full (snapshots at their
+/// default, far away; little room left): `serve` exits naming the data
+/// dir, ENOSPC, the free space and the fix, as when a snapshot write
+/// fills it. The log's sync thread hands each waiting append a copy of
+/// its error; when that copy was `io::Error::other(text)` the full disk
+/// was lost on the way, the last line said only "a write or read failed"
+/// and this test failed at "is full (ENOSPC"; before
+/// `raftlock_storage::storage_failure` it was openraft's `when Write
+/// Logs: ...`.
+#[tokio::test]
+async fn a_node_whose_log_write_finds_the_disk_full_says_which_dir_and_what_to_do() {
+    let test =
+        "disk_full::a_node_whose_log_write_finds_the_disk_full_says_which_dir_and_what_to_do";
+    let Some(disk) = SmallDisk::mount_or_skip("8m", test) else {
+        return;
+    };
+    let node = Node::new(&disk);
+    let mut serve = node.start_with("log", &[]);
+    node.client(Duration::from_secs(30))
+        .await
+        .grant_lease(TTL)
+        .await
+        .expect("the node serves");
+    let _filler = disk.fill_leaving(400 * 1024);
+    let writer = node.client(Duration::from_secs(3)).await;
+    let (acked, failure) = write_until_full(&writer).await;
+    let exit = wait_exit(&mut serve, Duration::from_secs(60), "after its disk filled").await;
+    let log = node.log("log");
+    assert!(!exit.success(), "exit {exit}: {log}");
+    assert_names_the_full_disk(&log, &node.data_dir);
+    eprintln!(
+        "{} leases acknowledged before the log's write found the disk full ({failure})",
+        acked.leases.len()
+    );
 }
