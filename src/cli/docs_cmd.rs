@@ -38,6 +38,8 @@ pub fn man(args: ManArgs) -> Result<u8, String> {
     let mut root = Cli::command().disable_help_subcommand(true);
     root.build();
     if let Some(dir) = args.dir {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let mut written = Vec::new();
         write_pages(&root, &[], &dir, &mut written)?;
         out!("wrote {} man pages to {}", written.len(), dir.display());

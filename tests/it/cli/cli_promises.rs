@@ -278,18 +278,19 @@ async fn cli_man_writes_a_page_per_command_with_its_exit_codes() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = std::process::Command::new(BIN)
         .args(["man", "--dir"])
-        .arg(dir.path())
+        .arg(dir.path().join("man1"))
         .output()
         .expect("run man");
     assert!(out.status.success(), "{}", describe(&out));
-    let pages: std::collections::BTreeMap<String, String> = std::fs::read_dir(dir.path())
-        .expect("list")
-        .flatten()
-        .map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            (name, std::fs::read_to_string(e.path()).expect("read page"))
-        })
-        .collect();
+    let pages: std::collections::BTreeMap<String, String> =
+        std::fs::read_dir(dir.path().join("man1"))
+            .expect("list")
+            .flatten()
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                (name, std::fs::read_to_string(e.path()).expect("read page"))
+            })
+            .collect();
     for page in [
         "raftlock.1",
         "raftlock-lock.1",

@@ -9,7 +9,7 @@
 //! denied"; this test failed at "serves as raftlock" with that message.
 //!
 //! Needs root (to install files for another user, and to add the user
-//! when it does not exist). Without root it is skipped with the reason
+//! when it does not exist; a user it added is removed at the end). Without root it is skipped with the reason
 //! printed; under CI (`CI` set) it fails instead.
 
 use std::path::Path;
