@@ -36,9 +36,52 @@ pub fn is_known(key: &str) -> bool {
     all().contains(&key)
 }
 
-/// The error for an unknown `key`, offering every key there is.
+/// The error for an unknown `key`, offering every key there is, and the
+/// one it most likely meant (`heartbeat` -> `heartbeat_ms`).
 pub(super) fn unknown<E: serde::de::Error>(key: &str) -> E {
-    E::unknown_field(key, all())
+    let hint = closest(key)
+        .map(|k| format!(" (did you mean `{k}`?)"))
+        .unwrap_or_default();
+    let list: Vec<String> = all().iter().map(|k| format!("`{k}`")).collect();
+    E::custom(format!(
+        "unknown field `{key}`{hint}, expected one of {}",
+        list.join(", ")
+    ))
+}
+
+/// The known key `key` is most likely a slip for: one it begins (a unit
+/// left off), or one a few edits away.
+fn closest(key: &str) -> Option<&'static str> {
+    let key = key.to_ascii_lowercase().replace('-', "_");
+    if let Some(known) = all().iter().find(|k| **k == key) {
+        return Some(known);
+    }
+    if let Some(known) = all().iter().find(|k| k.starts_with(&format!("{key}_"))) {
+        return Some(known);
+    }
+    let (known, distance) = all()
+        .iter()
+        .map(|k| (*k, edit_distance(&key, k)))
+        .min_by_key(|(_, d)| *d)?;
+    (distance <= 2.max(key.len() / 4)).then_some(known)
+}
+
+/// Levenshtein distance between `a` and `b`, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// The field names `T`'s derived `Deserialize` hands to
@@ -117,6 +160,17 @@ mod tests {
         }
     }
 
+    /// A slip is matched to the key it most likely meant; nonsense is not.
+    #[test]
+    fn a_slip_names_the_key_it_meant() {
+        assert_eq!(closest("heartbeat"), Some("heartbeat_ms"));
+        assert_eq!(closest("admin-addr"), Some("admin_addr"));
+        assert_eq!(closest("auth_fiel"), Some("auth_file"));
+        assert_eq!(closest("qouta_leases"), Some("quota_leases"));
+        assert_eq!(closest("zzz"), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
     /// A mistyped key is refused with every key offered.
     #[test]
     fn an_unknown_key_names_every_key() {
@@ -124,6 +178,7 @@ mod tests {
             .expect_err("unknown key")
             .to_string();
         assert!(err.contains("unknown field `lock_delay`"), "{err}");
+        assert!(err.contains("did you mean `lock_delay_ms`?"), "{err}");
         for key in all() {
             assert!(err.contains(&format!("`{key}`")), "{key} missing: {err}");
         }
