@@ -143,6 +143,7 @@ pub async fn run(args: SnapshotArgs) -> Result<u8, String> {
                 .map_err(|e| args.endpoints.explain(&e))?;
             let backup = Backup::decode(&bytes).map_err(|e| format!("the cluster sent {e}"))?;
             write_atomically(&file, &bytes, force)?;
+            sync_parent(&file)?;
             report(&file, &backup, bytes.len(), output)?;
         }
         SnapshotCommand::Restore {
@@ -272,6 +273,18 @@ fn write_atomically(file: &Path, bytes: &[u8], replace: bool) -> Result<(), Stri
             }
         },
     }
+}
+
+/// Syncs the directory that holds `file`, so its new name survives a
+/// power cut as its bytes do.
+fn sync_parent(file: &Path) -> Result<(), String> {
+    let dir = match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| format!("cannot sync directory {}: {e}", dir.display()))
 }
 
 /// Renames `tmp` over `file`; removes `tmp` when that fails.
