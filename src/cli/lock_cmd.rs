@@ -135,8 +135,10 @@ pub struct LockArgs {
     grace: Duration,
     /// Command to run while holding the lock, with its arguments (after
     /// `--`, or directly: everything after the name and raftlock's own
-    /// flags goes to the command). Without one: print the fence and hold
-    /// until interrupted.
+    /// flags goes to the command). A flag raftlock does not know, before
+    /// the command, is refused (exit 125), never run: a command that
+    /// starts with `-` goes after `--`. Without one: print the fence and
+    /// hold until interrupted.
     #[arg(trailing_var_arg = true, value_name = "CMD")]
     command: Vec<String>,
 }
