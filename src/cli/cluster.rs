@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use serde::Serialize;
 
 use super::admin_args::AdminArgs;
@@ -82,16 +84,18 @@ Exit codes:
   2   bad usage (unknown flag, bad value)";
 
 pub async fn run(args: ClusterArgs) -> Result<u8, String> {
+    let start = Instant::now();
     let output = args.endpoints.output;
     let (client, timeout) = match &args.command {
         ClusterCommand::Status => return status(&args.endpoints).await,
         ClusterCommand::AddLearner { admin, timeout, .. }
         | ClusterCommand::Promote { admin, timeout, .. } => {
-            (admin.connect(&args.endpoints).await?, *timeout)
+            (admin.connect(&args.endpoints).await?, (start, *timeout))
         }
-        ClusterCommand::Remove { admin, .. } => {
-            (admin.connect(&args.endpoints).await?, Duration::ZERO)
-        }
+        ClusterCommand::Remove { admin, .. } => (
+            admin.connect(&args.endpoints).await?,
+            (start, Duration::ZERO),
+        ),
     };
     let check = |e: crate::Error| format!("{e} (check `raftlock cluster status`)");
     let members = match args.command {
@@ -175,9 +179,13 @@ async fn leader_last_index(client: &Client) -> Option<u64> {
 }
 
 /// Before promoting learner `id`: waits until it holds what the leader
-/// holds now, for up to `timeout`. A node that is not a learner is not
+/// holds now, until `timeout` (from the command's start) ends. A node that is not a learner is not
 /// waited for: the promotion itself says what is wrong.
-async fn wait_before_promote(client: &Client, id: u64, timeout: Duration) -> Result<(), String> {
+async fn wait_before_promote(
+    client: &Client,
+    id: u64,
+    timeout: (Instant, Duration),
+) -> Result<(), String> {
     let Ok(first) =
         cluster_status::first_answer(client.options(), client.endpoints(), NODE_TIMEOUT).await
     else {

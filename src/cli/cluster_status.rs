@@ -96,8 +96,10 @@ pub async fn ask_node(
     })
 }
 
-/// The first status any of `endpoints` answers, each asked at once for up
-/// to `limit`; if none answers, every endpoint's error, first one first.
+/// The first status any of `endpoints` answers that names a leader among
+/// its members (a node that just joined may know neither, one cut off no
+/// leader), or else the first answer of any; each endpoint is asked at once for up to `limit`. If none
+/// answers: every endpoint's error, first endpoint first.
 pub async fn first_answer(
     options: &ClientOptions,
     endpoints: &[String],
@@ -109,11 +111,18 @@ pub async fn first_answer(
         .map(|(i, addr)| async move { (i, ask_node(options, addr, limit, false).await) })
         .collect();
     let mut errors = Vec::new();
+    let mut leaderless = None;
     while let Some((i, answer)) = asks.next().await {
         match answer {
-            Ok(status) => return Ok(status),
+            Ok(status) if status.members.iter().any(|m| m.id == status.leader_id) => {
+                return Ok(status)
+            }
+            Ok(status) => leaderless = leaderless.or(Some(status)),
             Err(e) => errors.push((i, e)),
         }
+    }
+    if let Some(status) = leaderless {
+        return Ok(status);
     }
     errors.sort_by_key(|(i, _)| *i);
     Err(errors.into_iter().map(|(_, e)| e).collect())

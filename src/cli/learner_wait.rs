@@ -29,15 +29,15 @@ pub struct Learner<'a> {
     pub client_addr: &'a str,
 }
 
-/// Waits until `learner` holds log index `target`, for up to `timeout`;
-/// the error says how far it got and what to do.
+/// Waits until `learner` holds log index `target`, until `timeout` after
+/// `start` (when the command began); the error says how far it got and
+/// what to do.
 pub async fn wait_caught_up(
     options: &ClientOptions,
     learner: &Learner<'_>,
     target: u64,
-    timeout: Duration,
+    (start, timeout): (Instant, Duration),
 ) -> Result<(), String> {
-    let start = Instant::now();
     let mut next_line = start + PROGRESS_AFTER;
     loop {
         let answer = ask_node(options, learner.client_addr, ASK_LIMIT, false).await;

@@ -6,6 +6,7 @@
 //! are grouped by command, one file each, like `src/cli`.
 
 mod certs;
+mod cluster_health;
 mod elect_cmd;
 mod failure;
 mod flood_recovery;
