@@ -179,8 +179,9 @@ async fn leader_last_index(client: &Client) -> Option<u64> {
 }
 
 /// Before promoting learner `id`: waits until it holds what the leader
-/// holds now, until `timeout` (from the command's start) ends. A node that is not a learner is not
-/// waited for: the promotion itself says what is wrong.
+/// holds now, until `timeout` (from the command's start) ends. A node that
+/// is not a learner, or does not answer, is not waited for: the promotion
+/// itself says what is wrong.
 async fn wait_before_promote(
     client: &Client,
     id: u64,
@@ -194,6 +195,14 @@ async fn wait_before_promote(
     let Some(member) = first.members.iter().find(|m| m.id == id && !m.voter) else {
         return Ok(());
     };
+    // A learner that does not answer is left to the leader, which knows
+    // when it last heard from it (and refuses one that looks down).
+    if cluster_status::ask_node(client.options(), &member.client_addr, NODE_TIMEOUT, false)
+        .await
+        .is_err()
+    {
+        return Ok(());
+    }
     let Some(target) = leader_last_index(client).await else {
         return Ok(());
     };
