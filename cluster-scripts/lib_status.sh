@@ -29,9 +29,11 @@ rank_endpoints() {
 # accepts the connection and never answers, which fails the whole call after
 # seconds. So healthy endpoints go first, and if a call still fails, each
 # other healthy endpoint is tried first in turn. The last error is shown only
-# if every try failed.
+# if every try failed. A call that printed the status but exited 1 (the
+# cluster answered and is unhealthy: no quorum, no ready leader) is final:
+# its output and error are shown and its exit code returned.
 run_status() {
-    local where=${1:-$ENDPOINTS} err rc=1 rank ep first list
+    local where=${1:-$ENDPOINTS} err rc=1 rank ep first list out
     shift || true
     local ordered=() healthy=()
     while read -r rank ep; do
@@ -45,8 +47,10 @@ run_status() {
         for ep in "${ordered[@]}"; do
             if [[ $ep != "$first" ]]; then list+=",$ep"; fi
         done
-        if timeout "$CLUSTER_STATUS_TIMEOUT" "$BIN" cluster --endpoints "$list" ${CLI_TLS[@]+"${CLI_TLS[@]}"} "$@" status 2>"$err"; then
-            rc=0
+        rc=0
+        out=$(timeout "$CLUSTER_STATUS_TIMEOUT" "$BIN" cluster --endpoints "$list" ${CLI_TLS[@]+"${CLI_TLS[@]}"} "$@" status 2>"$err") || rc=$?
+        if ((rc == 0)) || [[ -n $out ]]; then
+            [[ -z $out ]] || printf '%s\n' "$out"
             break
         fi
     done

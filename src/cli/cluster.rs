@@ -1,12 +1,20 @@
-//! `raftlock cluster status|add-learner|promote|remove`.
+//! `raftlock cluster status|add-learner|promote|remove`: the commands and
+//! how their answers are printed. The status gathering and its health
+//! verdict live in `cluster_status`, the wait for a learner to catch up in
+//! `learner_wait`.
 
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use serde::Serialize;
 
 use super::admin_args::AdminArgs;
+use super::cluster_status::{self, HEALTH_EXIT_CODES, NODE_TIMEOUT};
+use super::learner_wait::{wait_caught_up, Learner};
 use super::{Endpoints, Output, EXIT_SUCCESS};
-use crate::client::{Client, ClientOptions};
+use crate::client::Client;
+use crate::duration::parse_duration;
 use crate::pb;
 
 /// `raftlock cluster ...`
@@ -18,11 +26,21 @@ pub struct ClusterArgs {
     command: ClusterCommand,
 }
 
+/// How long `add-learner` and `promote` wait for a learner to catch up
+/// by default.
+const CATCH_UP_TIMEOUT: &str = "5m";
+
 #[derive(Debug, clap::Subcommand)]
 enum ClusterCommand {
-    /// Members, leader, term, and each node's last log / applied index.
+    /// Members, leader, term, each node's last log / applied index, and
+    /// the cluster's health: exits 1 without a quorum or a ready leader,
+    /// saying what is wrong.
+    #[command(after_help = HEALTH_EXIT_CODES)]
     Status,
-    /// Add a non-voting member; it starts catching up at once.
+    /// Add a non-voting member; returns once it has caught up (it holds
+    /// what the leader held when it was added), printing its progress on
+    /// stderr during a long catch-up.
+    #[command(after_help = MEMBERSHIP_EXIT_CODES)]
     AddLearner {
         /// New node's id.
         id: u64,
@@ -30,16 +48,26 @@ enum ClusterCommand {
         peer_addr: String,
         /// Its client address (host:port).
         client_addr: String,
+        /// How long to wait for it to catch up. On timeout it stays a
+        /// learner and keeps catching up; the command exits 1 saying so.
+        #[arg(long, value_name = "D", default_value = CATCH_UP_TIMEOUT, value_parser = parse_duration)]
+        timeout: Duration,
         #[command(flatten)]
         admin: AdminArgs,
     },
-    /// Make a caught-up learner a voter.
+    /// Make a learner a voter, once it has caught up with the leader
+    /// (waited for, with progress on stderr, up to --timeout).
+    #[command(after_help = MEMBERSHIP_EXIT_CODES)]
     Promote {
         id: u64,
+        /// How long to wait for a lagging learner to catch up first.
+        #[arg(long, value_name = "D", default_value = CATCH_UP_TIMEOUT, value_parser = parse_duration)]
+        timeout: Duration,
         #[command(flatten)]
         admin: AdminArgs,
     },
     /// Remove a member (voter or learner).
+    #[command(after_help = MEMBERSHIP_EXIT_CODES)]
     Remove {
         id: u64,
         #[command(flatten)]
@@ -47,101 +75,145 @@ enum ClusterCommand {
     },
 }
 
-/// One node's row in `cluster status`.
-#[derive(Debug, Serialize)]
-struct NodeRow {
-    id: u64,
-    client_addr: String,
-    peer_addr: String,
-    voter: bool,
-    /// "leader", "follower", ... or "unreachable".
-    role: String,
-    term: Option<u64>,
-    last_log_index: Option<u64>,
-    applied_index: Option<u64>,
-}
-
-#[derive(Debug, Serialize)]
-struct ClusterView {
-    leader: Option<u64>,
-    term: u64,
-    nodes: Vec<NodeRow>,
-}
+/// The exit codes of `add-learner`, `promote` and `remove`.
+const MEMBERSHIP_EXIT_CODES: &str = "\
+Exit codes:
+  0   done (add-learner, promote: the learner caught up)
+  1   refused, failed, or the learner still catching up at --timeout
+      (the message on stderr says which, and what to do)
+  2   bad usage (unknown flag, bad value)";
 
 pub async fn run(args: ClusterArgs) -> Result<u8, String> {
-    let client = match &args.command {
-        ClusterCommand::Status => args.endpoints.connect().await?,
-        ClusterCommand::AddLearner { admin, .. }
-        | ClusterCommand::Promote { admin, .. }
-        | ClusterCommand::Remove { admin, .. } => admin.connect(&args.endpoints).await?,
-    };
+    let start = Instant::now();
     let output = args.endpoints.output;
-    let members = match args.command {
-        ClusterCommand::Status => {
-            let view = status(&client).await?;
-            print_status(&view, output)?;
-            return Ok(EXIT_SUCCESS);
+    let (client, timeout) = match &args.command {
+        ClusterCommand::Status => return status(&args.endpoints).await,
+        ClusterCommand::AddLearner { admin, timeout, .. }
+        | ClusterCommand::Promote { admin, timeout, .. } => {
+            (admin.connect(&args.endpoints).await?, (start, *timeout))
         }
+        ClusterCommand::Remove { admin, .. } => (
+            admin.connect(&args.endpoints).await?,
+            (start, Duration::ZERO),
+        ),
+    };
+    let check = |e: crate::Error| format!("{e} (check `raftlock cluster status`)");
+    let members = match args.command {
+        ClusterCommand::Status => unreachable!("answered above"),
         ClusterCommand::AddLearner {
             id,
             peer_addr,
             client_addr,
             ..
-        } => client.add_learner(id, &peer_addr, &client_addr).await,
-        ClusterCommand::Promote { id, .. } => client.promote(id).await,
-        ClusterCommand::Remove { id, .. } => client.remove_member(id).await,
-    }
-    .map_err(|e| format!("{e} (check `raftlock cluster status`)"))?;
+        } => {
+            let members = client
+                .add_learner(id, &peer_addr, &client_addr)
+                .await
+                .map_err(check)?;
+            // Everything the leader holds now, the entry that added the
+            // learner included.
+            if let Some(target) = leader_last_index(&client).await {
+                let learner = Learner {
+                    id,
+                    client_addr: &client_addr,
+                };
+                wait_caught_up(client.options(), &learner, target, timeout).await?;
+            }
+            members
+        }
+        ClusterCommand::Promote { id, .. } => {
+            wait_before_promote(&client, id, timeout).await?;
+            client.promote(id).await.map_err(check)?
+        }
+        ClusterCommand::Remove { id, .. } => client.remove_member(id).await.map_err(check)?,
+    };
     print_members(&members, output)?;
     Ok(EXIT_SUCCESS)
 }
 
-/// Asks one node for the members, then every member for its own figures.
-async fn status(client: &Client) -> Result<ClusterView, String> {
-    let first = client
-        .status()
+/// `cluster status`: prints what is known, then fails if the cluster is
+/// unhealthy (see `cluster_status`).
+async fn status(endpoints: &Endpoints) -> Result<u8, String> {
+    let options = endpoints.options().map_err(|e| endpoints.explain(&e))?;
+    let view = cluster_status::gather(&options, &endpoints.endpoints, options.retry_for)
         .await
-        .map_err(|e| super::failure::explain(&e, client.endpoints()))?;
-    let mut nodes = Vec::new();
-    for m in &first.members {
-        let own = node_status(client, &m.client_addr).await;
-        nodes.push(NodeRow {
-            id: m.id,
-            client_addr: m.client_addr.clone(),
-            peer_addr: m.peer_addr.clone(),
-            voter: m.voter,
-            role: own
-                .as_ref()
-                .map(|s| s.role.clone())
-                .unwrap_or_else(|| "unreachable".into()),
-            term: own.as_ref().map(|s| s.term),
-            last_log_index: own.as_ref().map(|s| s.last_log_index),
-            applied_index: own.as_ref().map(|s| s.applied_index),
-        });
+        .map_err(|errors| unreachable_message(endpoints, &errors))?;
+    print_status(&view, endpoints.output)?;
+    for warning in &view.warnings {
+        eprintln!("warning: {warning}");
     }
-    Ok(ClusterView {
-        leader: (first.leader_id != 0).then_some(first.leader_id),
-        term: first.term,
-        nodes,
-    })
+    if view.healthy {
+        return Ok(EXIT_SUCCESS);
+    }
+    Err(format!(
+        "the cluster is unhealthy: {}; bring back a majority of the voters (restart or \
+         resume them, or mend the network), then check again",
+        view.problems.join("; ")
+    ))
 }
 
-/// One node's own figures, asked with `client`'s settings (TLS included).
-async fn node_status(client: &Client, addr: &str) -> Option<pb::StatusResponse> {
-    let options = ClientOptions {
-        retry_for: Duration::from_millis(500),
-        ..client.options().clone()
-    };
-    let client = Client::connect_with([addr.to_string()], options)
+/// What to say when no endpoint answered: the first endpoint's error,
+/// worded for the command line.
+fn unreachable_message(endpoints: &Endpoints, errors: &[crate::Error]) -> String {
+    match errors.first() {
+        Some(e) => endpoints.explain(e),
+        None => "no endpoint given".to_string(),
+    }
+}
+
+/// The leader's last log index, asked of the leader itself (`None`: no
+/// leader known or it does not answer; the caller then does not wait).
+async fn leader_last_index(client: &Client) -> Option<u64> {
+    let options = client.options();
+    let first = cluster_status::first_answer(options, client.endpoints(), NODE_TIMEOUT)
         .await
         .ok()?;
-    tokio::time::timeout(Duration::from_secs(2), client.status())
+    if first.leader_id == first.node_id {
+        return Some(first.last_log_index);
+    }
+    let leader = first.members.iter().find(|m| m.id == first.leader_id)?;
+    cluster_status::ask_node(options, &leader.client_addr, NODE_TIMEOUT, false)
         .await
-        .ok()?
         .ok()
+        .map(|s| s.last_log_index)
 }
 
-fn print_status(view: &ClusterView, output: Output) -> Result<(), String> {
+/// Before promoting learner `id`: waits until it holds what the leader
+/// holds now, until `timeout` (from the command's start) ends. A node that
+/// is not a learner, or does not answer, is not waited for: the promotion
+/// itself says what is wrong.
+async fn wait_before_promote(
+    client: &Client,
+    id: u64,
+    timeout: (Instant, Duration),
+) -> Result<(), String> {
+    let Ok(first) =
+        cluster_status::first_answer(client.options(), client.endpoints(), NODE_TIMEOUT).await
+    else {
+        return Ok(());
+    };
+    let Some(member) = first.members.iter().find(|m| m.id == id && !m.voter) else {
+        return Ok(());
+    };
+    // A learner that does not answer is left to the leader, which knows
+    // when it last heard from it (and refuses one that looks down).
+    if cluster_status::ask_node(client.options(), &member.client_addr, NODE_TIMEOUT, false)
+        .await
+        .is_err()
+    {
+        return Ok(());
+    }
+    let Some(target) = leader_last_index(client).await else {
+        return Ok(());
+    };
+    let learner = Learner {
+        id,
+        client_addr: &member.client_addr,
+    };
+    wait_caught_up(client.options(), &learner, target, timeout).await
+}
+
+fn print_status(view: &cluster_status::ClusterView, output: Output) -> Result<(), String> {
     if output == Output::Json {
         out!(
             "{}",
@@ -153,7 +225,8 @@ fn print_status(view: &ClusterView, output: Output) -> Result<(), String> {
         .leader
         .map(|l| l.to_string())
         .unwrap_or_else(|| "none".into());
-    out!("leader: {leader}  term: {}", view.term);
+    let health = if view.healthy { "healthy" } else { "unhealthy" };
+    out!("leader: {leader}  term: {}  {health}", view.term);
     out!(
         "{:<4} {:<22} {:<22} {:<8} {:<11} {:>6} {:>9} {:>9}",
         "ID",

@@ -2,7 +2,9 @@
 //! run it; `main.rs` only calls [`main`].
 //!
 //! One file per command group: `serve` (and `serve_options`, its
-//! settings for a node another program starts), `certs`, `auth_cmd`, `cluster`, `lease_cmd`,
+//! settings for a node another program starts), `certs`, `auth_cmd`, `cluster`
+//! (with `cluster_status`, its health verdict, and `learner_wait`),
+//! `endpoint_cmd` (`endpoint health`), `lease_cmd`,
 //! `locks_cmd`, `lock_cmd` (run a command under a lock), `elect_cmd`.
 //! Shared pieces: [`crate::duration`] (`500ms`, `10s`, `2m`), `failure` (how errors
 //! are worded), `signals`, `child_process` (the supervised command) and
@@ -24,10 +26,13 @@ mod auth_cmd;
 mod certs;
 mod child_process;
 mod cluster;
+mod cluster_status;
 mod docs_cmd;
 mod elect_cmd;
 mod exit_codes;
+mod endpoint_cmd;
 mod failure;
+mod learner_wait;
 mod lease_cmd;
 mod lock_cmd;
 mod lock_view;
@@ -95,6 +100,8 @@ pub enum Command {
     Serve(Box<serve::ServeArgs>),
     /// Inspect and change cluster membership.
     Cluster(cluster::ClusterArgs),
+    /// Check endpoints' health (like `etcdctl endpoint health`).
+    Endpoint(endpoint_cmd::EndpointArgs),
     /// Grant, renew, revoke and inspect leases.
     Lease(lease_cmd::LeaseArgs),
     /// Inspect locks, check fencing tokens, force-release (operators).
@@ -300,6 +307,7 @@ fn run_args(args: &[OsString]) -> u8 {
         match cli.command {
             Command::Serve(args) => serve::run(*args, matches.subcommand_matches("serve")).await,
             Command::Cluster(args) => cluster::run(args).await,
+            Command::Endpoint(args) => endpoint_cmd::run(args).await,
             Command::Lease(args) => lease_cmd::run(args).await,
             Command::Locks(args) => locks_cmd::run(args).await,
             Command::Lock(args) => lock_cmd::run(args).await,

@@ -64,7 +64,14 @@ impl pb::cluster_server::Cluster for ClusterService {
         req: Request<pb::StatusRequest>,
     ) -> Result<Reply<pb::StatusResponse>, Status> {
         self.auth.authenticate(&req)?;
+        if req.get_ref().linearizable {
+            // The read barrier fails (UNAVAILABLE) when the leader cannot
+            // confirm a quorum within `leader_wait`: a health check hears
+            // the truth instead of this node's last view.
+            self.node.read_barrier().await.map_err(to_status)?;
+        }
         let s = self.node.status();
+        let unready_reason = self.node.readiness().reason;
         Ok(Reply::new(pb::StatusResponse {
             node_id: s.id,
             role: s.role.to_string(),
@@ -74,6 +81,7 @@ impl pb::cluster_server::Cluster for ClusterService {
             applied_index: s.applied_index,
             snapshot_index: s.snapshot_index,
             members: self.members(),
+            unready_reason,
         }))
     }
 

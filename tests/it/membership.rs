@@ -191,3 +191,61 @@ async fn a_removed_node_id_is_never_added_again() {
     assert_eq!(cluster.node(leader).status().members.len(), 2);
     cluster.shutdown().await;
 }
+
+/// Writes lock calls through `client` (an acquire and a release each, one
+/// log entry per call: they are made one after another) until the log of
+/// `cluster`'s node `leader` holds at least `entries` entries.
+pub(crate) async fn fill_log(cluster: &TestCluster, client: &Client, leader: u64, entries: u64) {
+    let lease = client.grant_lease(Duration::from_secs(60)).await.unwrap();
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let c = client.clone();
+            let name = format!("fill-{w}");
+            async move {
+                for _ in 0..entries / 8 + 1 {
+                    c.acquire(&Acquire::exclusive(&name, "filler", lease))
+                        .await
+                        .expect("acquire")
+                        .expect("granted");
+                    c.release(&name, "filler").await.expect("release");
+                }
+            }
+        })
+        .collect();
+    futures::future::join_all(writers).await;
+    while cluster.node(leader).status().last_log_index < entries {
+        let c = client.clone();
+        c.acquire(&Acquire::exclusive("fill-last", "filler", lease))
+            .await
+            .expect("acquire")
+            .expect("granted");
+        c.release("fill-last", "filler").await.expect("release");
+    }
+}
+
+/// A learner added to a cluster whose log holds thousands of entries is
+/// promoted right after `add_learner` returns: the leader waits (a few
+/// seconds at most) for the learner to hold the entry that added it, and
+/// a promotion waits for a learner still behind instead of refusing it.
+///
+/// Without the waits (openraft's blocking `add_learner`, which calls a
+/// learner up to 5 000 entries behind caught up, and a promotion that only
+/// waits for the learner's first answer), the promotion failed "learner 4
+/// is 3... entries behind the leader" (seen, as in issue 38's replay).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_learner_added_to_a_long_log_is_promoted_at_once() {
+    let mut cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let client = cluster.admin_client().await;
+    fill_log(&cluster, &client, leader, 2_500).await;
+
+    cluster.start_joining(4).await;
+    let addr = cluster.node_addr(4);
+    client
+        .add_learner(4, &addr.peer_addr, &addr.client_addr)
+        .await
+        .expect("add the learner");
+    let members = client.promote(4).await.expect("promote it at once");
+    assert!(members.iter().any(|m| m.id == 4 && m.voter), "{members:?}");
+    cluster.shutdown().await;
+}

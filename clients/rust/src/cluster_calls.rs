@@ -9,7 +9,7 @@ use crate::pb::cluster_client::ClusterClient;
 impl Client {
     /// The view of the node this client currently talks to.
     pub async fn status(&self) -> Result<NodeStatus, Error> {
-        rpc!(self, ClusterClient, status, pb::StatusRequest {})
+        rpc!(self, ClusterClient, status, pb::StatusRequest::default())
     }
 
     /// Adds a learner; answers the members afterwards.

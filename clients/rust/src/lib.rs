@@ -82,6 +82,7 @@ mod election;
 mod election_calls;
 mod endpoints;
 mod fenced;
+mod health_calls;
 mod lease_calls;
 mod lock_builder;
 mod lock_calls;

@@ -17,7 +17,8 @@ use tokio::time::Instant;
 use raftlock_storage::{NodeAddr, NodeId, Request, Response};
 
 use crate::error::Error;
-use crate::membership::checks::{check_new_learner, check_promotable, Candidate, LEARNER_CONTACT};
+use crate::membership::catch_up;
+use crate::membership::checks::{check_new_learner, check_promotable, Candidate};
 use crate::peer::forward::{ForwardReply, ForwardResult, Forwarded};
 use crate::replica::Replica;
 
@@ -199,7 +200,10 @@ impl Replica {
                 self.refuse_retired(id)?;
                 let cluster = self.guard.cluster_id().map(|c| c.to_string());
                 check_new_learner(&self.net, cluster.as_deref(), id, &node).await?;
-                let r = self.raft.add_learner(id, node, true).await?;
+                let r = self.raft.add_learner(id, node, false).await?;
+                // Answered either way: the learner was added and keeps
+                // catching up; the caller waits on for a long catch-up.
+                catch_up::wait_holds(&self.raft, id, r.log_id.index, catch_up::CATCH_UP_WAIT).await;
                 Ok(ForwardReply::Membership {
                     index: r.log_id.index,
                 })
@@ -296,14 +300,17 @@ impl Replica {
     }
 
     /// What this leader knows of member `id`, for [`check_promotable`].
-    /// A learner added a moment ago may have caught up through appends
-    /// before it answered its first heartbeat: give it until
-    /// [`LEARNER_CONTACT`] to show up in the heartbeat metrics.
+    /// A learner added a moment ago may not have answered its first
+    /// heartbeat yet, or may still be catching up: a learner is given up
+    /// to [`catch_up::CATCH_UP_WAIT`] to pass the check.
     async fn promotion_candidate(&self, id: NodeId) -> Candidate {
-        let deadline = Instant::now() + LEARNER_CONTACT;
+        let deadline = Instant::now() + catch_up::CATCH_UP_WAIT;
         loop {
             let candidate = self.promotion_candidate_now(id);
-            if candidate.last_ack.is_some() || Instant::now() >= deadline {
+            let waiting = candidate.voter == Some(false)
+                && check_promotable(id, &candidate).is_err()
+                && Instant::now() < deadline;
+            if !waiting {
                 return candidate;
             }
             tokio::time::sleep(self.config.heartbeat).await;
@@ -321,11 +328,7 @@ impl Replica {
             .as_ref()
             .and_then(|h| h.get(&id).cloned().flatten())
             .map(|at| openraft::Instant::elapsed(&*at));
-        let matched = m
-            .replication
-            .as_ref()
-            .and_then(|r| r.get(&id).cloned().flatten())
-            .map(|l| l.index);
+        let matched = catch_up::matched(&m, id);
         Candidate {
             voter,
             last_ack,

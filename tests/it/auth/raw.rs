@@ -239,7 +239,8 @@ impl Raw {
         );
         call!(
             "Cluster.Status",
-            self.cluster().status(self.req(pb::StatusRequest {}))
+            self.cluster()
+                .status(self.req(pb::StatusRequest::default()))
         );
         call!(
             "Cluster.AddLearner",

@@ -7,6 +7,7 @@
 
 mod certs;
 mod cli_promises;
+mod cluster_health;
 mod elect_cmd;
 mod failure;
 mod flood_recovery;
