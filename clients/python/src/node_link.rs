@@ -5,7 +5,8 @@
 //!   holds it handed out) ends at once with "node N is stopping", instead
 //!   of retrying for `retry_for` against a listener that is closing;
 //! - leaving (a release on leaving a lock, a resign, the session's revoke
-//!   in `close()`) waits at most [`LEAVE_WAIT`]: when every replica stops
+//!   in `close()`) waits at most [`LEAVE_WAIT`], and not at all once the
+//!   node stops (it cannot be done through it): when every replica stops
 //!   at once, the last ones have no quorum left to leave with. Past it the
 //!   call returns, the client's background cleanup of the dropped hold
 //!   goes on, and the session lease ends the rest when its TTL runs out
@@ -75,9 +76,10 @@ impl NodeLink {
         }
     }
 
-    /// A leave (`what`: "release of lock \"x\""...): [`call`](Self::call),
-    /// which also returns after [`LEAVE_WAIT`] (at once while the cluster
-    /// was found unreachable), leaving the rest to the background.
+    /// A leave (`what`: "release of lock \"x\""...): returns what `fut`
+    /// answers within [`LEAVE_WAIT`] (no wait while the cluster was found
+    /// unreachable); past it, or once the node stops, `Ok` with one
+    /// warning, leaving the rest to the background and the lease's TTL.
     pub fn leave<T>(
         &self,
         what: String,
@@ -87,35 +89,37 @@ impl NodeLink {
         T: Default + Send + 'static,
     {
         let link = self.0.clone();
-        let call = self.call(fut);
         async move {
             let Some(link) = link else {
-                return call.await;
+                return fut.await;
             };
             let wait = if link.unreachable.load(Ordering::Relaxed) {
                 Duration::ZERO
             } else {
                 LEAVE_WAIT
             };
-            match tokio::time::timeout(wait, call).await {
-                Ok(result) => {
-                    if result.is_ok() {
-                        link.unreachable.store(false, Ordering::Relaxed);
+            let mut stopping = link.stopping.clone();
+            let why = tokio::select! {
+                biased;
+                result = tokio::time::timeout(wait, fut) => match result {
+                    Ok(result) => {
+                        if result.is_ok() {
+                            link.unreachable.store(false, Ordering::Relaxed);
+                        }
+                        return result;
                     }
-                    result
-                }
-                Err(_) => {
-                    if !link.unreachable.swap(true, Ordering::Relaxed) {
-                        tracing::warn!(
-                            node = link.id,
-                            "{what}: no answer within {LEAVE_WAIT:?}, going on without it \
-                             (no quorum, as when every replica stops at once?); the lease \
-                             ends it when its TTL runs out"
-                        );
-                    }
-                    Ok(T::default())
-                }
+                    Err(_) => format!("no answer within {wait:?}"),
+                },
+                () = stopped(&mut stopping) => "the node is stopping".to_owned(),
+            };
+            if !link.unreachable.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    node = link.id,
+                    "{what}: {why}, going on without it (no quorum, as when every \
+                     replica stops at once?); the lease ends it when its TTL runs out"
+                );
             }
+            Ok(T::default())
         }
     }
 }

@@ -15,11 +15,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import raftlock
 from conftest import free_port, raftlock_bin, wait_until
 
 #: What the test asserts of each exit; the promise (docs/operations.md,
@@ -165,3 +167,31 @@ def test_every_replica_stops_fast_when_all_get_sigterm_at_once(replicas: Replica
         assert took[i] < STOP_BOUND, f"replica {i} took {took[i]} s: {took}"
         assert replicas.text(i).count("cannot propose lease expiry") <= 2
         assert warnings[i] <= 10, replicas.text(i)[-3000:]
+
+
+def test_calls_of_a_stopping_node_end_at_once(tmp_path: Path) -> None:
+    """A call blocked on a node of this process (a waiting acquire) ends
+    with "node 1 of this process is stopping" as soon as ``stop()`` is
+    called from another thread, and a call made after it too. Without the
+    node link the waiting acquire, ended by the node's shutdown, is
+    retried against the closed listener for ``retry_for`` (here 20 s)."""
+    node = raftlock.Node(
+        data_dir=tmp_path / "data",
+        client_addr=f"127.0.0.1:{free_port()}",
+        peer_addr=f"127.0.0.1:{free_port()}",
+    )
+    node.wait_ready(timeout=30)
+    holder = node.client(session_ttl=5)
+    waiter = node.client(session_ttl=5, retry_for=20)
+    with holder.lock("stop/busy"):
+        stopper = threading.Timer(1.0, node.stop)
+        stopper.start()
+        started = time.monotonic()
+        with pytest.raises(raftlock.Unavailable, match="node 1 of this process is stopping"):
+            waiter.lock("stop/busy").acquire()
+        took = time.monotonic() - started
+        stopper.join()
+    with pytest.raises(raftlock.Unavailable, match="is stopping"):
+        waiter.lock("stop/other").acquire()
+    print(f"a waiting acquire ended {took:.2f} s after the wait began (stop() at 1 s)")
+    assert took < STOP_BOUND
