@@ -14,6 +14,7 @@ use raftlock_storage::{Command, LeaseId, Request};
 
 use raftlock_raft::clock::wall_clock_ms;
 
+use super::repeated_warning::{RepeatedWarning, Report};
 use super::Serving;
 
 /// Starts the lease timer when this node becomes leader and stops it when it
@@ -69,8 +70,11 @@ const EXPIRY_IN_FLIGHT: usize = 4;
 pub(crate) async fn expire_leases(node: Arc<Serving>, mut stop: watch::Receiver<bool>) {
     // Dropped on return, which aborts proposals still waiting.
     let mut in_flight = JoinSet::new();
+    let mut warning = RepeatedWarning::default();
     loop {
-        while in_flight.try_join_next().is_some() {}
+        while let Some(done) = in_flight.try_join_next() {
+            report_expiry(&mut warning, done);
+        }
         let next = if in_flight.len() < EXPIRY_IN_FLIGHT {
             let (due, next) = node.timer.take_due(Instant::now());
             if !due.is_empty() {
@@ -83,15 +87,44 @@ pub(crate) async fn expire_leases(node: Arc<Serving>, mut stop: watch::Receiver<
         };
         tokio::select! {
             _ = node.timer.sleep_until(next), if in_flight.len() < EXPIRY_IN_FLIGHT => {}
-            Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
+            Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
+                report_expiry(&mut warning, done);
+            }
             _ = stop.changed() => return,
         }
     }
 }
 
+/// Logs how an expiry proposal went: a failure in full the first time,
+/// then as a count every [`SUMMARY_EVERY`](super::repeated_warning::SUMMARY_EVERY)
+/// (a leader without a quorum retries every 50 ms).
+fn report_expiry(
+    warning: &mut RepeatedWarning,
+    done: Result<Result<(), raftlock_raft::Error>, tokio::task::JoinError>,
+) {
+    match done {
+        Ok(Ok(())) => {
+            if let Some(failures) = warning.succeeded() {
+                tracing::info!("lease expiries proposed again after {failures} failed attempts");
+            }
+        }
+        Ok(Err(e)) => match warning.failed(Instant::now()) {
+            Report::First => tracing::warn!(
+                "cannot propose lease expiry: {e} (retried every 50 ms; repeats are counted)"
+            ),
+            Report::Summary { count } => tracing::warn!(
+                "cannot propose lease expiry: {count} more failed attempts, the last: {e}"
+            ),
+            Report::Quiet => {}
+        },
+        // Aborted with the task set.
+        Err(_) => {}
+    }
+}
+
 /// Proposes the expiry of `due` (marked expiring by the timer) and settles
 /// the marks with the outcome.
-async fn expire(node: Arc<Serving>, due: Vec<LeaseId>) {
+async fn expire(node: Arc<Serving>, due: Vec<LeaseId>) -> Result<(), raftlock_raft::Error> {
     tracing::info!(
         node = node.replica.id(),
         count = due.len(),
@@ -104,11 +137,14 @@ async fn expire(node: Arc<Serving>, due: Vec<LeaseId>) {
         command: Command::ExpireLeases(ExpireLeases { ids: due.clone() }),
     };
     match node.replica.propose_here(req).await {
-        Ok(_) => due.iter().for_each(|id| node.timer.on_ended(*id)),
+        Ok(_) => {
+            due.iter().for_each(|id| node.timer.on_ended(*id));
+            Ok(())
+        }
         Err(e) => {
-            tracing::warn!("cannot propose lease expiry: {e}");
             node.timer.unmark(&due);
             tokio::time::sleep(Duration::from_millis(50)).await;
+            Err(e)
         }
     }
 }
@@ -117,6 +153,7 @@ async fn expire(node: Arc<Serving>, due: Vec<LeaseId>) {
 /// the timer is empty elsewhere). A delay stays tracked until its end is
 /// applied, so a failed proposal is retried on the next pass.
 pub(crate) async fn end_lock_delays(node: Arc<Serving>, mut stop: watch::Receiver<bool>) {
+    let mut warning = RepeatedWarning::default();
     loop {
         let (due, next) = node.delays.due(Instant::now());
         for (name, since) in due {
@@ -132,9 +169,23 @@ pub(crate) async fn end_lock_delays(node: Arc<Serving>, mut stop: watch::Receive
             tokio::select! {
                 result = node.replica.propose_here(req) => match result {
                     // Applied: the event router has stopped tracking it.
-                    Ok(_) => node.delays.on_ended(&name, since),
+                    Ok(_) => {
+                        node.delays.on_ended(&name, since);
+                        warning.succeeded();
+                    }
                     Err(e) => {
-                        tracing::warn!(lock = %name, "cannot propose the end of a lock-delay: {e}");
+                        match warning.failed(Instant::now()) {
+                            Report::First => tracing::warn!(
+                                lock = %name,
+                                "cannot propose the end of a lock-delay: {e} \
+                                 (retried every 50 ms; repeats are counted)"
+                            ),
+                            Report::Summary { count } => tracing::warn!(
+                                "cannot propose the end of a lock-delay: {count} more failed \
+                                 attempts, the last: {e}"
+                            ),
+                            Report::Quiet => {}
+                        }
                         tokio::select! {
                             _ = tokio::time::sleep(Duration::from_millis(50)) => {}
                             _ = stop.changed() => return,

@@ -15,6 +15,7 @@
 //!   [`lock_delay_timer`]: the same for lock-delays.
 //! - `leader_tasks`: starts and stops those timers as leadership comes and
 //!   goes, and proposes the expiries and delay ends they find due.
+//! - `repeated_warning`: a retry loop's warning, logged once, then counted.
 //! - `lease_calls`: a lease's leader-only calls (renew, time left, TTL
 //!   change), served on the leader's timer and forwarded by followers.
 
@@ -25,6 +26,7 @@ mod lease_calls;
 pub mod lease_timer;
 pub mod lock_delay_timer;
 pub mod metrics;
+mod repeated_warning;
 
 use raftlock_storage::command::SetLeaseTtl;
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! `aio=True`, answering an awaitable (see `run::finish`).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
@@ -10,6 +11,7 @@ use raftlock_client::{Acquire, Client, Error};
 use crate::client_options::{client_options, ClientSettings};
 use crate::convert::{read_write_op, secs, LeadRecord, LeaderInfo, LeaseTtl, LockInfo};
 use crate::guards::{NativeGuard, NativeLeadership, NativeTaskGuard};
+use crate::node_link::NodeLink;
 use crate::observer::NativeObserver;
 use crate::run::{block, finish, to_py};
 
@@ -17,6 +19,8 @@ use crate::run::{block, finish, to_py};
 #[pyclass(module = "raftlock._native", frozen)]
 pub struct NativeClient {
     client: Client,
+    /// Its node in this process, for a client made by `node.client()`.
+    link: NodeLink,
 }
 
 /// Every method but `new`, `endpoints` and `observe` takes `aio`: `True`
@@ -49,7 +53,7 @@ impl NativeClient {
             key,
         })?;
         let client = block(py, Client::connect_with(endpoints, options))?;
-        Ok(Self { client })
+        Ok(Self::from_client(client))
     }
 
     /// The endpoints this client uses.
@@ -100,13 +104,14 @@ impl NativeClient {
         if let Some(delay) = lock_delay {
             builder = builder.lock_delay(secs("lock_delay", delay)?);
         }
-        finish(py, aio, async move {
+        let link = self.link.clone();
+        self.run(py, aio, async move {
             let guard = if wait {
                 Some(builder.acquire().await?)
             } else {
                 builder.try_acquire().await?
             };
-            Ok(guard.map(|guard| NativeGuard::watched(guard, on_lost)))
+            Ok(guard.map(|guard| NativeGuard::watched(guard, on_lost, link)))
         })
     }
 
@@ -120,7 +125,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move { client.check(&name, fence).await })
+        self.run(py, aio, async move { client.check(&name, fence).await })
     }
 
     /// The lock `name` (holders and waiters), `None` if nobody holds or waits.
@@ -132,7 +137,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move {
+        self.run(py, aio, async move {
             Ok(client.describe(&name).await?.map(LockInfo::from))
         })
     }
@@ -147,7 +152,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move {
+        self.run(py, aio, async move {
             let locks = client.list(&prefix, limit).await?;
             Ok(locks.into_iter().map(LockInfo::from).collect::<Vec<_>>())
         })
@@ -162,7 +167,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move { client.force_release(&name).await })
+        self.run(py, aio, async move { client.force_release(&name).await })
     }
 
     /// Grants a lease of `ttl` seconds; answers its id.
@@ -175,7 +180,7 @@ impl NativeClient {
     ) -> PyResult<Bound<'py, PyAny>> {
         let ttl = secs("ttl", ttl)?;
         let client = self.client.clone();
-        finish(py, aio, async move { client.grant_lease(ttl).await })
+        self.run(py, aio, async move { client.grant_lease(ttl).await })
     }
 
     /// Renews a lease; answers its TTL in seconds.
@@ -187,7 +192,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move {
+        self.run(py, aio, async move {
             Ok(client.keep_alive(lease).await?.as_secs_f64())
         })
     }
@@ -196,7 +201,7 @@ impl NativeClient {
     #[pyo3(signature = (lease, *, aio=false))]
     fn revoke<'py>(&self, py: Python<'py>, lease: u64, aio: bool) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move { client.revoke(lease).await })
+        self.run(py, aio, async move { client.revoke(lease).await })
     }
 
     /// Gives a lease a new TTL from now (replicated); answers it.
@@ -210,7 +215,7 @@ impl NativeClient {
     ) -> PyResult<Bound<'py, PyAny>> {
         let ttl = secs("ttl", ttl)?;
         let client = self.client.clone();
-        finish(py, aio, async move {
+        self.run(py, aio, async move {
             Ok(client.set_lease_ttl(lease, ttl).await?.as_secs_f64())
         })
     }
@@ -224,7 +229,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move {
+        self.run(py, aio, async move {
             Ok(LeaseTtl::from(client.time_to_live(lease).await?))
         })
     }
@@ -248,7 +253,7 @@ impl NativeClient {
             ..Acquire::exclusive(name, owner, lease)
         };
         let client = self.client.clone();
-        finish(py, aio, async move {
+        self.run(py, aio, async move {
             Ok(client.acquire(&spec).await?.map(|a| (a.fence, a.count)))
         })
     }
@@ -267,7 +272,7 @@ impl NativeClient {
     ) -> PyResult<Bound<'py, PyAny>> {
         let ttl = secs("ttl", ttl)?;
         let client = self.client.clone();
-        finish(py, aio, async move {
+        self.run(py, aio, async move {
             let held = client.acquire_with_ttl(&name, &owner, ttl).await?;
             Ok(held.map(|(lease, a)| (lease, a.fence)))
         })
@@ -284,7 +289,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move { client.release(&name, &owner).await })
+        self.run(py, aio, async move { client.release(&name, &owner).await })
     }
 
     /// Campaigns in election `name` until elected (or `timeout`).
@@ -301,8 +306,9 @@ impl NativeClient {
         if let Some(timeout) = timeout {
             election = election.timeout(secs("timeout", timeout)?);
         }
-        finish(py, aio, async move {
-            Ok(NativeLeadership::new(election.campaign(value).await?))
+        let link = self.link.clone();
+        self.run(py, aio, async move {
+            Ok(NativeLeadership::new(election.campaign(value).await?, link))
         })
     }
 
@@ -310,7 +316,7 @@ impl NativeClient {
     #[pyo3(signature = (name, *, aio=false))]
     fn leader<'py>(&self, py: Python<'py>, name: String, aio: bool) -> PyResult<Bound<'py, PyAny>> {
         let election = self.client.election(name);
-        finish(py, aio, async move {
+        self.run(py, aio, async move {
             Ok(election.leader().await?.map(LeaderInfo::from))
         })
     }
@@ -330,8 +336,12 @@ impl NativeClient {
             secs("min_hold", min_hold)?,
             secs("max_hold", max_hold)?,
         );
-        finish(py, aio, async move {
-            Ok(task.try_acquire().await?.map(NativeTaskGuard::new))
+        let link = self.link.clone();
+        self.run(py, aio, async move {
+            Ok(task
+                .try_acquire()
+                .await?
+                .map(|g| NativeTaskGuard::new(g, link)))
         })
     }
 
@@ -339,14 +349,19 @@ impl NativeClient {
     #[pyo3(signature = (*, aio=false))]
     fn session_lease<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move { client.session_lease().await })
+        self.run(py, aio, async move { client.session_lease().await })
     }
 
     /// Ends the session: revokes its lease, releasing its locks.
     #[pyo3(signature = (*, aio=false))]
     fn close<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move { client.close().await })
+        self.leave(
+            py,
+            aio,
+            "close (the revoke of the session lease)",
+            async move { client.close().await },
+        )
     }
 
     /// Watches election `name`: each `next` answers the leader after a change.
@@ -368,7 +383,7 @@ impl NativeClient {
     ) -> PyResult<Bound<'py, PyAny>> {
         let ttl = secs("ttl", ttl)?;
         let client = self.client.clone();
-        finish(py, aio, async move {
+        self.run(py, aio, async move {
             let held = client.hold(&name, &owner, ttl).await?;
             Ok(held.map(|h| (h.fence, h.lease)))
         })
@@ -384,7 +399,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move { client.unhold(&name, &owner).await })
+        self.run(py, aio, async move { client.unhold(&name, &owner).await })
     }
 
     /// One read-write step (`op`: read, write, release_read, release_write,
@@ -403,7 +418,7 @@ impl NativeClient {
         let op = read_write_op(op)?;
         let ttl = secs("ttl", ttl)?;
         let client = self.client.clone();
-        finish(py, aio, async move {
+        self.run(py, aio, async move {
             let step = client.read_write(&name, &owner, op, ttl, intent).await?;
             Ok((step.granted, step.generation, step.poisoned))
         })
@@ -419,7 +434,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move {
+        self.run(py, aio, async move {
             let s = client.read_write_state(&name).await?;
             Ok((s.generation, s.writing, s.readers, s.waiting_writers))
         })
@@ -439,7 +454,7 @@ impl NativeClient {
     ) -> PyResult<Bound<'py, PyAny>> {
         let ttl = secs("ttl", ttl)?;
         let client = self.client.clone();
-        finish(py, aio, async move {
+        self.run(py, aio, async move {
             Ok(LeadRecord::from(
                 client.lead(&name, &owner, ttl, metadata).await?,
             ))
@@ -455,7 +470,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move {
+        self.run(py, aio, async move {
             Ok(client.leader_record(&name).await?.map(LeadRecord::from))
         })
     }
@@ -470,7 +485,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move { client.claim_fire(&name, due).await })
+        self.run(py, aio, async move { client.claim_fire(&name, due).await })
     }
 
     /// The last fire claimed for schedule `name`, `None` if none.
@@ -482,14 +497,45 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        finish(py, aio, async move { client.last_fired(&name).await })
+        self.run(py, aio, async move { client.last_fired(&name).await })
     }
 }
 
 impl NativeClient {
     /// A client connected in Rust (an embedded node's own, `NativeNode::client`).
     pub(crate) fn from_client(client: Client) -> Self {
-        Self { client }
+        Self {
+            client,
+            link: NodeLink::default(),
+        }
+    }
+
+    /// A client of a node of this process (see [`NodeLink`]).
+    pub(crate) fn of_node(client: Client, link: NodeLink) -> Self {
+        Self { client, link }
+    }
+
+    /// [`finish`] of a call, which ends at once if its node stops.
+    fn run<'py, F, T>(&self, py: Python<'py>, aio: bool, fut: F) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: Future<Output = Result<T, Error>> + Send + 'static,
+        T: for<'a> IntoPyObject<'a> + Send + 'static,
+    {
+        finish(py, aio, self.link.call(fut))
+    }
+
+    /// [`finish`] of a leave (see [`NodeLink::leave`]).
+    fn leave<'py, F>(
+        &self,
+        py: Python<'py>,
+        aio: bool,
+        what: &str,
+        fut: F,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: Future<Output = Result<(), Error>> + Send + 'static,
+    {
+        finish(py, aio, self.link.leave(what.to_owned(), fut))
     }
 }
 

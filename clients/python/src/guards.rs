@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use raftlock_client::{Error, Leadership, LockGuard, TaskGuard};
 use tokio::task::AbortHandle;
 
+use crate::node_link::NodeLink;
 use crate::run::{finish, to_py};
 
 /// A future a hold's call answers with.
@@ -81,6 +82,8 @@ pub struct Held<G: Hold> {
     watchers: Mutex<Vec<AbortHandle>>,
     /// "lock \"x\"", "leadership of \"x\"": for errors.
     what: String,
+    /// The node in this process of the client that made it, if any.
+    link: NodeLink,
 }
 
 fn unpoisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -88,12 +91,39 @@ fn unpoisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<G: Hold> Held<G> {
-    fn new(hold: G, what: String) -> Arc<Self> {
+    fn new(hold: G, what: String, link: NodeLink) -> Arc<Self> {
         Arc::new(Held {
             slot: Mutex::new(Some(Arc::new(hold))),
             watchers: Mutex::new(Vec::new()),
             what,
+            link,
         })
+    }
+
+    /// [`finish`] of a call on the hold, which ends at once if the node
+    /// of its client stops.
+    fn run<'py, F, T>(&self, py: Python<'py>, aio: bool, fut: F) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: Future<Output = Result<T, Error>> + Send + 'static,
+        T: for<'a> IntoPyObject<'a> + Send + 'static,
+    {
+        finish(py, aio, self.link.call(fut))
+    }
+
+    /// [`finish`] of leaving the hold (`doing`: "release", "resign"; see
+    /// [`NodeLink::leave`]).
+    fn leave<'py, F>(
+        &self,
+        py: Python<'py>,
+        aio: bool,
+        doing: &str,
+        fut: F,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: Future<Output = Result<(), Error>> + Send + 'static,
+    {
+        let what = format!("{doing} of {}", self.what);
+        finish(py, aio, self.link.leave(what, fut))
     }
 
     fn get(&self) -> Result<Arc<G>, Error> {
@@ -113,7 +143,7 @@ impl<G: Hold> Held<G> {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let held = self.clone();
-        finish(py, aio, async move {
+        self.run(py, aio, async move {
             let hold = held.get()?;
             hold.ensure_owned().await
         })
@@ -206,9 +236,9 @@ impl NativeGuard {
     /// A guard that calls `on_lost(reason)` when the hold is lost, made
     /// inside the call that acquired it: the watcher starts on the runtime
     /// thread that runs the call, with no hand-off to another thread.
-    pub fn watched(guard: LockGuard, on_lost: Option<Py<PyAny>>) -> Self {
+    pub fn watched(guard: LockGuard, on_lost: Option<Py<PyAny>>, link: NodeLink) -> Self {
         let lost = on_lost.map(|callback| (guard.lost(), callback));
-        let native = NativeGuard::new(guard);
+        let native = NativeGuard::new(guard, link);
         if let Some((lost, callback)) = lost {
             native
                 .held
@@ -217,14 +247,14 @@ impl NativeGuard {
         native
     }
 
-    pub fn new(guard: LockGuard) -> Self {
+    pub fn new(guard: LockGuard, link: NodeLink) -> Self {
         let name = guard.name().to_owned();
         NativeGuard {
             owner: guard.owner().to_owned(),
             fence: guard.fence(),
             lease: guard.lease(),
             count: guard.count(),
-            held: Held::new(guard, format!("lock {name:?}")),
+            held: Held::new(guard, format!("lock {name:?}"), link),
             name,
         }
     }
@@ -266,9 +296,9 @@ impl NativeGuard {
     #[pyo3(signature = (*, aio=false))]
     fn reenter<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
         let held = self.held.clone();
-        finish(py, aio, async move {
+        self.held.run(py, aio, async move {
             let guard = held.get()?;
-            Ok(NativeGuard::new(guard.reenter().await?))
+            Ok(NativeGuard::new(guard.reenter().await?, held.link.clone()))
         })
     }
     /// Releases this level of the hold; raises `LockLost` if it had
@@ -277,7 +307,9 @@ impl NativeGuard {
     #[pyo3(signature = (*, aio=false))]
     fn release<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
         let held = self.held.clone();
-        finish(py, aio, async move { held.take().await?.release().await })
+        self.held.leave(py, aio, "release", async move {
+            held.take().await?.release().await
+        })
     }
 }
 
@@ -296,13 +328,13 @@ pub struct NativeLeadership {
 }
 
 impl NativeLeadership {
-    pub fn new(leadership: Leadership) -> Self {
+    pub fn new(leadership: Leadership, link: NodeLink) -> Self {
         let name = leadership.name().to_owned();
         NativeLeadership {
             owner: leadership.owner().to_owned(),
             fence: leadership.fence(),
             lease: leadership.lease(),
-            held: Held::new(leadership, format!("leadership of {name:?}")),
+            held: Held::new(leadership, format!("leadership of {name:?}"), link),
             name,
         }
     }
@@ -349,14 +381,17 @@ impl NativeLeadership {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let held = self.held.clone();
-        finish(py, aio, async move { held.get()?.proclaim(value).await })
+        self.held
+            .run(py, aio, async move { held.get()?.proclaim(value).await })
     }
     /// Steps down; the next candidate is elected.
     /// `aio=True`: an awaitable; otherwise blocks until done.
     #[pyo3(signature = (*, aio=false))]
     fn resign<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
         let held = self.held.clone();
-        finish(py, aio, async move { held.take().await?.resign().await })
+        self.held.leave(py, aio, "resign", async move {
+            held.take().await?.resign().await
+        })
     }
 }
 
@@ -369,10 +404,10 @@ pub struct NativeTaskGuard {
 }
 
 impl NativeTaskGuard {
-    pub fn new(guard: TaskGuard) -> Self {
+    pub fn new(guard: TaskGuard, link: NodeLink) -> Self {
         NativeTaskGuard {
             fence: guard.fence(),
-            held: Held::new(guard, "task lock".to_owned()),
+            held: Held::new(guard, "task lock".to_owned(), link),
         }
     }
 }
@@ -411,7 +446,7 @@ impl NativeTaskGuard {
     #[pyo3(signature = (*, aio=false))]
     fn finish<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
         let held = self.held.clone();
-        finish(py, aio, async move {
+        self.held.run(py, aio, async move {
             held.take().await?.finish_in_background().await
         })
     }

@@ -31,6 +31,7 @@ mod convert;
 mod guards;
 mod loop_port;
 mod node;
+mod node_link;
 mod node_options;
 mod node_status;
 mod observer;

@@ -19,11 +19,12 @@ use raftlock::cli::{init_logs, LogFormat};
 use raftlock::{Config, Node};
 use raftlock_client::{Client, ClientOptions, Error};
 use tokio::runtime::Runtime;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use crate::client::NativeClient;
 use crate::client_options::PYTHON_NAMES;
 use crate::convert::secs;
+use crate::node_link::NodeLink;
 use crate::node_options::{config_from, option_names, OptionValue};
 use crate::node_status::NodeStatus;
 use crate::run::{block, finish, to_py};
@@ -156,6 +157,9 @@ pub struct NativeNode {
     pid: u32,
     /// `None` before `start` and after `stop`.
     running: Arc<Mutex<Option<Running>>>,
+    /// `true` from the moment `stop` is called until the next `start`:
+    /// the node's clients end their calls at once ([`NodeLink`]).
+    stopping: watch::Sender<bool>,
 }
 
 impl NativeNode {
@@ -197,6 +201,7 @@ impl NativeNode {
             config,
             pid: std::process::id(),
             running: Arc::new(Mutex::new(None)),
+            stopping: watch::channel(false).0,
         })
     }
 
@@ -218,6 +223,7 @@ impl NativeNode {
             ))));
         }
         let claim = DirClaim::take(&self.config.replication.data_dir).map_err(to_py)?;
+        self.stopping.send_replace(false);
         start_logs();
         let config = self.config.clone();
         let (send, started) = oneshot::channel();
@@ -360,7 +366,8 @@ impl NativeNode {
             options.retry_for = secs("retry_for", retry)?;
         }
         let client = block(py, Client::connect_with([endpoint], options))?;
-        Ok(NativeClient::from_client(client))
+        let link = NodeLink::new(self.config.replication.id, self.stopping.subscribe());
+        Ok(NativeClient::of_node(client, link))
     }
 
     /// Stops the node in order: stops accepting client calls, lets
@@ -369,6 +376,7 @@ impl NativeNode {
     #[pyo3(signature = (*, aio=false))]
     fn stop<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
         self.check_pid()?;
+        self.stopping.send_replace(true);
         let running = self.running().take();
         finish(py, aio, async move {
             if let Some(running) = running {
@@ -384,6 +392,7 @@ impl NativeNode {
         if std::process::id() != self.pid {
             return;
         }
+        self.stopping.send_replace(true);
         let running = self.running().take();
         if let Some(running) = running {
             py.detach(|| running.stop());

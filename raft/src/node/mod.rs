@@ -7,12 +7,14 @@
 //! - [`peer_service`]: the server side of the peer API.
 //! - `raft_watch`: logs and counts what openraft's metrics show change, and
 //!   reports a Raft core that stopped on its own.
+//! - [`step_down`]: a leader that cannot keep its lease gives way.
 
 pub mod peer_service;
 mod raft_watch;
 pub mod rollback;
 mod start_checks;
 mod start_error;
+pub mod step_down;
 
 pub use start_error::StartError;
 
@@ -232,6 +234,10 @@ impl RaftNode {
         let tasks = vec![
             tokio::spawn(proposing),
             tokio::spawn(watch_raft(inner.clone(), stop_rx.clone())),
+            tokio::spawn(step_down::give_way_when_starved(
+                inner.clone(),
+                stop_rx.clone(),
+            )),
             tokio::spawn(stop_when_removed(inner.clone(), stop_rx.clone())),
             tokio::spawn(serve_peers(inner.clone(), listener, peer_tls, stop_rx)),
         ];

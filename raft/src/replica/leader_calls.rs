@@ -108,23 +108,19 @@ impl Replica {
     async fn call_leader(&self, call: Forwarded) -> Result<ForwardReply, Error> {
         let deadline = Instant::now() + self.config.leader_wait;
         loop {
-            let result = if self.is_leader() {
-                self.serve_here(&call, deadline).await
-            } else if let Some((leader, addr)) = self.leader().filter(|(id, _)| *id != self.id) {
-                let attempt = self.forward_attempt(&call, deadline);
-                match self
-                    .net
-                    .forward(leader, &addr.peer_addr, &call, attempt)
-                    .await
-                {
-                    Ok(result) => result,
-                    Err(e) => Err(Error::Unavailable(format!("cannot reach leader: {e}"))),
-                }
-            } else {
-                Err(Error::Unavailable("no leader elected".to_string()))
+            // A stopping node neither forwards nor waits out elections: its
+            // caller hears so at once and tries another node.
+            let attempt = self.attempt_leader_call(&call, deadline);
+            let result = tokio::select! {
+                result = attempt => result,
+                () = self.stopped() => Err(self.stopping_error()),
             };
             match result {
-                Err(e) if e.is_retryable() && Instant::now() + RETRY_PAUSE < deadline => {
+                Err(e)
+                    if e.is_retryable()
+                        && !self.is_stopping()
+                        && Instant::now() + RETRY_PAUSE < deadline =>
+                {
                     tracing::debug!(node = self.id, "retrying after: {e}");
                     tokio::time::sleep(RETRY_PAUSE).await;
                 }
@@ -135,6 +131,30 @@ impl Replica {
                 }
                 other => return other,
             }
+        }
+    }
+
+    /// What a call to a stopping node answers.
+    fn stopping_error(&self) -> Error {
+        Error::Unavailable(format!("node {} is stopping; try another node", self.id))
+    }
+
+    /// One try of [`call_leader`](Self::call_leader): here, or forwarded.
+    async fn attempt_leader_call(&self, call: &Forwarded, deadline: Instant) -> ForwardResult {
+        if self.is_leader() {
+            self.serve_here(call, deadline).await
+        } else if let Some((leader, addr)) = self.leader().filter(|(id, _)| *id != self.id) {
+            let attempt = self.forward_attempt(call, deadline);
+            match self
+                .net
+                .forward(leader, &addr.peer_addr, call, attempt)
+                .await
+            {
+                Ok(result) => result,
+                Err(e) => Err(Error::Unavailable(format!("cannot reach leader: {e}"))),
+            }
+        } else {
+            Err(Error::Unavailable("no leader elected".to_string()))
         }
     }
 

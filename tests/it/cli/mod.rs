@@ -17,11 +17,14 @@ mod lock_exit_codes;
 mod lock_signals;
 mod locks_cmd;
 mod private_state;
+mod process_cluster;
 mod secrets;
 mod serve;
 mod serve_peer_secret;
 mod serve_refusals;
+mod serve_stop;
 mod snapshot_cmd;
+mod starved_leader;
 mod systemd_recipe;
 
 use std::process::{ExitStatus, Output, Stdio};

@@ -187,7 +187,10 @@ class LeaderElection:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
-        """Stops campaigning and resigns if leading."""
+        """Stops campaigning and resigns if leading. Through a client of
+        a node of this process (``node.client()``) the resign waits at
+        most 0.5 s: with no quorum left (every replica stopping at once)
+        the leadership ends when its session's TTL runs out."""
         task, self._task = self._task, None
         if task is not None:
             task.cancel()

@@ -199,7 +199,10 @@ class LeaderElection:
         self._loop_thread.call(self._inner.start)
 
     def stop(self) -> None:
-        """Stops campaigning and resigns if leading."""
+        """Stops campaigning and resigns if leading. Through a client of
+        a node of this process (``node.client()``) the resign waits at
+        most 0.5 s: with no quorum left (every replica stopping at once)
+        the leadership ends when its session's TTL runs out."""
         self._loop_thread.run(self._inner.stop())
         self._loop_thread.close()
 

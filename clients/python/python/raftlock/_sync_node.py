@@ -65,7 +65,9 @@ class Node(NodeBase):
     def stop(self) -> None:
         """Stops the node in order: no new client calls, running ones end
         (up to 5 s), Raft stops, storage is flushed, the data dir is free.
-        Does nothing if already stopped."""
+        From the call on, calls of this node's clients end at once with
+        :class:`~raftlock.Unavailable` ("node N of this process is
+        stopping"). Does nothing if already stopped."""
         self._native.stop()
 
     def __enter__(self) -> Node:
