@@ -76,7 +76,7 @@ enum ClusterCommand {
 }
 
 /// The exit codes of `add-learner`, `promote` and `remove`.
-const MEMBERSHIP_EXIT_CODES: &str = "\
+pub(super) const MEMBERSHIP_EXIT_CODES: &str = "\
 Exit codes:
   0   done (add-learner, promote: the learner caught up)
   1   refused, failed, or the learner still catching up at --timeout

@@ -20,6 +20,26 @@ Exit codes:
 const TABLE: &[(&[&str], &str)] = &[
     (&["lock"], super::lock_cmd::EXIT_CODES_HELP),
     (
+        &["cluster", "status"],
+        super::cluster_status::HEALTH_EXIT_CODES,
+    ),
+    (
+        &["endpoint", "health"],
+        super::cluster_status::HEALTH_EXIT_CODES,
+    ),
+    (
+        &["cluster", "add-learner"],
+        super::cluster::MEMBERSHIP_EXIT_CODES,
+    ),
+    (
+        &["cluster", "promote"],
+        super::cluster::MEMBERSHIP_EXIT_CODES,
+    ),
+    (
+        &["cluster", "remove"],
+        super::cluster::MEMBERSHIP_EXIT_CODES,
+    ),
+    (
         &["locks", "check"],
         "\
 Exit codes:
@@ -77,5 +97,8 @@ mod tests {
         assert_eq!(for_command(&["locks", "describe"]), COMMON);
         assert_eq!(for_command(&[]), COMMON);
         assert!(overview().contains("raftlock lock:"));
+        assert!(for_command(&["cluster", "status"]).contains("no quorum"));
+        assert!(for_command(&["endpoint", "health"]).contains("linearizable read"));
+        assert!(for_command(&["cluster", "promote"]).contains("catching up"));
     }
 }
