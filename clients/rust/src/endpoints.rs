@@ -17,9 +17,11 @@ use tonic::Status;
 
 use super::{ClientOptions, ClientTls};
 use crate::cert_validity::CertValidity;
-use crate::connect_failure::{classify, Attempted, Failures};
+use crate::connect_failure::{classify, Attempted, Failure, Failures};
+use crate::dial::{self, Liveness, Probe};
 use crate::error::{from_status, leader_hint, Error};
 use crate::options::SettingNames;
+use crate::pb;
 
 /// How long a call keeps retrying before it reports `Unavailable`.
 pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(15);
@@ -80,7 +82,12 @@ pub struct Endpoints {
     addrs: Vec<String>,
     channels: Vec<Transport>,
     current: AtomicUsize,
+    /// Which endpoints answered since they last failed: the others must
+    /// answer a status question within the dial timeout before a call
+    /// waits on them (see `dial`).
+    live: Liveness,
     retry_for: Duration,
+    dial_timeout: Duration,
     /// What a failed attempt is read against (TLS or not, the client's
     /// certificate).
     attempted: Attempted,
@@ -117,7 +124,7 @@ impl Endpoints {
             check_has_port(&addr)?;
             let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
                 .map_err(|e| Error::InvalidArgument(format!("bad endpoint {addr:?}: {e}")))?
-                .connect_timeout(Duration::from_secs(1))
+                .connect_timeout(options.dial_timeout)
                 .tcp_nodelay(true)
                 .http2_keep_alive_interval(Duration::from_secs(2))
                 .keep_alive_timeout(Duration::from_secs(3));
@@ -140,7 +147,9 @@ impl Endpoints {
             addrs: clean,
             channels,
             current: AtomicUsize::new(0),
+            live: Liveness::new(addrs.len()),
             retry_for: options.retry_for,
+            dial_timeout: options.dial_timeout,
             attempted: Attempted {
                 tls: tls.is_some(),
                 own_cert,
@@ -170,7 +179,11 @@ impl Endpoints {
 
     /// Moves off the current endpoint (its stream broke).
     pub fn skip_current(&self) {
-        let i = self.current.load(Ordering::Relaxed);
+        self.skip(self.current.load(Ordering::Relaxed));
+    }
+
+    /// Moves from endpoint `i` to the next one, unless another call did.
+    fn skip(&self, i: usize) {
         let next = (i + 1) % self.channels.len();
         let _ = self
             .current
@@ -220,32 +233,79 @@ impl Endpoints {
         let mut failures = Failures::new(self.addrs.len());
         let mut answered: Option<Error> = None;
         let mut reached_a_node = false;
+        // How often each endpoint gave no answer in time during this call:
+        // each time it is given longer (an overloaded node, not a paused one).
+        let mut silent = vec![0u32; self.addrs.len()];
         let mut pause = Duration::from_millis(20);
         loop {
             let (i, channel) = self.pick();
-            let attempt = call(channel);
-            let answer = match attempt_timeout {
-                Some(limit) => tokio::time::timeout(limit, attempt)
+            let dial = self.dial_timeout * (1 + silent[i].min(3));
+            let sent = self.live.answered(i);
+            let status = if sent {
+                match self
+                    .attempt(i, channel, dial, attempt_timeout, &mut call)
                     .await
-                    .unwrap_or_else(|_| {
-                        Err(Status::unavailable(format!(
-                            "no answer from {} within {limit:?}",
-                            self.addrs[i]
-                        )))
-                    }),
-                None => attempt.await,
+                {
+                    Ok(v) => return Ok(v),
+                    Err(status) => status,
+                }
+            } else {
+                let dial = match deadline {
+                    // Connecting never outlasts the caller's timeout.
+                    Some(deadline) if !reached_a_node => {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            return Err(self.outcome(&failures, answered));
+                        }
+                        dial.min(left)
+                    }
+                    _ => dial,
+                };
+                match dial::probe(channel, dial, &self.addrs[i]).await {
+                    Probe::Answered(status) => {
+                        self.live.set(i, true);
+                        match self.redirect(i, status.as_ref(), &silent) {
+                            Redirect::Stay => {}
+                            Redirect::To(leader) => {
+                                let _ = self.current.compare_exchange(
+                                    i,
+                                    leader,
+                                    Ordering::Relaxed,
+                                    Ordering::Relaxed,
+                                );
+                            }
+                            Redirect::Skip(why) => {
+                                tracing::debug!(endpoint = %self.addrs[i], "skipped: {why}");
+                                answered.get_or_insert(Error::Unavailable(why));
+                                self.skip(i);
+                            }
+                        }
+                        // The call goes where the answer says, without a pause.
+                        continue;
+                    }
+                    // The call itself was not sent: nothing can have reached a node.
+                    Probe::Failed(status) => status,
+                }
             };
-            let status = match answer {
-                Ok(v) => return Ok(v),
-                Err(status) => status,
-            };
+            if dial::is_no_answer(&status) {
+                silent[i] += 1;
+            }
             match classify(&status, &self.attempted, &self.addrs[i]).await {
                 Some(failure) => {
                     tracing::debug!(endpoint = %self.addrs[i], "attempt failed: {failure:?}");
+                    self.live.set(i, false);
                     failures.record(i, failure);
                     if failures.all_settled() {
                         return Err(self.outcome(&failures, answered));
                     }
+                }
+                None if !sent => {
+                    let why = if silent[i] > 0 {
+                        dial::silence(self.dial_timeout)
+                    } else {
+                        status.message().to_string()
+                    };
+                    failures.record(i, Failure::Unreachable(why));
                 }
                 None => {
                     let error = from_status(&status);
@@ -253,6 +313,10 @@ impl Endpoints {
                         return Err(error);
                     }
                     tracing::debug!(endpoint = %self.addrs[i], "retrying: {error}");
+                    if dial::is_no_answer(&status) {
+                        // The call was sent before the node stopped answering.
+                        self.live.set(i, false);
+                    }
                     answered = Some(error);
                     reached_a_node = true;
                 }
@@ -270,6 +334,66 @@ impl Endpoints {
         }
     }
 
+    /// One attempt of `call` on endpoint `i`, which answered before: given
+    /// up if the node stops answering (see [`dial::watch`]) or, with
+    /// `attempt_timeout`, once that has passed.
+    async fn attempt<T, F, Fut>(
+        &self,
+        i: usize,
+        channel: Transport,
+        dial: Duration,
+        attempt_timeout: Option<Duration>,
+        call: &mut F,
+    ) -> Result<T, Status>
+    where
+        F: FnMut(Transport) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Status>>,
+    {
+        let addr = &self.addrs[i];
+        let watched = dial::watch(call(channel.clone()), channel, dial, addr);
+        match attempt_timeout {
+            Some(limit) => tokio::time::timeout(limit, watched)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Status::unavailable(format!(
+                        "no answer from {addr} within {limit:?}"
+                    )))
+                }),
+            None => watched.await,
+        }
+    }
+
+    /// Where a call goes after endpoint `i` answered `status`: to the
+    /// leader it names when that is one of the endpoints (and has not been
+    /// silent during this call), elsewhere when it cannot serve (it is no
+    /// member of the cluster it knows, or knows no leader), else here.
+    fn redirect(&self, i: usize, status: Option<&pb::StatusResponse>, silent: &[u32]) -> Redirect {
+        let Some(status) = status else {
+            return Redirect::Stay;
+        };
+        let me = status.node_id;
+        let addr = &self.addrs[i];
+        if !status.members.is_empty() && !status.members.iter().any(|m| m.id == me) {
+            return Redirect::Skip(format!(
+                "node {me} at {addr} is not a member of its cluster (removed, or not added yet)"
+            ));
+        }
+        if status.leader_id == 0 {
+            return Redirect::Skip(format!(
+                "node {me} at {addr} knows no leader (an election under way?)"
+            ));
+        }
+        let leader = status
+            .members
+            .iter()
+            .find(|m| m.id == status.leader_id)
+            .and_then(|m| self.addrs.iter().position(|a| *a == m.client_addr));
+        match leader {
+            Some(j) if j != i && silent.get(j).is_some_and(|s| *s == 0) => Redirect::To(j),
+            _ => Redirect::Stay,
+        }
+    }
+
     /// The error a call that got no answer ends with.
     fn outcome(&self, failures: &Failures, answered: Option<Error>) -> Error {
         failures
@@ -278,6 +402,15 @@ impl Endpoints {
             .or_else(|| failures.unreachable_error(&self.addrs, &self.names))
             .unwrap_or_else(|| Error::Unavailable("no endpoint answered".into()))
     }
+}
+
+/// Where a call goes after an endpoint answered its first question.
+enum Redirect {
+    Stay,
+    /// To the leader, this endpoint.
+    To(usize),
+    /// To the next endpoint, for this reason.
+    Skip(String),
 }
 
 /// The earlier of two deadlines, either of which may be absent.

@@ -117,7 +117,17 @@ impl Replica {
                     .await
                 {
                     Ok(result) => result,
-                    Err(e) => Err(Error::Unavailable(format!("cannot reach leader: {e}"))),
+                    // Waiting here does not help: a caller asks another node.
+                    Err(e) if e.refused => {
+                        return Err(Error::Unavailable(format!(
+                            "node {} cannot forward to the leader ({}); ask another node",
+                            self.id, e.reason
+                        )))
+                    }
+                    Err(e) => Err(Error::Unavailable(format!(
+                        "cannot reach leader: {}",
+                        e.reason
+                    ))),
                 }
             } else {
                 Err(Error::Unavailable("no leader elected".to_string()))

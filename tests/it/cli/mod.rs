@@ -7,6 +7,7 @@
 
 mod certs;
 mod elect_cmd;
+mod failover;
 mod failure;
 mod flood_recovery;
 mod lease_cmd;
