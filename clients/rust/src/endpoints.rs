@@ -139,10 +139,8 @@ impl Endpoints {
             ));
             clean.push(addr);
         }
-        let own_cert = tls
-            .as_ref()
-            .and_then(|tls| tls.identity.as_ref())
-            .and_then(|(cert, _)| CertValidity::from_pem(cert));
+        let identity = tls.as_ref().and_then(|tls| tls.identity.as_ref());
+        let own_cert = identity.and_then(|(cert, _)| CertValidity::from_pem(cert));
         Ok(Endpoints {
             addrs: clean,
             channels,
@@ -152,6 +150,7 @@ impl Endpoints {
             dial_timeout: options.dial_timeout,
             attempted: Attempted {
                 tls: tls.is_some(),
+                presents_cert: identity.is_some(),
                 own_cert,
             },
             names: options.setting_names,
@@ -250,17 +249,17 @@ impl Endpoints {
                     Err(status) => status,
                 }
             } else {
-                let dial = match deadline {
-                    // Connecting never outlasts the caller's timeout.
-                    Some(deadline) if !reached_a_node => {
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        if left.is_zero() {
-                            return Err(self.outcome(&failures, answered));
-                        }
-                        dial.min(left)
-                    }
-                    _ => dial,
+                // Connecting never outlasts the call's budget or, while no
+                // node may have its request, the caller's timeout.
+                let end = match deadline {
+                    Some(deadline) if !reached_a_node => deadline.min(budget_end),
+                    _ => budget_end,
                 };
+                let left = end.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(self.outcome(&failures, answered));
+                }
+                let dial = dial.min(left);
                 match dial::probe(channel, dial, &self.addrs[i]).await {
                     Probe::Answered(status) => {
                         self.live.set(i, true);
@@ -299,13 +298,9 @@ impl Endpoints {
                         return Err(self.outcome(&failures, answered));
                     }
                 }
-                None if !sent => {
-                    let why = if silent[i] > 0 {
-                        dial::silence(self.dial_timeout)
-                    } else {
-                        status.message().to_string()
-                    };
-                    failures.record(i, Failure::Unreachable(why));
+                // Nothing was sent: an endpoint silent all along.
+                None if !sent && silent[i] > 0 => {
+                    failures.record(i, Failure::Unreachable(dial::silence(self.dial_timeout)));
                 }
                 None => {
                     let error = from_status(&status);
@@ -318,7 +313,8 @@ impl Endpoints {
                         self.live.set(i, false);
                     }
                     answered = Some(error);
-                    reached_a_node = true;
+                    // Only the call itself can have reached a node.
+                    reached_a_node |= sent;
                 }
             }
             let end = match deadline {

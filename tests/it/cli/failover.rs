@@ -140,11 +140,12 @@ async fn cli_lock_fails_over_past_a_listener_that_never_answers() {
 /// 300 lock calls while the cluster grows from 3 to 5 members and shrinks
 /// back to 3, the two removed members listed first and left running a
 /// while after their removal (the issue's "node 2 is not a member of this
-/// cluster"), then stopped: none fails. Without the first-answer check
-/// (`raftlock_client::dial`: a node that knows no leader or is no member
-/// is passed over, the leader a node names is called directly) a call
-/// that reached a removed node waited there as long as the node retried
-/// its forward, the CLI's whole 5 s budget, and failed.
+/// cluster"), then stopped: none fails. Without the refused forward
+/// answered at once (`raft` `call_leader`: the leader's guard refused
+/// this node, so waiting here does not help), a call that reached a
+/// removed member waited there while it retried its forward for 5 s, the
+/// CLI's whole budget, and failed with exit 122 "cannot reach leader:
+/// node 5: node 2 is not a member of this cluster" (seen).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_lock_calls_survive_three_to_five_to_three() {
     let mut cluster = TestCluster::new(3).await;

@@ -6,6 +6,7 @@
 //! are grouped by command, one file each, like `src/cli`.
 
 mod certs;
+mod client_cert;
 mod elect_cmd;
 mod failover;
 mod failure;
