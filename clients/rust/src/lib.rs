@@ -28,8 +28,8 @@
 //! - [`blocking`]: the same surface for code that is not async (also at
 //!   `raftlock_client::blocking`);
 //! - `endpoints`, `request_ids`: retries (bounded by the caller's
-//!   deadline) and exactly-once request ids; `dial`: the dial timeout
-//!   that moves a call past a paused or silent endpoint;
+//!   deadline, and the dial timeout that moves a call past a paused or
+//!   silent endpoint) and exactly-once request ids;
 //! - `abandoned`: a dropped acquire, campaign or lease grant finished in
 //!   the background (its outcome learnt, its grant given back), and the
 //!   count of such cleanups that [`Client::close`] waits for;
@@ -79,7 +79,6 @@ mod cert_validity;
 mod cluster_calls;
 mod connect_failure;
 mod coordination_calls;
-mod dial;
 mod election;
 mod election_calls;
 mod endpoints;
@@ -99,7 +98,7 @@ mod tls;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use dial::DEFAULT_DIAL_TIMEOUT;
+pub use endpoints::dial::DEFAULT_DIAL_TIMEOUT;
 use endpoints::Endpoints;
 pub use endpoints::DEFAULT_RETRY_FOR;
 use request_ids::RequestIds;

@@ -4,60 +4,36 @@
 //! the call's end: its retry budget, or the caller's deadline while no
 //! node has been reached (the one place a caller's timeout bounds
 //! connecting and retrying).
+//!
+//! `dial`: the dial timeout, which moves a call past an endpoint that
+//! accepts connections and does not answer; `bearer_token`: the token
+//! every call carries.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tonic::metadata::AsciiMetadataValue;
 use tonic::service::interceptor::InterceptedService;
-use tonic::service::Interceptor;
 use tonic::transport::{Channel, Endpoint};
 use tonic::Status;
 
 use super::{ClientOptions, ClientTls};
 use crate::cert_validity::CertValidity;
 use crate::connect_failure::{classify, Attempted, Failure, Failures};
-use crate::dial::{self, Liveness, Probe};
 use crate::error::{from_status, leader_hint, Error};
 use crate::options::SettingNames;
-use crate::pb;
+
+mod bearer_token;
+pub(crate) mod dial;
+
+pub use bearer_token::BearerToken;
+use dial::Liveness;
 
 /// How long a call keeps retrying before it reports `Unavailable`.
 pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(15);
 
 /// What every call goes through: a channel that adds the bearer token.
 pub type Transport = InterceptedService<Channel, BearerToken>;
-
-/// Adds `authorization: Bearer TOKEN` to every call (or nothing).
-#[derive(Debug, Clone)]
-pub struct BearerToken(Option<AsciiMetadataValue>);
-
-impl BearerToken {
-    fn new(token: Option<&str>) -> Result<Self, Error> {
-        let Some(token) = token else {
-            return Ok(BearerToken(None));
-        };
-        let token = token.trim();
-        if token.is_empty() {
-            return Err(Error::InvalidArgument("the token is empty".into()));
-        }
-        let mut value: AsciiMetadataValue = format!("Bearer {token}")
-            .parse()
-            .map_err(|_| Error::InvalidArgument("a token must be printable ASCII".into()))?;
-        value.set_sensitive(true);
-        Ok(BearerToken(Some(value)))
-    }
-}
-
-impl Interceptor for BearerToken {
-    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, Status> {
-        if let Some(value) = &self.0 {
-            req.metadata_mut().insert("authorization", value.clone());
-        }
-        Ok(req)
-    }
-}
 
 /// An endpoint must name its port: without one the connection would go to
 /// port 80 and fail as an unexplained "tcp connect error".
@@ -260,30 +236,16 @@ impl Endpoints {
                     return Err(self.outcome(&failures, answered));
                 }
                 let dial = dial.min(left);
-                match dial::probe(channel, dial, &self.addrs[i]).await {
-                    Probe::Answered(status) => {
-                        self.live.set(i, true);
-                        match self.redirect(i, status.as_ref(), &silent) {
-                            Redirect::Stay => {}
-                            Redirect::To(leader) => {
-                                let _ = self.current.compare_exchange(
-                                    i,
-                                    leader,
-                                    Ordering::Relaxed,
-                                    Ordering::Relaxed,
-                                );
-                            }
-                            Redirect::Skip(why) => {
-                                tracing::debug!(endpoint = %self.addrs[i], "skipped: {why}");
-                                answered.get_or_insert(Error::Unavailable(why));
-                                self.skip(i);
-                            }
+                match self.first_answer(i, channel, dial, &silent).await {
+                    Ok(skipped) => {
+                        if let Some(why) = skipped {
+                            answered.get_or_insert(why);
                         }
                         // The call goes where the answer says, without a pause.
                         continue;
                     }
                     // The call itself was not sent: nothing can have reached a node.
-                    Probe::Failed(status) => status,
+                    Err(status) => status,
                 }
             };
             if dial::is_no_answer(&status) {
@@ -359,37 +321,6 @@ impl Endpoints {
         }
     }
 
-    /// Where a call goes after endpoint `i` answered `status`: to the
-    /// leader it names when that is one of the endpoints (and has not been
-    /// silent during this call), elsewhere when it cannot serve (it is no
-    /// member of the cluster it knows, or knows no leader), else here.
-    fn redirect(&self, i: usize, status: Option<&pb::StatusResponse>, silent: &[u32]) -> Redirect {
-        let Some(status) = status else {
-            return Redirect::Stay;
-        };
-        let me = status.node_id;
-        let addr = &self.addrs[i];
-        if !status.members.is_empty() && !status.members.iter().any(|m| m.id == me) {
-            return Redirect::Skip(format!(
-                "node {me} at {addr} is not a member of its cluster (removed, or not added yet)"
-            ));
-        }
-        if status.leader_id == 0 {
-            return Redirect::Skip(format!(
-                "node {me} at {addr} knows no leader (an election under way?)"
-            ));
-        }
-        let leader = status
-            .members
-            .iter()
-            .find(|m| m.id == status.leader_id)
-            .and_then(|m| self.addrs.iter().position(|a| *a == m.client_addr));
-        match leader {
-            Some(j) if j != i && silent.get(j).is_some_and(|s| *s == 0) => Redirect::To(j),
-            _ => Redirect::Stay,
-        }
-    }
-
     /// The error a call that got no answer ends with.
     fn outcome(&self, failures: &Failures, answered: Option<Error>) -> Error {
         failures
@@ -398,15 +329,6 @@ impl Endpoints {
             .or_else(|| failures.unreachable_error(&self.addrs, &self.names))
             .unwrap_or_else(|| Error::Unavailable("no endpoint answered".into()))
     }
-}
-
-/// Where a call goes after an endpoint answered its first question.
-enum Redirect {
-    Stay,
-    /// To the leader, this endpoint.
-    To(usize),
-    /// To the next endpoint, for this reason.
-    Skip(String),
 }
 
 /// The earlier of two deadlines, either of which may be absent.

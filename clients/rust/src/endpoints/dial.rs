@@ -23,7 +23,8 @@ use std::time::Duration;
 
 use tonic::Status;
 
-use crate::endpoints::Transport;
+use super::{Endpoints, Transport};
+use crate::error::Error;
 use crate::pb;
 use crate::pb::cluster_client::ClusterClient;
 
@@ -123,6 +124,80 @@ pub(crate) async fn watch<T>(
             Probe::Failed(status) => Err(status),
         },
     }
+}
+
+impl Endpoints {
+    /// Asks endpoint `i`, which has not answered since it last failed, for
+    /// its status within `dial`. With an answer it counts as answered and
+    /// the call moves where the answer says: `Some` error says why it was
+    /// passed over. Without one, the status the question failed with.
+    pub(super) async fn first_answer(
+        &self,
+        i: usize,
+        channel: Transport,
+        dial: Duration,
+        silent: &[u32],
+    ) -> Result<Option<Error>, Status> {
+        let status = match probe(channel, dial, &self.addrs[i]).await {
+            Probe::Answered(status) => status,
+            Probe::Failed(status) => return Err(status),
+        };
+        self.live.set(i, true);
+        match self.redirect(i, status.as_ref(), silent) {
+            Redirect::Stay => Ok(None),
+            Redirect::To(leader) => {
+                let _ =
+                    self.current
+                        .compare_exchange(i, leader, Ordering::Relaxed, Ordering::Relaxed);
+                Ok(None)
+            }
+            Redirect::Skip(why) => {
+                tracing::debug!(endpoint = %self.addrs[i], "skipped: {why}");
+                self.skip(i);
+                Ok(Some(Error::Unavailable(why)))
+            }
+        }
+    }
+
+    /// Where a call goes after endpoint `i` answered `status`: to the
+    /// leader it names when that is one of the endpoints (and has not been
+    /// silent during this call), elsewhere when it cannot serve (it is no
+    /// member of the cluster it knows, or knows no leader), else here.
+    fn redirect(&self, i: usize, status: Option<&pb::StatusResponse>, silent: &[u32]) -> Redirect {
+        let Some(status) = status else {
+            return Redirect::Stay;
+        };
+        let me = status.node_id;
+        let addr = &self.addrs[i];
+        if !status.members.is_empty() && !status.members.iter().any(|m| m.id == me) {
+            return Redirect::Skip(format!(
+                "node {me} at {addr} is not a member of its cluster (removed, or not added yet)"
+            ));
+        }
+        if status.leader_id == 0 {
+            return Redirect::Skip(format!(
+                "node {me} at {addr} knows no leader (an election under way?)"
+            ));
+        }
+        let leader = status
+            .members
+            .iter()
+            .find(|m| m.id == status.leader_id)
+            .and_then(|m| self.addrs.iter().position(|a| *a == m.client_addr));
+        match leader {
+            Some(j) if j != i && silent.get(j).is_some_and(|s| *s == 0) => Redirect::To(j),
+            _ => Redirect::Stay,
+        }
+    }
+}
+
+/// Where a call goes after an endpoint answered its first question.
+enum Redirect {
+    Stay,
+    /// To the leader, this endpoint.
+    To(usize),
+    /// To the next endpoint, for this reason.
+    Skip(String),
 }
 
 #[cfg(test)]
