@@ -267,5 +267,7 @@ check "stop.sh stops the free-ports cluster" "$here/stop.sh" -d "$free_dir"
 
 # shellcheck source=selftest_ops.sh source-path=SCRIPTDIR
 source "$here/selftest_ops.sh"
+# shellcheck source=selftest_failover.sh source-path=SCRIPTDIR
+source "$here/selftest_failover.sh"
 
 printf 'cluster-scripts selftest: %d passed, 0 failed\n' "$passed"

@@ -1,8 +1,9 @@
 //! The client's dial timeout (`ClientOptions::dial_timeout`): an endpoint
 //! that accepts connections and never answers is passed over and the
 //! client stays where it went; one that stops answering mid-life costs a
-//! call about two dial timeouts; and a call that waits on purpose longer
-//! than the dial timeout, on a node that answers, is not cut off.
+//! call about two dial timeouts; a call that waits on purpose longer than
+//! the dial timeout, on a node that answers, is not cut off; and the
+//! caller's timeout ends connecting even before the dial timeout.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -96,6 +97,41 @@ async fn a_silent_first_endpoint_is_passed_over_and_the_choice_kept() {
         "a later call went to the silent endpoint again"
     );
     cluster.shutdown().await;
+}
+
+/// The caller's timeout bounds connecting too: an acquire with a 300 ms
+/// timeout whose only endpoint never answers, through a client whose dial
+/// timeout is 10 s, ends "unavailable" long before the dial timeout,
+/// naming the endpoint and how long it waited. Without the question
+/// bounded by the caller's deadline (`call_bounded`: `dial.min(left)`) it
+/// waited until HTTP/2 keep-alive broke the connection and failed after
+/// 5.0 s with "http2 error" (seen).
+#[tokio::test]
+async fn the_callers_timeout_bounds_the_dial_timeout() {
+    let (silent, _) = silent_listener().await;
+    let options = ClientOptions {
+        dial_timeout: Duration::from_secs(10),
+        ..ClientOptions::default()
+    };
+    let c = Client::connect_with([silent.clone()], options)
+        .await
+        .expect("client");
+    let started = std::time::Instant::now();
+    let e = c
+        .lock("bounded")
+        .timeout(Duration::from_millis(300))
+        .acquire()
+        .await
+        .expect_err("nothing answers");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "took {took:?}: {e}");
+    assert!(matches!(e, raftlock::Error::Unavailable(_)), "{e}");
+    let said = e.to_string();
+    assert!(
+        said.contains(&silent) && said.contains("connected, but no answer within"),
+        "{said}"
+    );
+    assert!(!said.contains("10s"), "{said}");
 }
 
 /// A proxy to `target` that can be frozen: from then on it passes

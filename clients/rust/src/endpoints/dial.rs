@@ -85,11 +85,13 @@ pub(crate) fn no_answer(addr: &str, limit: Duration) -> Status {
     ))
 }
 
-/// Why an endpoint that never answered in time counts as unreachable.
-pub(crate) fn silence(dial: Duration) -> String {
+/// Why an endpoint that never answered in time counts as unreachable:
+/// it was given `waited` (the dial timeout, or less when the caller's
+/// timeout came first).
+pub(crate) fn silence(waited: Duration) -> String {
     format!(
-        "connected, but no answer within the dial timeout of {dial:?}: a paused (SIGSTOP) or \
-         overloaded node, or not a raftlock port"
+        "connected, but no answer within {waited:?}: a paused (SIGSTOP) or overloaded node, \
+         or not a raftlock port"
     )
 }
 

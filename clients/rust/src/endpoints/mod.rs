@@ -211,6 +211,8 @@ impl Endpoints {
         // How often each endpoint gave no answer in time during this call:
         // each time it is given longer (an overloaded node, not a paused one).
         let mut silent = vec![0u32; self.addrs.len()];
+        // How long the last unanswered question waited.
+        let mut waited = self.dial_timeout;
         let mut pause = Duration::from_millis(20);
         loop {
             let (i, channel) = self.pick();
@@ -236,6 +238,7 @@ impl Endpoints {
                     return Err(self.outcome(&failures, answered));
                 }
                 let dial = dial.min(left);
+                waited = dial;
                 match self.first_answer(i, channel, dial, &silent).await {
                     Ok(skipped) => {
                         if let Some(why) = skipped {
@@ -262,7 +265,7 @@ impl Endpoints {
                 }
                 // Nothing was sent: an endpoint silent all along.
                 None if !sent && silent[i] > 0 => {
-                    failures.record(i, Failure::Unreachable(dial::silence(self.dial_timeout)));
+                    failures.record(i, Failure::Unreachable(dial::silence(waited)));
                 }
                 None => {
                     let error = from_status(&status);
