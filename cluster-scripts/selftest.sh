@@ -269,5 +269,7 @@ check "stop.sh stops the free-ports cluster" "$here/stop.sh" -d "$free_dir"
 source "$here/selftest_ops.sh"
 # shellcheck source=selftest_health.sh source-path=SCRIPTDIR
 source "$here/selftest_health.sh"
+# shellcheck source=selftest_failover.sh source-path=SCRIPTDIR
+source "$here/selftest_failover.sh"
 
 printf 'cluster-scripts selftest: %d passed, 0 failed\n' "$passed"

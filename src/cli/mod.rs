@@ -167,6 +167,17 @@ pub struct Endpoints {
     /// the process list.
     #[arg(long, global = true, env = "RAFTLOCK_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// How long each endpoint may take to connect and answer before the
+    /// next one is tried (`500ms`, `2s`; a bare number is seconds): a
+    /// paused or silent node costs a call about this long.
+    #[arg(
+        long,
+        global = true,
+        env = "RAFTLOCK_DIAL_TIMEOUT",
+        value_parser = crate::duration::parse_duration_or_seconds,
+        default_value = "1s"
+    )]
+    pub dial_timeout: Duration,
 }
 
 impl Endpoints {
@@ -202,6 +213,7 @@ impl Endpoints {
         };
         Ok(ClientOptions {
             retry_for: CONNECT_RETRY,
+            dial_timeout: self.dial_timeout,
             tls,
             token: self.token.clone(),
             ..ClientOptions::default()

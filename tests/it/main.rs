@@ -10,6 +10,7 @@ mod bad_input;
 mod cancellation;
 mod cli;
 mod client_blocking;
+mod client_dial;
 mod client_election;
 mod client_locks;
 mod client_ownership;

@@ -144,7 +144,10 @@ async fn a_removed_member_learns_it_and_stops_serving() {
 /// learner answer the leader yet, which the promotion refuses (as an
 /// operator is told: watch `cluster status`, then promote); it is asked
 /// again for up to 30 s.
-async fn promote_once_answered(client: &raftlock::Client, id: u64) -> Vec<raftlock::pb::Member> {
+pub(crate) async fn promote_once_answered(
+    client: &raftlock::Client,
+    id: u64,
+) -> Vec<raftlock::pb::Member> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         match client.promote(id).await {

@@ -31,7 +31,7 @@ pub struct NativeClient {
 impl NativeClient {
     /// Connects lazily: no call is made until the first request.
     #[new]
-    #[pyo3(signature = (endpoints, *, session_ttl=None, safety_margin=None, retry_for=None, token=None, cacert=None, cert=None, key=None))]
+    #[pyo3(signature = (endpoints, *, session_ttl=None, safety_margin=None, retry_for=None, token=None, cacert=None, cert=None, key=None, dial_timeout=None))]
     fn new(
         py: Python<'_>,
         endpoints: Vec<String>,
@@ -42,11 +42,13 @@ impl NativeClient {
         cacert: Option<PathBuf>,
         cert: Option<PathBuf>,
         key: Option<PathBuf>,
+        dial_timeout: Option<f64>,
     ) -> PyResult<Self> {
         let options = client_options(ClientSettings {
             session_ttl,
             safety_margin,
             retry_for,
+            dial_timeout,
             token,
             cacert,
             cert,

@@ -1,6 +1,7 @@
 //! The options of a `NativeClient` from `raftlock.Client`'s keywords.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use pyo3::prelude::*;
 use raftlock_client::{ClientOptions, ClientTls, SettingNames};
@@ -35,10 +36,23 @@ pub struct ClientSettings {
     pub session_ttl: Option<f64>,
     pub safety_margin: Option<f64>,
     pub retry_for: Option<f64>,
+    /// Seconds; `None`: `RAFTLOCK_DIAL_TIMEOUT` (as the command line
+    /// reads it: `500ms`, `2s`, bare seconds), else the client's default.
+    pub dial_timeout: Option<f64>,
     pub token: Option<String>,
     pub cacert: Option<PathBuf>,
     pub cert: Option<PathBuf>,
     pub key: Option<PathBuf>,
+}
+
+/// `RAFTLOCK_DIAL_TIMEOUT`, if set, read as the command line reads it.
+fn dial_timeout_from_env() -> PyResult<Option<Duration>> {
+    let Ok(text) = std::env::var("RAFTLOCK_DIAL_TIMEOUT") else {
+        return Ok(None);
+    };
+    raftlock::duration::parse_duration_or_seconds(&text)
+        .map(Some)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("RAFTLOCK_DIAL_TIMEOUT: {e}")))
 }
 
 /// The client's options from `settings`, each checked.
@@ -55,6 +69,14 @@ pub fn client_options(settings: ClientSettings) -> PyResult<ClientOptions> {
     }
     if let Some(retry) = settings.retry_for {
         options.retry_for = secs("retry_for", retry)?;
+    }
+    match settings.dial_timeout {
+        Some(dial) => options.dial_timeout = secs("dial_timeout", dial)?,
+        None => {
+            if let Some(dial) = dial_timeout_from_env()? {
+                options.dial_timeout = dial;
+            }
+        }
     }
     options.token = settings.token;
     let (cacert, cert, key) = (settings.cacert, settings.cert, settings.key);

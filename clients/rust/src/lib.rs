@@ -28,7 +28,8 @@
 //! - [`blocking`]: the same surface for code that is not async (also at
 //!   `raftlock_client::blocking`);
 //! - `endpoints`, `request_ids`: retries (bounded by the caller's
-//!   deadline) and exactly-once request ids;
+//!   deadline, and the dial timeout that moves a call past a paused or
+//!   silent endpoint) and exactly-once request ids;
 //! - `abandoned`: a dropped acquire, campaign or lease grant finished in
 //!   the background (its outcome learnt, its grant given back), and the
 //!   count of such cleanups that [`Client::close`] waits for;
@@ -98,6 +99,7 @@ mod tls;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use endpoints::dial::DEFAULT_DIAL_TIMEOUT;
 use endpoints::Endpoints;
 pub use endpoints::DEFAULT_RETRY_FOR;
 use request_ids::RequestIds;
@@ -111,7 +113,9 @@ pub use lease_calls::{KeepAliveStream, LeaseAccount, LeaseTtl, RevokedAll};
 pub use lock_builder::LockBuilder;
 pub use lock_calls::{Acquire, Acquired};
 pub use lock_guard::LockGuard;
-pub use options::{ClientBuilder, ClientOptions, SettingNames, DEFAULT_SESSION_TTL};
+pub use options::{
+    ClientBuilder, ClientOptions, SettingNames, DEFAULT_SESSION_TTL, MIN_DIAL_TIMEOUT,
+};
 pub use semaphore::{RwLock, Semaphore, SemaphoreGuard};
 pub use task_lock::{TaskGuard, TaskLock};
 pub use tls::ClientTls;

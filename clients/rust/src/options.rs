@@ -1,16 +1,21 @@
 //! How a [`Client`] is set up: its session lease TTL, the safety margin
 //! before a lease's end at which holds stop being trusted, the retry
-//! budget of each call, TLS, and the names its messages give settings.
+//! budget of each call, the dial timeout of each endpoint, TLS, and the
+//! names its messages give settings.
 //!
 //! [`Client`]: super::Client
 
 use std::time::Duration;
 
-use super::{Client, ClientTls, LeaseId, DEFAULT_RETRY_FOR};
+use super::{Client, ClientTls, LeaseId, DEFAULT_DIAL_TIMEOUT, DEFAULT_RETRY_FOR};
 use crate::error::Error;
 
 /// Default TTL of a client's session lease.
 pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(10);
+
+/// The shortest dial timeout: below it, a healthy node on a busy machine
+/// looks dead.
+pub const MIN_DIAL_TIMEOUT: Duration = Duration::from_millis(10);
 
 /// Settings of a [`Client`]. Plain data with [`Default`]; build one with
 /// [`Client::builder`] or pass it to [`Client::connect_with`].
@@ -29,6 +34,12 @@ pub struct ClientOptions {
     /// How long one call keeps retrying (other nodes, the named leader)
     /// before it reports [`Error::Unavailable`].
     pub retry_for: Duration,
+    /// How long an endpoint may take to connect and answer a first
+    /// question (its status) before the call moves on to the next one: a
+    /// node paused with SIGSTOP, or a listener that accepts and never
+    /// answers, costs a call about this long. It never bounds a call on
+    /// a node that answers (a waiting acquire, an observe stream).
+    pub dial_timeout: Duration,
     /// Use this existing lease as the session instead of granting one. The
     /// client keeps it alive but never revokes it; once it is gone, calls
     /// that need the session fail with [`Error::LeaseExpired`].
@@ -89,6 +100,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("session_ttl", &self.session_ttl)
             .field("safety_margin", &self.safety_margin)
             .field("retry_for", &self.retry_for)
+            .field("dial_timeout", &self.dial_timeout)
             .field("lease", &self.lease)
             .field("tls", &self.tls)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
@@ -103,6 +115,7 @@ impl Default for ClientOptions {
             session_ttl: DEFAULT_SESSION_TTL,
             safety_margin: None,
             retry_for: DEFAULT_RETRY_FOR,
+            dial_timeout: DEFAULT_DIAL_TIMEOUT,
             lease: None,
             tls: None,
             token: None,
@@ -122,6 +135,12 @@ impl ClientOptions {
         }
         if self.retry_for.is_zero() {
             return Err(Error::InvalidArgument("retry budget must be > 0".into()));
+        }
+        if self.dial_timeout < MIN_DIAL_TIMEOUT {
+            return Err(Error::InvalidArgument(format!(
+                "dial timeout {:?} is below the minimum of {MIN_DIAL_TIMEOUT:?}",
+                self.dial_timeout
+            )));
         }
         if self.lease == Some(0) {
             return Err(Error::InvalidArgument("lease id 0 is not a lease".into()));
@@ -171,6 +190,13 @@ impl ClientBuilder {
     /// Retry budget of one call (default 15 s).
     pub fn retry_for(mut self, budget: Duration) -> Self {
         self.options.retry_for = budget;
+        self
+    }
+
+    /// Dial timeout of each endpoint (default 1 s); see
+    /// [`ClientOptions::dial_timeout`].
+    pub fn dial_timeout(mut self, timeout: Duration) -> Self {
+        self.options.dial_timeout = timeout;
         self
     }
 

@@ -164,12 +164,16 @@ impl PeerNetwork {
         addr: &str,
         call: &Forwarded,
         timeout: Duration,
-    ) -> Result<ForwardResult, String> {
+    ) -> Result<ForwardResult, ForwardFailure> {
+        let lost = |reason: String| ForwardFailure {
+            refused: false,
+            reason,
+        };
         if self.filter.is_blocked(self.id, target) {
-            return Err(format!("link to node {target} is cut"));
+            return Err(lost(format!("link to node {target} is cut")));
         }
-        let channel = self.channel(target, addr)?;
-        let data = encode(call).map_err(|e| e.to_string())?;
+        let channel = self.channel(target, addr).map_err(lost)?;
+        let data = encode(call).map_err(|e| lost(e.to_string()))?;
         let sealed = self.guard.seal("forward", target, data);
         let mut req = tonic::Request::new(sealed.clone());
         req.set_timeout(timeout);
@@ -177,14 +181,28 @@ impl PeerNetwork {
             .max_decoding_message_size(self.max_message)
             .forward(req)
             .await
-            .map_err(|s| format!("node {target}: {}", s.message()))?
+            .map_err(|s| ForwardFailure {
+                refused: s.code() == tonic::Code::PermissionDenied,
+                reason: format!("node {target}: {}", s.message()),
+            })?
             .into_inner();
         self.guard
             .check_reply("forward", &reply, &sealed, target)
-            .map_err(|e| format!("node {target} at {addr}: {e}"))?;
+            .map_err(|e| lost(format!("node {target} at {addr}: {e}")))?;
         self.witness.saw_boot(target, reply.boot);
-        decode(&reply.data).map_err(|e| e.to_string())
+        decode(&reply.data).map_err(|e| lost(e.to_string()))
     }
+}
+
+/// Why a forwarded call got no answer from the leader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForwardFailure {
+    /// The leader's guard refused this node's message (this node is no
+    /// member of its cluster, say, just removed): the same call from this
+    /// node is refused again, so the caller should ask another node.
+    pub refused: bool,
+    /// What happened, naming the leader.
+    pub reason: String,
 }
 
 impl RaftNetworkFactory<TypeConfig> for PeerNetwork {

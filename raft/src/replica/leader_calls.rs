@@ -112,7 +112,9 @@ impl Replica {
             // caller hears so at once and tries another node.
             let attempt = self.attempt_leader_call(&call, deadline);
             let result = tokio::select! {
-                result = attempt => result,
+                // A refused forward ends the call: waiting here does not
+                // help, the caller asks another node.
+                attempt = attempt => attempt?,
                 () = self.stopped() => Err(self.stopping_error()),
             };
             match result {
@@ -140,9 +142,16 @@ impl Replica {
     }
 
     /// One try of [`call_leader`](Self::call_leader): here, or forwarded.
-    async fn attempt_leader_call(&self, call: &Forwarded, deadline: Instant) -> ForwardResult {
+    /// The outer error ends the call at once (the leader refused to take
+    /// it from this node, e.g. "node 2 is not a member"); the inner result
+    /// is the try's own, retried while retryable.
+    async fn attempt_leader_call(
+        &self,
+        call: &Forwarded,
+        deadline: Instant,
+    ) -> Result<ForwardResult, Error> {
         if self.is_leader() {
-            self.serve_here(call, deadline).await
+            Ok(self.serve_here(call, deadline).await)
         } else if let Some((leader, addr)) = self.leader().filter(|(id, _)| *id != self.id) {
             let attempt = self.forward_attempt(call, deadline);
             match self
@@ -150,11 +159,18 @@ impl Replica {
                 .forward(leader, &addr.peer_addr, call, attempt)
                 .await
             {
-                Ok(result) => result,
-                Err(e) => Err(Error::Unavailable(format!("cannot reach leader: {e}"))),
+                Ok(result) => Ok(result),
+                Err(e) if e.refused => Err(Error::Unavailable(format!(
+                    "node {} cannot forward to the leader ({}); ask another node",
+                    self.id, e.reason
+                ))),
+                Err(e) => Ok(Err(Error::Unavailable(format!(
+                    "cannot reach leader: {}",
+                    e.reason
+                )))),
             }
         } else {
-            Err(Error::Unavailable("no leader elected".to_string()))
+            Ok(Err(Error::Unavailable("no leader elected".to_string())))
         }
     }
 

@@ -226,6 +226,13 @@ impl Cluster {
             .collect()
     }
 
+    /// The node whose endpoint comes first in
+    /// [`client_endpoints`](Self::client_endpoints): every client tries it
+    /// first.
+    pub fn first_listed(&self) -> Option<u64> {
+        self.nodes.keys().next().copied()
+    }
+
     /// Starts node `id` if it is not running.
     pub fn start(&mut self, id: u64) -> Result<(), Error> {
         let Some(node) = self.nodes.get_mut(&id) else {

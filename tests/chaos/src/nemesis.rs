@@ -6,6 +6,9 @@
 //!   data dir;
 //! - `pause-node`: SIGSTOP the leader or a random node for 1.5–4 s (the
 //!   election timeout is 0.5–1 s), then SIGCONT;
+//! - `hung-first`: SIGSTOP the node every client lists first in its
+//!   endpoints for 3–8 s, then SIGCONT: its listener still accepts, so
+//!   clients must move past it within their dial timeout;
 //! - `pause-client`: SIGSTOP a client process that holds a lock, for longer
 //!   than its lease TTL, then SIGCONT — it wakes believing it holds;
 //! - `isolate-leader`: cut every peer link to and from the leader;
@@ -40,6 +43,7 @@ pub enum FaultKind {
     KillLeader,
     KillNode,
     PauseNode,
+    HungFirst,
     PauseClient,
     IsolateLeader,
     Split,
@@ -55,6 +59,7 @@ impl FaultKind {
             FaultKind::KillLeader => "kill-leader",
             FaultKind::KillNode => "kill-node",
             FaultKind::PauseNode => "pause-node",
+            FaultKind::HungFirst => "hung-first",
             FaultKind::PauseClient => "pause-client",
             FaultKind::IsolateLeader => "isolate-leader",
             FaultKind::Split => "split",
@@ -77,10 +82,11 @@ pub struct Fault {
 }
 
 /// Weighted choice table.
-const WEIGHTS: [(FaultKind, u32); 10] = [
+const WEIGHTS: [(FaultKind, u32); 11] = [
     (FaultKind::KillLeader, 3),
     (FaultKind::KillNode, 2),
     (FaultKind::PauseNode, 3),
+    (FaultKind::HungFirst, 3),
     (FaultKind::PauseClient, 4),
     (FaultKind::IsolateLeader, 3),
     (FaultKind::Split, 2),
@@ -188,6 +194,13 @@ impl<'a> Nemesis<'a> {
                 };
                 self.cluster.pause(id, true)?;
                 self.sleep(1500, 4000).await;
+                self.cluster.pause(id, false)?;
+                vec![id]
+            }
+            FaultKind::HungFirst => {
+                let id = self.cluster.first_listed().unwrap_or(random);
+                self.cluster.pause(id, true)?;
+                self.sleep(3000, 8000).await;
                 self.cluster.pause(id, false)?;
                 vec![id]
             }

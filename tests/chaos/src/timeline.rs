@@ -1,8 +1,9 @@
 //! The timeline picture: time runs left to right.
 //!
 //! - Top band: one row per fault kind, a bar while the fault lasted
-//!   (kill = red, pause-node = orange, pause-client = magenta, partitions =
-//!   blue shades, client-cut = cyan, full-restart = black).
+//!   (kill = red, pause-node = orange, hung-first = brown, pause-client =
+//!   magenta, partitions = blue shades, client-cut = cyan, full-restart =
+//!   black).
 //! - Below, one band per lock name in name order (`e`, `rw`, `sem`, `x0`,
 //!   `x1`), one row per client inside it: a bar from each grant's answer
 //!   to its release (or the lease's death), colored by client; a shared
@@ -106,10 +107,11 @@ pub fn draw(
 }
 
 /// Fault rows, top to bottom, with their colors.
-const FAULT_ROWS: [(FaultKind, RGBColor); 10] = [
+const FAULT_ROWS: [(FaultKind, RGBColor); 11] = [
     (FaultKind::KillLeader, RGBColor(200, 0, 0)),
     (FaultKind::KillNode, RGBColor(255, 90, 90)),
     (FaultKind::PauseNode, RGBColor(255, 150, 0)),
+    (FaultKind::HungFirst, RGBColor(160, 100, 0)),
     (FaultKind::PauseClient, RGBColor(200, 0, 200)),
     (FaultKind::IsolateLeader, RGBColor(0, 0, 180)),
     (FaultKind::Split, RGBColor(60, 90, 255)),

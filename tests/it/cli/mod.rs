@@ -7,8 +7,10 @@
 
 mod certs;
 mod cli_promises;
+mod client_cert;
 mod cluster_health;
 mod elect_cmd;
+mod failover;
 mod failure;
 mod flood_recovery;
 mod lease_cmd;

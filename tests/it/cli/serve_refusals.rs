@@ -29,7 +29,7 @@ pub(super) struct Serve {
     lines: mpsc::UnboundedReceiver<String>,
     /// Every line read so far, for failure messages.
     seen: Vec<String>,
-    client_addr: String,
+    pub(super) client_addr: String,
     pub(super) peer_addr: String,
 }
 
@@ -102,6 +102,11 @@ impl Serve {
         }
     }
 
+    /// The process id.
+    pub(super) fn pid(&self) -> u32 {
+        self.child.id().expect("raftlock serve is running")
+    }
+
     pub(super) async fn stop(mut self) {
         terminate(&self.child);
         let status = wait_exit(&mut self.child, Duration::from_secs(20)).await;
@@ -138,7 +143,7 @@ pub(super) fn files(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
 }
 
 /// Sends SIGSTOP / SIGCONT.
-fn signal(pid: u32, name: &str) {
+pub(super) fn signal(pid: u32, name: &str) {
     let ok = std::process::Command::new("kill")
         .args([&format!("-{name}"), &pid.to_string()])
         .status()
@@ -151,7 +156,7 @@ fn signal(pid: u32, name: &str) {
 /// once the signal is queued, and a thread running on another core can
 /// still finish a write after that (CI saw a file change between the
 /// two listings before this wait).
-async fn wait_stopped(pid: u32) {
+pub(super) async fn wait_stopped(pid: u32) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("list threads");

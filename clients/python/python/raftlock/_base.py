@@ -30,6 +30,7 @@ def native_client(
     cacert: str | PathLike[str] | None,
     cert: str | PathLike[str] | None,
     key: str | PathLike[str] | None,
+    dial_timeout: float | None = None,
 ) -> _native.NativeClient:
     """The native client for the arguments of ``Client`` (documented there)."""
     return _native.NativeClient(
@@ -41,6 +42,7 @@ def native_client(
         cacert=cacert,
         cert=cert,
         key=key,
+        dial_timeout=seconds("dial_timeout", dial_timeout),
     )
 
 

@@ -214,6 +214,7 @@ class NativeClient:
         cacert: str | PathLike[str] | None = None,
         cert: str | PathLike[str] | None = None,
         key: str | PathLike[str] | None = None,
+        dial_timeout: float | None = None,
     ) -> None: ...
     def lock(
         self,

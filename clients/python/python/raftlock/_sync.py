@@ -60,6 +60,11 @@ class Client:
             ``RAFTLOCK_TOKEN``.
         cacert, cert, key: TLS: the cluster CA, and a client certificate
             and key for clusters that require one.
+        dial_timeout: seconds each endpoint may take to connect and answer
+            before the next one is tried (a paused or silent node costs a
+            call about this long; a call on a node that answers is never
+            cut short by it); default ``RAFTLOCK_DIAL_TIMEOUT`` (as the
+            command line reads it), else 1.
     """
 
     def __init__(
@@ -73,6 +78,7 @@ class Client:
         cacert: str | PathLike[str] | None = None,
         cert: str | PathLike[str] | None = None,
         key: str | PathLike[str] | None = None,
+        dial_timeout: float | None = None,
     ) -> None:
         self._native = native_client(
             endpoints,
@@ -83,6 +89,7 @@ class Client:
             cacert=cacert,
             cert=cert,
             key=key,
+            dial_timeout=dial_timeout,
         )
 
     @classmethod

@@ -56,6 +56,7 @@ class Client:
         cacert: str | PathLike[str] | None = None,
         cert: str | PathLike[str] | None = None,
         key: str | PathLike[str] | None = None,
+        dial_timeout: float | None = None,
     ) -> None:
         self._native = native_client(
             endpoints,
@@ -66,6 +67,7 @@ class Client:
             cacert=cacert,
             cert=cert,
             key=key,
+            dial_timeout=dial_timeout,
         )
 
     @classmethod

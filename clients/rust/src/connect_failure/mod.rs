@@ -50,6 +50,11 @@ pub(crate) enum Failure {
         validity: Option<CertValidity>,
         now: SystemTime,
     },
+    /// The node ended the handshake with an alert that refuses the
+    /// certificate this client presented (signed by another CA, say): the
+    /// alert's name, as rustls gives it (`DecryptError`, `UnknownCA`,
+    /// `BadCertificate`).
+    OwnCertificateRefused { alert: String },
     /// Any other refused handshake (a certificate from another CA, an
     /// address the node's certificate does not name): rustls' reason.
     Handshake(String),
@@ -68,9 +73,25 @@ impl Failure {
 pub(crate) struct Attempted {
     /// The client spoke TLS to it.
     pub tls: bool,
-    /// The certificate the client presented, if any.
+    /// The certificate the client presented, if any (its dates, when
+    /// they could be read).
     pub own_cert: Option<CertValidity>,
+    /// The client presented a certificate.
+    pub presents_cert: bool,
 }
+
+/// The TLS alerts with which a node refuses the client's certificate
+/// (`DecryptError`: its signature does not verify against the node's CA,
+/// which is what a certificate from another CA gets).
+const REFUSED_CERT_ALERTS: [&str; 7] = [
+    "BadCertificate",
+    "UnsupportedCertificate",
+    "CertificateRevoked",
+    "CertificateUnknown",
+    "UnknownCA",
+    "DecryptError",
+    "AccessDenied",
+];
 
 /// How long the check whether a node serves TLS may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -104,7 +125,12 @@ fn read(status: &Status, attempted: &Attempted, now: SystemTime) -> Option<Readi
     if chain.is_empty() {
         return None;
     }
+    let refused = attempted
+        .presents_cert
+        .then(|| refusal_alert(&chain))
+        .flatten();
     let found = match find::<rustls::Error>(&chain) {
+        _ if refused.is_some() => refused,
         Some(tls) => from_rustls(tls, now),
         None if is_connect_error(&chain) => Some(Failure::Unreachable(connect_reason(&chain))),
         None if !attempted.tls && broke_off(&chain) => return Some(Reading::MaybeTls),
@@ -136,6 +162,28 @@ fn read(status: &Status, attempted: &Attempted, now: SystemTime) -> Option<Readi
         }),
     };
     failure.map(Reading::Failure)
+}
+
+/// The alert a node ended the handshake with, if it refuses the client's
+/// certificate: rustls' error, or its words (`received fatal alert:
+/// DecryptError`) where only those reach this side.
+fn refusal_alert(chain: &[&(dyn StdError + 'static)]) -> Option<Failure> {
+    if let Some(rustls::Error::AlertReceived(alert)) = find::<rustls::Error>(chain) {
+        return refused_cert(&format!("{alert:?}"));
+    }
+    chain.iter().find_map(|e| {
+        let text = e.to_string();
+        refused_cert(text.strip_prefix("received fatal alert: ")?)
+    })
+}
+
+/// A refused own certificate, if `alert` is one that refuses it.
+fn refused_cert(alert: &str) -> Option<Failure> {
+    REFUSED_CERT_ALERTS
+        .contains(&alert)
+        .then(|| Failure::OwnCertificateRefused {
+            alert: alert.to_string(),
+        })
 }
 
 /// Whether an established connection broke: an HTTP/2 error of this side

@@ -73,11 +73,12 @@ impl Failures {
 fn rank(f: &Failure) -> u8 {
     match f {
         Failure::OwnCertificate { .. } => 0,
-        Failure::NodeCertificate { .. } => 1,
-        Failure::NodeSpeaksTls => 2,
-        Failure::NodeSpeaksPlain => 3,
-        Failure::Handshake(_) => 4,
-        Failure::Unreachable(_) => 5,
+        Failure::OwnCertificateRefused { .. } => 1,
+        Failure::NodeCertificate { .. } => 2,
+        Failure::NodeSpeaksTls => 3,
+        Failure::NodeSpeaksPlain => 4,
+        Failure::Handshake(_) => 5,
+        Failure::Unreachable(_) => 6,
     }
 }
 
@@ -137,6 +138,13 @@ fn word(f: &Failure, nodes: &Nodes, names: &SettingNames) -> String {
                 utc(*now)
             )
         }
+        Failure::OwnCertificateRefused { alert } => format!(
+            "{at} refused the client certificate ({cert}) in the TLS handshake (alert \
+             {alert}): it must be signed by the cluster's CA, the one that signed the nodes' \
+             certificates; make one with `raftlock certs create-client --name NAME \
+             --certs-dir DIR` where DIR holds the cluster's ca.crt and ca.key, and pass it with \
+             {cert} and {key}"
+        ),
         Failure::NodeCertificate {
             standing,
             date,
@@ -301,6 +309,27 @@ mod tests {
             m.contains(") is not valid yet (this machine's clock says 1970"),
             "{m}"
         );
+    }
+
+    #[test]
+    fn a_refused_client_certificate_names_the_alert_and_the_fix() {
+        let mut failures = Failures::new(1);
+        let refused = Failure::OwnCertificateRefused {
+            alert: "DecryptError".into(),
+        };
+        failures.record(0, refused);
+        assert!(failures.all_settled());
+        let Some(Error::Tls(m)) = failures.settled_error(&addrs(1), &SettingNames::CLI) else {
+            panic!("no TLS error");
+        };
+        assert!(
+            m.starts_with(
+                "the node at 127.0.0.1:1 refused the client certificate (--cert) in the TLS \
+                 handshake (alert DecryptError): it must be signed by the cluster's CA"
+            ),
+            "{m}"
+        );
+        assert!(m.contains("create-client") && m.contains("--key"), "{m}");
     }
 
     #[test]

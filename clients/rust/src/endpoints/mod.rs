@@ -4,58 +4,36 @@
 //! the call's end: its retry budget, or the caller's deadline while no
 //! node has been reached (the one place a caller's timeout bounds
 //! connecting and retrying).
+//!
+//! `dial`: the dial timeout, which moves a call past an endpoint that
+//! accepts connections and does not answer; `bearer_token`: the token
+//! every call carries.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tonic::metadata::AsciiMetadataValue;
 use tonic::service::interceptor::InterceptedService;
-use tonic::service::Interceptor;
 use tonic::transport::{Channel, Endpoint};
 use tonic::Status;
 
 use super::{ClientOptions, ClientTls};
 use crate::cert_validity::CertValidity;
-use crate::connect_failure::{classify, Attempted, Failures};
+use crate::connect_failure::{classify, Attempted, Failure, Failures};
 use crate::error::{from_status, leader_hint, Error};
 use crate::options::SettingNames;
+
+mod bearer_token;
+pub(crate) mod dial;
+
+pub use bearer_token::BearerToken;
+use dial::Liveness;
 
 /// How long a call keeps retrying before it reports `Unavailable`.
 pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(15);
 
 /// What every call goes through: a channel that adds the bearer token.
 pub type Transport = InterceptedService<Channel, BearerToken>;
-
-/// Adds `authorization: Bearer TOKEN` to every call (or nothing).
-#[derive(Debug, Clone)]
-pub struct BearerToken(Option<AsciiMetadataValue>);
-
-impl BearerToken {
-    fn new(token: Option<&str>) -> Result<Self, Error> {
-        let Some(token) = token else {
-            return Ok(BearerToken(None));
-        };
-        let token = token.trim();
-        if token.is_empty() {
-            return Err(Error::InvalidArgument("the token is empty".into()));
-        }
-        let mut value: AsciiMetadataValue = format!("Bearer {token}")
-            .parse()
-            .map_err(|_| Error::InvalidArgument("a token must be printable ASCII".into()))?;
-        value.set_sensitive(true);
-        Ok(BearerToken(Some(value)))
-    }
-}
-
-impl Interceptor for BearerToken {
-    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, Status> {
-        if let Some(value) = &self.0 {
-            req.metadata_mut().insert("authorization", value.clone());
-        }
-        Ok(req)
-    }
-}
 
 /// An endpoint must name its port: without one the connection would go to
 /// port 80 and fail as an unexplained "tcp connect error".
@@ -80,7 +58,12 @@ pub struct Endpoints {
     addrs: Vec<String>,
     channels: Vec<Transport>,
     current: AtomicUsize,
+    /// Which endpoints answered since they last failed: the others must
+    /// answer a status question within the dial timeout before a call
+    /// waits on them (see `dial`).
+    live: Liveness,
     retry_for: Duration,
+    dial_timeout: Duration,
     /// What a failed attempt is read against (TLS or not, the client's
     /// certificate).
     attempted: Attempted,
@@ -117,7 +100,7 @@ impl Endpoints {
             check_has_port(&addr)?;
             let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
                 .map_err(|e| Error::InvalidArgument(format!("bad endpoint {addr:?}: {e}")))?
-                .connect_timeout(Duration::from_secs(1))
+                .connect_timeout(options.dial_timeout)
                 .tcp_nodelay(true)
                 .http2_keep_alive_interval(Duration::from_secs(2))
                 .keep_alive_timeout(Duration::from_secs(3));
@@ -132,17 +115,18 @@ impl Endpoints {
             ));
             clean.push(addr);
         }
-        let own_cert = tls
-            .as_ref()
-            .and_then(|tls| tls.identity.as_ref())
-            .and_then(|(cert, _)| CertValidity::from_pem(cert));
+        let identity = tls.as_ref().and_then(|tls| tls.identity.as_ref());
+        let own_cert = identity.and_then(|(cert, _)| CertValidity::from_pem(cert));
         Ok(Endpoints {
             addrs: clean,
             channels,
             current: AtomicUsize::new(0),
+            live: Liveness::new(addrs.len()),
             retry_for: options.retry_for,
+            dial_timeout: options.dial_timeout,
             attempted: Attempted {
                 tls: tls.is_some(),
+                presents_cert: identity.is_some(),
                 own_cert,
             },
             names: options.setting_names,
@@ -170,7 +154,11 @@ impl Endpoints {
 
     /// Moves off the current endpoint (its stream broke).
     pub fn skip_current(&self) {
-        let i = self.current.load(Ordering::Relaxed);
+        self.skip(self.current.load(Ordering::Relaxed));
+    }
+
+    /// Moves from endpoint `i` to the next one, unless another call did.
+    fn skip(&self, i: usize) {
         let next = (i + 1) % self.channels.len();
         let _ = self
             .current
@@ -220,32 +208,64 @@ impl Endpoints {
         let mut failures = Failures::new(self.addrs.len());
         let mut answered: Option<Error> = None;
         let mut reached_a_node = false;
+        // How often each endpoint gave no answer in time during this call:
+        // each time it is given longer (an overloaded node, not a paused one).
+        let mut silent = vec![0u32; self.addrs.len()];
+        // How long the last unanswered question waited.
+        let mut waited = self.dial_timeout;
         let mut pause = Duration::from_millis(20);
         loop {
             let (i, channel) = self.pick();
-            let attempt = call(channel);
-            let answer = match attempt_timeout {
-                Some(limit) => tokio::time::timeout(limit, attempt)
+            let dial = self.dial_timeout * (1 + silent[i].min(3));
+            let sent = self.live.answered(i);
+            let status = if sent {
+                match self
+                    .attempt(i, channel, dial, attempt_timeout, &mut call)
                     .await
-                    .unwrap_or_else(|_| {
-                        Err(Status::unavailable(format!(
-                            "no answer from {} within {limit:?}",
-                            self.addrs[i]
-                        )))
-                    }),
-                None => attempt.await,
+                {
+                    Ok(v) => return Ok(v),
+                    Err(status) => status,
+                }
+            } else {
+                // Connecting never outlasts the call's budget or, while no
+                // node may have its request, the caller's timeout.
+                let end = match deadline {
+                    Some(deadline) if !reached_a_node => deadline.min(budget_end),
+                    _ => budget_end,
+                };
+                let left = end.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(self.outcome(&failures, answered));
+                }
+                let dial = dial.min(left);
+                waited = dial;
+                match self.first_answer(i, channel, dial, &silent).await {
+                    Ok(skipped) => {
+                        if let Some(why) = skipped {
+                            answered.get_or_insert(why);
+                        }
+                        // The call goes where the answer says, without a pause.
+                        continue;
+                    }
+                    // The call itself was not sent: nothing can have reached a node.
+                    Err(status) => status,
+                }
             };
-            let status = match answer {
-                Ok(v) => return Ok(v),
-                Err(status) => status,
-            };
+            if dial::is_no_answer(&status) {
+                silent[i] += 1;
+            }
             match classify(&status, &self.attempted, &self.addrs[i]).await {
                 Some(failure) => {
                     tracing::debug!(endpoint = %self.addrs[i], "attempt failed: {failure:?}");
+                    self.live.set(i, false);
                     failures.record(i, failure);
                     if failures.all_settled() {
                         return Err(self.outcome(&failures, answered));
                     }
+                }
+                // Nothing was sent: an endpoint silent all along.
+                None if !sent && silent[i] > 0 => {
+                    failures.record(i, Failure::Unreachable(dial::silence(waited)));
                 }
                 None => {
                     let error = from_status(&status);
@@ -253,8 +273,13 @@ impl Endpoints {
                         return Err(error);
                     }
                     tracing::debug!(endpoint = %self.addrs[i], "retrying: {error}");
+                    if dial::is_no_answer(&status) {
+                        // The call was sent before the node stopped answering.
+                        self.live.set(i, false);
+                    }
                     answered = Some(error);
-                    reached_a_node = true;
+                    // Only the call itself can have reached a node.
+                    reached_a_node |= sent;
                 }
             }
             let end = match deadline {
@@ -267,6 +292,35 @@ impl Endpoints {
             self.move_on(i, &status);
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    /// One attempt of `call` on endpoint `i`, which answered before: given
+    /// up if the node stops answering (see [`dial::watch`]) or, with
+    /// `attempt_timeout`, once that has passed.
+    async fn attempt<T, F, Fut>(
+        &self,
+        i: usize,
+        channel: Transport,
+        dial: Duration,
+        attempt_timeout: Option<Duration>,
+        call: &mut F,
+    ) -> Result<T, Status>
+    where
+        F: FnMut(Transport) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Status>>,
+    {
+        let addr = &self.addrs[i];
+        let watched = dial::watch(call(channel.clone()), channel, dial, addr);
+        match attempt_timeout {
+            Some(limit) => tokio::time::timeout(limit, watched)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Status::unavailable(format!(
+                        "no answer from {addr} within {limit:?}"
+                    )))
+                }),
+            None => watched.await,
         }
     }
 

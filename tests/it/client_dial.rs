@@ -1,0 +1,257 @@
+//! The client's dial timeout (`ClientOptions::dial_timeout`): an endpoint
+//! that accepts connections and never answers is passed over and the
+//! client stays where it went; one that stops answering mid-life costs a
+//! call about two dial timeouts; a call that waits on purpose longer than
+//! the dial timeout, on a node that answers, is not cut off; and the
+//! caller's timeout ends connecting even before the dial timeout.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use raftlock::client::{Acquire, ClientOptions};
+use raftlock::Client;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::cluster::TestCluster;
+
+const TTL: Duration = Duration::from_secs(30);
+
+/// A listener that accepts every connection and never answers, counting
+/// the bytes it was sent.
+async fn silent_listener() -> (String, Arc<AtomicU64>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let received = Arc::new(AtomicU64::new(0));
+    let counter = received.clone();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = conn.read(&mut buf).await {
+                    counter.fetch_add(n as u64, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    (addr, received)
+}
+
+/// A client of `endpoints` with this dial timeout and retry budget.
+async fn client(
+    cluster: &TestCluster,
+    endpoints: Vec<String>,
+    dial: Duration,
+    retry_for: Duration,
+) -> Client {
+    let options = ClientOptions {
+        dial_timeout: dial,
+        retry_for,
+        ..cluster.client_options()
+    };
+    Client::connect_with(endpoints, options)
+        .await
+        .expect("client")
+}
+
+/// A silent endpoint listed first is passed over, and later calls go
+/// straight to where the first one went: the silent endpoint is sent
+/// nothing more. Without the dial timeout the first call waited on it
+/// until HTTP/2 keep-alive gave up (5 s), past this client's 3 s budget,
+/// and failed "unavailable".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_first_endpoint_is_passed_over_and_the_choice_kept() {
+    let cluster = TestCluster::new(3).await;
+    let (silent, received) = silent_listener().await;
+    let mut endpoints = vec![silent];
+    endpoints.extend(cluster.endpoints());
+    let c = client(
+        &cluster,
+        endpoints,
+        Duration::from_millis(300),
+        Duration::from_secs(3),
+    )
+    .await;
+    let lease = c
+        .grant_lease(TTL)
+        .await
+        .expect("served past the silent one");
+    // What the first call sent it (its question) has arrived.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = received.load(Ordering::Relaxed);
+    assert!(before > 0, "the silent endpoint was never tried");
+    for i in 0..20 {
+        let owner = format!("o{i}");
+        c.acquire(&Acquire::exclusive("dial", &owner, lease))
+            .await
+            .expect("acquire")
+            .expect("free lock");
+        c.release("dial", &owner).await.expect("release");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        received.load(Ordering::Relaxed),
+        before,
+        "a later call went to the silent endpoint again"
+    );
+    cluster.shutdown().await;
+}
+
+/// The caller's timeout bounds connecting too: an acquire with a 300 ms
+/// timeout whose only endpoint never answers, through a client whose dial
+/// timeout is 10 s, ends "unavailable" long before the dial timeout,
+/// naming the endpoint and how long it waited. Without the question
+/// bounded by the caller's deadline (`call_bounded`: `dial.min(left)`) it
+/// waited until HTTP/2 keep-alive broke the connection and failed after
+/// 5.0 s with "http2 error" (seen).
+#[tokio::test]
+async fn the_callers_timeout_bounds_the_dial_timeout() {
+    let (silent, _) = silent_listener().await;
+    let options = ClientOptions {
+        dial_timeout: Duration::from_secs(10),
+        ..ClientOptions::default()
+    };
+    let c = Client::connect_with([silent.clone()], options)
+        .await
+        .expect("client");
+    let started = std::time::Instant::now();
+    let e = c
+        .lock("bounded")
+        .timeout(Duration::from_millis(300))
+        .acquire()
+        .await
+        .expect_err("nothing answers");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "took {took:?}: {e}");
+    assert!(matches!(e, raftlock::Error::Unavailable(_)), "{e}");
+    let said = e.to_string();
+    assert!(
+        said.contains(&silent) && said.contains("connected, but no answer within"),
+        "{said}"
+    );
+    assert!(!said.contains("10s"), "{said}");
+}
+
+/// A proxy to `target` that can be frozen: from then on it passes
+/// nothing either way and keeps its connections open, as a node paused
+/// with SIGSTOP does.
+async fn freezable_proxy(target: String) -> (String, Arc<AtomicBool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let frozen = Arc::new(AtomicBool::new(false));
+    let flag = frozen.clone();
+    tokio::spawn(async move {
+        while let Ok((inbound, _)) = listener.accept().await {
+            let Ok(outbound) = TcpStream::connect(&target).await else {
+                continue;
+            };
+            let (in_read, in_write) = inbound.into_split();
+            let (out_read, out_write) = outbound.into_split();
+            tokio::spawn(pipe(in_read, out_write, flag.clone()));
+            tokio::spawn(pipe(out_read, in_write, flag.clone()));
+        }
+    });
+    (addr, frozen)
+}
+
+/// Copies `from` to `to` until frozen; then holds both open, silent.
+async fn pipe(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    frozen: Arc<AtomicBool>,
+) {
+    let mut buf = [0u8; 16384];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if frozen.load(Ordering::Relaxed) {
+            std::future::pending::<()>().await;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The endpoint a client used stops answering (frozen, as by SIGSTOP):
+/// the next call moves on after about two dial timeouts, well within its
+/// 3 s budget. Without the check of a call that has no answer within the
+/// dial timeout (`dial::watch`) the call waited until HTTP/2 keep-alive
+/// broke the connection (5 s) and failed "unavailable".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_that_stops_answering_is_left_for_the_next() {
+    let cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let (proxy, frozen) = freezable_proxy(cluster.addrs[&leader].0.to_string()).await;
+    // The leader only through the proxy (so the client stays on it),
+    // then the other nodes.
+    let mut endpoints = vec![proxy];
+    endpoints.extend(
+        cluster
+            .others(leader)
+            .iter()
+            .map(|id| cluster.addrs[id].0.to_string()),
+    );
+    let c = client(
+        &cluster,
+        endpoints,
+        Duration::from_millis(300),
+        Duration::from_secs(3),
+    )
+    .await;
+    let lease = c.grant_lease(TTL).await.expect("through the proxy");
+    frozen.store(true, Ordering::Relaxed);
+    c.acquire(&Acquire::exclusive("frozen", "a", lease))
+        .await
+        .expect("served past the frozen endpoint")
+        .expect("free lock");
+    c.release("frozen", "a").await.expect("release");
+    cluster.shutdown().await;
+}
+
+/// An acquire that waits 2 s for a lock, through a client whose dial
+/// timeout is 200 ms and whose retry budget is 1 s, on one node that
+/// answers: it is granted, not cut off at the dial timeout. With a dial
+/// timeout that bounded the whole call (`dial::watch` giving up on a node
+/// that answered its question), the first attempt was dropped at about
+/// 400 ms, the node cancelled the wait as its caller went away, and the
+/// acquire ended "wait for long ended without a grant".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_longer_than_the_dial_timeout_is_not_cut_off() {
+    let cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let holder = cluster.client().await;
+    let lease = holder.grant_lease(TTL).await.expect("lease");
+    holder
+        .acquire(&Acquire::exclusive("long", "holder", lease))
+        .await
+        .expect("acquire")
+        .expect("free lock");
+    let waiter = client(
+        &cluster,
+        vec![cluster.addrs[&leader].0.to_string()],
+        Duration::from_millis(200),
+        Duration::from_secs(1),
+    )
+    .await;
+    let wait = tokio::spawn(async move {
+        waiter
+            .acquire(&Acquire::exclusive("long", "waiter", lease))
+            .await
+    });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    holder.release("long", "holder").await.expect("release");
+    let granted = tokio::time::timeout(Duration::from_secs(30), wait)
+        .await
+        .expect("the waiter returns")
+        .expect("waiter task");
+    assert!(
+        matches!(granted, Ok(Some(_))),
+        "the waiting acquire ended with {granted:?}"
+    );
+    cluster.shutdown().await;
+}
