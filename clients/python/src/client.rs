@@ -8,7 +8,9 @@ use pyo3::prelude::*;
 use raftlock_client::{Acquire, Client, Error};
 
 use crate::client_options::{client_options, ClientSettings};
-use crate::convert::{read_write_op, secs, LeadRecord, LeaderInfo, LeaseTtl, LockInfo};
+use crate::convert::{
+    lock_delay_secs, read_write_op, secs, ttl_secs, LeadRecord, LeaderInfo, LeaseTtl, LockInfo,
+};
 use crate::guards::{NativeGuard, NativeLeadership, NativeTaskGuard};
 use crate::observer::NativeObserver;
 use crate::run::{block, finish, to_py};
@@ -89,7 +91,7 @@ impl NativeClient {
             }
         };
         if let Some(ttl) = ttl {
-            builder = builder.ttl(secs("ttl", ttl)?);
+            builder = builder.ttl(ttl_secs("ttl", ttl)?);
         }
         if let Some(timeout) = timeout {
             builder = builder.timeout(secs("timeout", timeout)?);
@@ -98,7 +100,7 @@ impl NativeClient {
             builder = builder.owner(owner);
         }
         if let Some(delay) = lock_delay {
-            builder = builder.lock_delay(secs("lock_delay", delay)?);
+            builder = builder.lock_delay(lock_delay_secs(delay)?);
         }
         finish(py, aio, async move {
             let guard = if wait {
@@ -173,7 +175,7 @@ impl NativeClient {
         ttl: f64,
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = secs("ttl", ttl)?;
+        let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
         finish(py, aio, async move { client.grant_lease(ttl).await })
     }
@@ -208,7 +210,7 @@ impl NativeClient {
         ttl: f64,
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = secs("ttl", ttl)?;
+        let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
         finish(py, aio, async move {
             Ok(client.set_lease_ttl(lease, ttl).await?.as_secs_f64())
@@ -265,7 +267,7 @@ impl NativeClient {
         ttl: f64,
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = secs("ttl", ttl)?;
+        let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
         finish(py, aio, async move {
             let held = client.acquire_with_ttl(&name, &owner, ttl).await?;
@@ -366,7 +368,7 @@ impl NativeClient {
         ttl: f64,
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = secs("ttl", ttl)?;
+        let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
         finish(py, aio, async move {
             let held = client.hold(&name, &owner, ttl).await?;
@@ -401,7 +403,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let op = read_write_op(op)?;
-        let ttl = secs("ttl", ttl)?;
+        let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
         finish(py, aio, async move {
             let step = client.read_write(&name, &owner, op, ttl, intent).await?;
@@ -437,7 +439,7 @@ impl NativeClient {
         metadata: HashMap<String, String>,
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = secs("ttl", ttl)?;
+        let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
         finish(py, aio, async move {
             Ok(LeadRecord::from(
