@@ -5,6 +5,8 @@ Python (None, bytes, lists)."""
 from __future__ import annotations
 
 import re
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -144,6 +146,30 @@ def test_reprs_read_as_python(client: raftlock.Client, other: raftlock.Client, n
         ), info
         assert f"fence={held.fence}, count=1, held=" in info, info
         assert "value=b'', lock_delay=0.0)], waiters=[], delayed=0.0)" in info, info
+
+        granted: list[bool] = []
+        waiting = threading.Thread(target=lambda: granted.append(waiter.acquire(timeout=30)))
+        waiting.start()
+        deadline = time.monotonic() + 30
+        while not (described := client.describe(name)) or not described.waiters:
+            assert time.monotonic() < deadline, "the waiter queues"
+            time.sleep(0.05)
+        shown = repr(described.waiters)
+        assert re.fullmatch(
+            rf"\[Waiter\(owner='{waiter.owner}', lease=\d+, mode='exclusive', permits=\d+, "
+            r"waited=[0-9.e-]+\)\]",
+            shown,
+        ), shown
+    waiting.join(30)
+    assert granted == [True]
+    waiter.release()
+
+    record = repr(client._native.lead(f"{name}/lead", "w1", 5.0, {"k": "v"}))
+    assert re.fullmatch(
+        r"LeadRecord\(holder='w1', ttl=5\.0, acquired_at_ms=\d+, renewed_at_ms=\d+, "
+        r"transitions=\d+, metadata=\{'k': 'v'\}\)",
+        record,
+    ), record
 
 
 class _Recording:
