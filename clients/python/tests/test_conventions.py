@@ -97,6 +97,16 @@ def test_out_of_range_durations_speak_seconds_and_hold_nothing(
         ),
         (lambda: RedisLock(client, name, timeout=0), "timeout 0 s is outside 0.001..86400 s"),
     ]
+    bad += [
+        (
+            lambda: raftlock.Client(client.endpoints, session_ttl=1e9),
+            "session_ttl 1000000000 s is outside 0.1..86400 s",
+        ),
+        (
+            lambda: raftlock.Client(client.endpoints, session_ttl=0.05),
+            "session_ttl 0.05 s is outside 0.1..86400 s",
+        ),
+    ]
     for call, message in bad:
         with pytest.raises(raftlock.InvalidArgument, match=re.escape(message)):
             call()
@@ -206,6 +216,8 @@ def test_node_status_repr_reads_as_python(tmp_path: Path) -> None:
     with raftlock.Node(data_dir=tmp_path / "data", **addrs) as node:
         node.wait_ready(timeout=30)
         shown = repr(node.status())
+        with pytest.raises(raftlock.InvalidArgument, match=r"^session_ttl 1000000000 s is outside"):
+            node.client(session_ttl=1e9)
     member = (
         f"Member(id=1, peer_addr='{addrs['peer_addr']}', "
         f"client_addr='{addrs['client_addr']}', voter=True)"

@@ -27,15 +27,27 @@ def lease_ttl(duration: float) -> float:
     return max(math.ceil(duration * 1000), 1) / 1000
 
 
-def ttl_seconds(what: str, value: float) -> float:
-    """``value`` if it is a lease TTL the cluster grants (1 ms to a day), in
-    seconds; else InvalidArgument naming ``what``, before any call."""
+def ttl_seconds(what: str, value: float, minimum: float = 0.001) -> float:
+    """``value`` if it is a lease TTL the cluster grants (``minimum``, 1 ms
+    by default, to a day), in seconds; else InvalidArgument naming
+    ``what``, before any call."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArgument(f"{what} must be a number of seconds, not {value!r}")
-    if not 0.001 <= value <= MAX_DURATION:
+    if not minimum <= value <= MAX_DURATION:
         shown = int(value) if float(value).is_integer() else value
-        raise InvalidArgument(f"{what} {shown} s is outside 0.001..{MAX_DURATION:.0f} s")
+        raise InvalidArgument(f"{what} {shown} s is outside {minimum:g}..{MAX_DURATION:.0f} s")
     return float(value)
+
+
+#: The shortest session TTL a client keeps alive (the Rust client's bound:
+#: a keep-alive must cross a loaded network within it).
+MIN_SESSION_TTL = 0.1
+
+
+def session_ttl_seconds(value: float | None) -> float | None:
+    """A client's ``session_ttl`` (``None``: the default), checked as
+    :func:`ttl_seconds` does, from :data:`MIN_SESSION_TTL`."""
+    return None if value is None else ttl_seconds("session_ttl", value, MIN_SESSION_TTL)
 
 
 def endpoints_from(endpoints: str | Sequence[str] | None) -> list[str]:
