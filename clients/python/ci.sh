@@ -30,12 +30,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # Pinned: the versions these checks were written against (README.md,
 # "Versions"; cryptography makes an expired client certificate for a test,
-# kubernetes-validate checks examples/python's StatefulSet offline).
+# kubernetes-validate checks examples/python's StatefulSet offline, redis
+# is redis-py, whose exceptions raftlock.redis's subclass).
 test_tools=('pytest==9.2.0' 'pytest-asyncio==1.5.0' 'pytest-timeout==2.4.0')
 .venv/bin/pip install --quiet --upgrade pip
 .venv/bin/pip install --quiet "${test_tools[@]}" \
   'maturin==1.16.0' 'ruff==0.17.6' 'mypy==2.4.1' 'cryptography==48.0.0' 'auditwheel==6.8.2' \
-  'kubernetes-validate==1.37.0'
+  'kubernetes-validate==1.37.0' 'redis==8.1.0'
 
 # PATH without any directory that holds cargo or rustc: a machine with no
 # Rust toolchain, as the wheel's users have.
@@ -135,7 +136,8 @@ install_wheel() {
   else
     echo "   pip install --no-index $(basename "$wheel") (${grelmicro[*]} does not install on this Python)"
     without_rust "$venv/bin/pip" install --quiet --no-index "$wheel"
-    skip_grelmicro=(--ignore "$here/tests/test_grelmicro.py" --ignore "$here/tests/test_grelmicro_coordination.py")
+    skip_grelmicro=(--ignore "$here/tests/test_grelmicro.py" --ignore "$here/tests/test_grelmicro_coordination.py"
+      --ignore "$here/tests/test_grelmicro_provider.py")
   fi
   (cd /tmp && without_rust "$venv/bin/python" -c "$imports")
   without_rust "$venv/bin/raftlock" --version
@@ -182,13 +184,15 @@ for minor in 10 11 12 13; do
   "$venv/bin/pip" install --quiet --upgrade pip
   "$venv/bin/pip" install --quiet "${test_tools[@]}" 'mypy==2.4.1'
   install_wheel "$venv"
-  tests=("$here/tests/test_cli.py" "$here/tests/test_node.py")
+  tests=("$here/tests/test_cli.py" "$here/tests/test_node.py" "$here/tests/test_grelmicro_import.py")
   if [ "${#skip_grelmicro[@]}" -eq 0 ]; then
-    tests+=("$here/tests/test_grelmicro.py" "$here/tests/test_grelmicro_coordination.py")
+    tests+=("$here/tests/test_grelmicro.py" "$here/tests/test_grelmicro_coordination.py"
+      "$here/tests/test_grelmicro_provider.py")
     if "$venv/bin/python" -c 'import grelmicro.coordination' 2>/dev/null; then
-      echo "   mypy --strict raftlock/_grelmicro_coordination.py against $("$venv/bin/pip" show grelmicro | sed -n 's/^Version: /grelmicro /p')"
+      echo "   mypy --strict raftlock/_grelmicro_{coordination,provider}.py against $("$venv/bin/pip" show grelmicro | sed -n 's/^Version: /grelmicro /p')"
       (cd "$here" && without_rust "$venv/bin/mypy" --python-version "3.$minor" \
-        --follow-imports silent python/raftlock/_grelmicro_coordination.py)
+        --follow-imports silent python/raftlock/_grelmicro_coordination.py \
+        python/raftlock/_grelmicro_provider.py)
     fi
   fi
   without_rust env RAFTLOCK_BIN="$venv/bin/raftlock" \

@@ -9,7 +9,9 @@ use pyo3::prelude::*;
 use raftlock_client::{Acquire, Client, Error};
 
 use crate::client_options::{client_options, ClientSettings};
-use crate::convert::{read_write_op, secs, LeadRecord, LeaderInfo, LeaseTtl, LockInfo};
+use crate::convert::{
+    lock_delay_secs, read_write_op, secs, ttl_secs, LeadRecord, LeaderInfo, LeaseTtl, LockInfo,
+};
 use crate::guards::{NativeGuard, NativeLeadership, NativeTaskGuard};
 use crate::node_link::NodeLink;
 use crate::observer::NativeObserver;
@@ -95,7 +97,7 @@ impl NativeClient {
             }
         };
         if let Some(ttl) = ttl {
-            builder = builder.ttl(secs("ttl", ttl)?);
+            builder = builder.ttl(ttl_secs("ttl", ttl)?);
         }
         if let Some(timeout) = timeout {
             builder = builder.timeout(secs("timeout", timeout)?);
@@ -104,7 +106,7 @@ impl NativeClient {
             builder = builder.owner(owner);
         }
         if let Some(delay) = lock_delay {
-            builder = builder.lock_delay(secs("lock_delay", delay)?);
+            builder = builder.lock_delay(lock_delay_secs(delay)?);
         }
         let link = self.link.clone();
         self.run(py, aio, async move {
@@ -180,7 +182,7 @@ impl NativeClient {
         ttl: f64,
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = secs("ttl", ttl)?;
+        let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
         self.run(py, aio, async move { client.grant_lease(ttl).await })
     }
@@ -215,7 +217,7 @@ impl NativeClient {
         ttl: f64,
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = secs("ttl", ttl)?;
+        let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
         self.run(py, aio, async move {
             Ok(client.set_lease_ttl(lease, ttl).await?.as_secs_f64())
@@ -272,7 +274,7 @@ impl NativeClient {
         ttl: f64,
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = secs("ttl", ttl)?;
+        let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
         self.run(py, aio, async move {
             let held = client.acquire_with_ttl(&name, &owner, ttl).await?;
@@ -383,7 +385,7 @@ impl NativeClient {
         ttl: f64,
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = secs("ttl", ttl)?;
+        let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
         self.run(py, aio, async move {
             let held = client.hold(&name, &owner, ttl).await?;
@@ -418,7 +420,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let op = read_write_op(op)?;
-        let ttl = secs("ttl", ttl)?;
+        let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
         self.run(py, aio, async move {
             let step = client.read_write(&name, &owner, op, ttl, intent).await?;
@@ -454,7 +456,7 @@ impl NativeClient {
         metadata: HashMap<String, String>,
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = secs("ttl", ttl)?;
+        let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
         self.run(py, aio, async move {
             Ok(LeadRecord::from(

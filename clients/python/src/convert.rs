@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use raftlock_client::{pb, ReadWriteOp};
+use raftlock_client::{pb, Error, ReadWriteOp};
+use raftlock_storage::limits::{MAX_LOCK_DELAY_MS, MAX_TTL_MS, MIN_TTL_MS};
+
+use crate::run::to_py;
 
 /// `value` seconds as a duration; `what` names the argument in the error.
 pub fn secs(what: &str, value: f64) -> PyResult<Duration> {
@@ -17,6 +20,64 @@ pub fn secs(what: &str, value: f64) -> PyResult<Duration> {
         ))
     })
 }
+
+/// `value` seconds as a lease TTL, within what the cluster grants (1 ms to
+/// a day): checked here, before any call, so that the error speaks seconds
+/// and names the argument (`InvalidArgument`), and nothing is sent.
+pub fn ttl_secs(what: &str, value: f64) -> PyResult<Duration> {
+    let ttl = secs(what, value)?;
+    let (min, max) = (
+        Duration::from_millis(MIN_TTL_MS),
+        Duration::from_millis(MAX_TTL_MS),
+    );
+    if ttl < min || ttl > max {
+        return Err(to_py(Error::InvalidArgument(format!(
+            "{what} {value} s is outside {}..{} s",
+            min.as_secs_f64(),
+            max.as_secs_f64()
+        ))));
+    }
+    Ok(ttl)
+}
+
+/// `value` seconds as a lock-delay: at most the cluster's maximum (a
+/// minute), checked before any call as [`ttl_secs`] is.
+pub fn lock_delay_secs(value: f64) -> PyResult<Duration> {
+    let delay = secs("lock_delay", value)?;
+    let max = Duration::from_millis(MAX_LOCK_DELAY_MS);
+    if delay > max {
+        return Err(to_py(Error::InvalidArgument(format!(
+            "lock_delay {value} s is above the {} s maximum",
+            max.as_secs_f64()
+        ))));
+    }
+    Ok(delay)
+}
+
+/// `Name(field=value, ...)`, each value as Python's `repr` shows it
+/// (`None`, `b'..'`, lists, dicts), as a dataclass's repr reads.
+pub fn py_repr(name: &str, fields: Vec<(&str, Bound<'_, PyAny>)>) -> PyResult<String> {
+    let mut shown = Vec::with_capacity(fields.len());
+    for (field, value) in fields {
+        shown.push(format!("{field}={}", value.repr()?));
+    }
+    Ok(format!("{name}({})", shown.join(", ")))
+}
+
+/// [`py_repr`] of `Name` with `field = value` pairs, each value converted
+/// to Python first.
+macro_rules! repr_of {
+    ($py:expr, $name:literal, $($field:ident = $value:expr),+ $(,)?) => {
+        $crate::convert::py_repr(
+            $name,
+            vec![$((
+                stringify!($field),
+                pyo3::IntoPyObjectExt::into_bound_py_any($value, $py)?,
+            )),+],
+        )
+    };
+}
+pub(crate) use repr_of;
 
 fn mode_name(mode: i32) -> &'static str {
     match pb::LockMode::try_from(mode) {
@@ -59,10 +120,19 @@ impl Holder {
         Cow::Borrowed(&self.value_bytes)
     }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "Holder(owner={:?}, lease={}, mode={:?}, fence={}, count={})",
-            self.owner, self.lease, self.mode, self.fence, self.count
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        repr_of!(
+            py,
+            "Holder",
+            owner = &self.owner,
+            lease = self.lease,
+            mode = self.mode,
+            permits = self.permits,
+            fence = self.fence,
+            count = self.count,
+            held = self.held,
+            value = self.value_bytes.as_slice(),
+            lock_delay = self.lock_delay,
         )
     }
 }
@@ -81,10 +151,15 @@ pub struct Waiter {
 
 #[pymethods]
 impl Waiter {
-    fn __repr__(&self) -> String {
-        format!(
-            "Waiter(owner={:?}, lease={}, mode={:?})",
-            self.owner, self.lease, self.mode
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        repr_of!(
+            py,
+            "Waiter",
+            owner = &self.owner,
+            lease = self.lease,
+            mode = self.mode,
+            permits = self.permits,
+            waited = self.waited,
         )
     }
 }
@@ -102,12 +177,15 @@ pub struct LockInfo {
 
 #[pymethods]
 impl LockInfo {
-    fn __repr__(&self) -> String {
-        format!(
-            "LockInfo(name={:?}, holders={}, waiters={})",
-            self.name,
-            self.holders.len(),
-            self.waiters.len()
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        repr_of!(
+            py,
+            "LockInfo",
+            name = &self.name,
+            semaphore_limit = self.semaphore_limit,
+            holders = self.holders.clone(),
+            waiters = self.waiters.clone(),
+            delayed = self.delayed,
         )
     }
 }
@@ -172,12 +250,14 @@ impl LeaderInfo {
         Cow::Borrowed(&self.value_bytes)
     }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "LeaderInfo(owner={:?}, fence={}, value={:?})",
-            self.owner,
-            self.fence,
-            String::from_utf8_lossy(&self.value_bytes)
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        repr_of!(
+            py,
+            "LeaderInfo",
+            owner = &self.owner,
+            lease = self.lease,
+            fence = self.fence,
+            value = self.value_bytes.as_slice(),
         )
     }
 }
@@ -206,10 +286,13 @@ pub struct LeaseTtl {
 
 #[pymethods]
 impl LeaseTtl {
-    fn __repr__(&self) -> String {
-        format!(
-            "LeaseTtl(granted_ttl={}, remaining={:?})",
-            self.granted_ttl, self.remaining
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        repr_of!(
+            py,
+            "LeaseTtl",
+            granted_ttl = self.granted_ttl,
+            remaining = self.remaining,
+            attachments = &self.attachments,
         )
     }
 }
@@ -243,10 +326,16 @@ pub struct LeadRecord {
 
 #[pymethods]
 impl LeadRecord {
-    fn __repr__(&self) -> String {
-        format!(
-            "LeadRecord(holder={:?}, ttl={}, transitions={})",
-            self.holder, self.ttl, self.transitions
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        repr_of!(
+            py,
+            "LeadRecord",
+            holder = &self.holder,
+            ttl = self.ttl,
+            acquired_at_ms = self.acquired_at_ms,
+            renewed_at_ms = self.renewed_at_ms,
+            transitions = self.transitions,
+            metadata = &self.metadata,
         )
     }
 }

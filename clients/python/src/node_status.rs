@@ -2,6 +2,8 @@
 
 use pyo3::prelude::*;
 
+use crate::convert::repr_of;
+
 /// One member of the cluster.
 #[pyclass(module = "raftlock._native", frozen)]
 #[derive(Clone)]
@@ -19,13 +21,14 @@ pub struct Member {
 
 #[pymethods]
 impl Member {
-    fn __repr__(&self) -> String {
-        format!(
-            "Member(id={}, peer_addr={:?}, client_addr={:?}, voter={})",
-            self.id,
-            self.peer_addr,
-            self.client_addr,
-            if self.voter { "True" } else { "False" }
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        repr_of!(
+            py,
+            "Member",
+            id = self.id,
+            peer_addr = &self.peer_addr,
+            client_addr = &self.client_addr,
+            voter = self.voter,
         )
     }
 }
@@ -55,15 +58,18 @@ pub struct NodeStatus {
 
 #[pymethods]
 impl NodeStatus {
-    fn __repr__(&self) -> String {
-        format!(
-            "NodeStatus(id={}, role={:?}, term={}, leader={}, applied_index={}, members={})",
-            self.id,
-            self.role,
-            self.term,
-            self.leader.map_or("None".to_string(), |l| l.to_string()),
-            self.applied_index,
-            self.members.len()
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        repr_of!(
+            py,
+            "NodeStatus",
+            id = self.id,
+            role = self.role,
+            term = self.term,
+            leader = self.leader,
+            last_log_index = self.last_log_index,
+            applied_index = self.applied_index,
+            snapshot_index = self.snapshot_index,
+            members = self.members.clone(),
         )
     }
 }

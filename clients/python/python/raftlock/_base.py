@@ -13,7 +13,7 @@ from os import PathLike
 from typing import Any
 
 from raftlock import _native
-from raftlock._common import endpoints_from, seconds
+from raftlock._common import endpoints_from, seconds, session_ttl_seconds, wait_seconds
 from raftlock.errors import LockLost, NotHeld
 
 #: ``on_lost`` callbacks get the reason as text.
@@ -35,7 +35,7 @@ def native_client(
     """The native client for the arguments of ``Client`` (documented there)."""
     return _native.NativeClient(
         endpoints_from(endpoints),
-        session_ttl=seconds("session_ttl", session_ttl),
+        session_ttl=session_ttl_seconds(session_ttl),
         safety_margin=seconds("safety_margin", safety_margin),
         retry_for=seconds("retry_for", retry_for),
         token=token if token is not None else os.environ.get("RAFTLOCK_TOKEN"),
@@ -118,7 +118,7 @@ class LockBase:
         self.name = name
         self.owner = owner if owner is not None else _native.new_owner()
         self._ttl = seconds("ttl", ttl)
-        self._timeout = seconds("timeout", timeout)
+        self._timeout = wait_seconds("timeout", timeout)
         self._lock_delay = None if lock_delay is None else float(lock_delay)
         self._mode = mode
         self._permits = permits

@@ -27,6 +27,29 @@ def lease_ttl(duration: float) -> float:
     return max(math.ceil(duration * 1000), 1) / 1000
 
 
+def ttl_seconds(what: str, value: float, minimum: float = 0.001) -> float:
+    """``value`` if it is a lease TTL the cluster grants (``minimum``, 1 ms
+    by default, to a day), in seconds; else InvalidArgument naming
+    ``what``, before any call."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgument(f"{what} must be a number of seconds, not {value!r}")
+    if not minimum <= value <= MAX_DURATION:
+        shown = int(value) if float(value).is_integer() else value
+        raise InvalidArgument(f"{what} {shown} s is outside {minimum:g}..{MAX_DURATION:.0f} s")
+    return float(value)
+
+
+#: The shortest session TTL a client keeps alive (the Rust client's bound:
+#: a keep-alive must cross a loaded network within it).
+MIN_SESSION_TTL = 0.1
+
+
+def session_ttl_seconds(value: float | None) -> float | None:
+    """A client's ``session_ttl`` (``None``: the default), checked as
+    :func:`ttl_seconds` does, from :data:`MIN_SESSION_TTL`."""
+    return None if value is None else ttl_seconds("session_ttl", value, MIN_SESSION_TTL)
+
+
 def endpoints_from(endpoints: str | Sequence[str] | None) -> list[str]:
     """``host:port`` endpoints from a list, a comma-separated string, or
     (``None``) ``RAFTLOCK_ENDPOINTS``, as the CLI reads it, else the default."""
@@ -51,16 +74,28 @@ def seconds(what: str, value: float | None) -> float | None:
     return float(value)
 
 
-def wait_limit(blocking: bool, timeout: float | None, default: float | None) -> float | None:
-    """The wait of an acquire: ``timeout`` (``-1`` or ``None``: the lock's
-    default, which ``None`` makes unbounded), as ``threading.Lock`` reads it."""
+def wait_seconds(what: str, value: float | None) -> float | None:
+    """``value`` if it is a number of seconds ``>= 0`` (or ``None``); 0 is
+    one try, as for ``threading.Lock.acquire(timeout=0)``."""
+    if value is not None and not isinstance(value, bool) and value == 0:
+        return 0.0
+    return seconds(what, value)
+
+
+def wait_limit(
+    blocking: bool, timeout: float | None, default: float | None
+) -> tuple[bool, float | None]:
+    """Whether an acquire waits, and for how long: ``timeout`` (``-1`` or
+    ``None``: the lock's default, which ``None`` makes unbounded; 0: one
+    try, no wait), as ``threading.Lock`` reads it."""
     if not blocking:
         if timeout is not None and timeout != -1:
             raise InvalidArgument("a timeout needs blocking=True")
-        return None
-    if timeout is None or timeout == -1:
-        return default
-    return seconds("timeout", timeout)
+        return False, None
+    limit = default if timeout is None or timeout == -1 else wait_seconds("timeout", timeout)
+    if limit == 0:
+        return False, None
+    return True, limit
 
 
 def as_bytes(value: bytes | str) -> bytes:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from os import PathLike
 
 from raftlock import _native
-from raftlock._common import seconds
+from raftlock._common import seconds, session_ttl_seconds
 from raftlock._native import NodeStatus
 from raftlock.errors import InvalidArgument
 
@@ -130,7 +130,7 @@ class NodeBase:
         token: str | None,
     ) -> _native.NativeClient:
         return self._native.client(
-            session_ttl=seconds("session_ttl", session_ttl),
+            session_ttl=session_ttl_seconds(session_ttl),
             safety_margin=seconds("safety_margin", safety_margin),
             retry_for=seconds("retry_for", retry_for),
             token=token if token is not None else os.environ.get("RAFTLOCK_TOKEN"),

@@ -286,7 +286,7 @@ class Lock(LockBase):
         """Takes the lock (or one more level of it). Answers ``False`` if
         ``blocking`` is false and it is busy, or if ``timeout`` seconds pass
         (``None`` or ``-1``: the lock's own timeout)."""
-        wait = wait_limit(blocking, timeout, self._timeout)
+        blocking, wait = wait_limit(blocking, timeout, self._timeout)
         top = self._held_top()
         if top is not None:
             guard = top.reenter()

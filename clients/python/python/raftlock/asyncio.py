@@ -236,7 +236,7 @@ class Lock(LockBase):
     ) -> tuple[Awaitable[Any], bool, asyncio.Event | None]:
         """The native call of one acquire; whether it takes a fresh hold
         (not a re-entry); the fresh hold's loss event, if made now."""
-        wait = wait_limit(blocking, timeout, self._timeout)
+        blocking, wait = wait_limit(blocking, timeout, self._timeout)
         top = self._held_top()
         if top is not None:
             return top.reenter(aio=True), False, None

@@ -12,9 +12,11 @@ What is the same: ``acquire(blocking, blocking_timeout, token)``,
 ``release()``, ``extend(additional_time, replace_ttl)``, ``reacquire()``,
 ``locked()``, ``owned()``, ``with``; ``timeout`` is the lock's own TTL
 (Redis ``PX``): it ends that long after acquire, extend or reacquire
-unless extended again, and a process that dies loses it then. The
-exceptions are named as redis-py's (:class:`LockError`,
-:class:`LockNotOwnedError`).
+unless extended again, and a process that dies loses it then.
+:class:`LockError` and :class:`LockNotOwnedError` are subclasses of
+redis-py's (``redis.exceptions.LockError``, ``LockNotOwnedError``) when
+redis-py is installed, so existing ``except`` blocks catch them; they are
+also :class:`raftlock.errors.RaftlockError` and ``ValueError``.
 
 What differs, and why:
 
@@ -33,6 +35,9 @@ What differs, and why:
   until ``blocking_timeout``.
 - It survives the loss of a node: the grant is replicated by Raft before
   it is answered.
+- Errors of the cluster itself (no quorum, a bad argument) are raftlock's
+  own (:mod:`raftlock.errors`: ``Unavailable`` is the built-in
+  ``ConnectionError``, not ``redis.exceptions.ConnectionError``).
 """
 
 from __future__ import annotations
@@ -40,21 +45,48 @@ from __future__ import annotations
 import threading
 import uuid
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from raftlock import _own_ttl
+from raftlock._common import ttl_seconds
 from raftlock._native import LeaseTtl, LockInfo
 from raftlock._sync import Client
 from raftlock.asyncio import Client as AsyncClient
 from raftlock.errors import LeaseExpired, NotHeld, RaftlockError, Timeout
 
 
-class LockError(RaftlockError, ValueError):
-    """As redis-py's ``LockError``: the lock cannot be used this way."""
+def _redis_lock_errors() -> tuple[type[ValueError], type[ValueError]]:
+    """redis-py's ``LockError`` and ``LockNotOwnedError`` when redis-py is
+    installed, so ``except redis.exceptions.LockError`` catches ours; else
+    ``ValueError`` (what redis-py's derive from) for both."""
+    try:
+        from redis import exceptions
+    except ImportError:
+        return ValueError, ValueError
+    return exceptions.LockError, exceptions.LockNotOwnedError
 
 
-class LockNotOwnedError(LockError):
-    """As redis-py's ``LockNotOwnedError``: the lock is no longer ours."""
+if TYPE_CHECKING:
+    _RedisLockError = ValueError
+    _RedisLockNotOwnedError = ValueError
+else:
+    _RedisLockError, _RedisLockNotOwnedError = _redis_lock_errors()
+
+
+class LockError(RaftlockError, _RedisLockError):
+    """redis-py's ``LockError`` (a subclass of it when redis-py is
+    installed, else of ``ValueError`` as redis-py's is): the lock cannot be
+    used this way. ``message`` and ``lock_name`` as redis-py's."""
+
+    def __init__(self, message: str | None = None, lock_name: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.lock_name = lock_name
+
+
+class LockNotOwnedError(LockError, _RedisLockNotOwnedError):
+    """redis-py's ``LockNotOwnedError`` (a subclass of it when redis-py is
+    installed): the lock is no longer ours."""
 
 
 class _Held:
@@ -85,7 +117,7 @@ class _LockBase:
     ) -> None:
         self.client = client
         self.name = name
-        self.timeout = timeout
+        self.timeout = None if timeout is None else ttl_seconds("timeout", timeout)
         self.sleep = sleep
         self.blocking = blocking
         self.blocking_timeout = blocking_timeout
@@ -97,11 +129,13 @@ class _LockBase:
     ) -> tuple[str, bool, float | None]:
         """An acquire's token, whether it waits, and for how long."""
         if self.local.token is not None:
-            raise LockError(f"lock {self.name!r} is already held by this thread")
+            raise LockError(f"lock {self.name!r} is already held by this thread", self.name)
         if isinstance(token, bytes):
             token = token.decode()
         wait = self.blocking if blocking is None else blocking
         limit = self.blocking_timeout if blocking_timeout is None else blocking_timeout
+        if limit is not None and limit <= 0:
+            wait = False  # redis-py's blocking_timeout=0: one try
         return token or uuid.uuid4().hex, wait, limit if wait else None
 
     def _record(self, token: str, lease: int, fence: int) -> None:
@@ -111,7 +145,7 @@ class _LockBase:
         """The token and lease of the hold being released, forgotten now."""
         token, lease = self.local.token, self.local.lease
         if token is None:
-            raise LockError("Cannot release an unlocked lock")
+            raise LockError("Cannot release an unlocked lock", self.name)
         self.local.token = self.local.lease = self.local.fence = None
         return token, lease if self.timeout is not None else None
 
@@ -119,15 +153,15 @@ class _LockBase:
         """The token and lease of a hold with its own TTL, for ``verb``."""
         token, lease = self.local.token, self.local.lease
         if token is None:
-            raise LockError(f"Cannot {verb} an unlocked lock")
+            raise LockError(f"Cannot {verb} an unlocked lock", self.name)
         if self.timeout is None or lease is None:
-            raise LockError(f"Cannot {verb} a lock with no timeout")
+            raise LockError(f"Cannot {verb} a lock with no timeout", self.name)
         return token, lease
 
     def _left(self, verb: str, token: str, ttl: LeaseTtl) -> float:
         """Seconds a hold has left, if its lease still holds it."""
         if (self.name, token, True) not in ttl.attachments:
-            raise _not_owned(verb)
+            raise _not_owned(verb, self.name)
         return ttl.remaining or 0.0
 
     def _holds(self, info: LockInfo | None) -> bool:
@@ -140,12 +174,12 @@ class _LockBase:
     def fence(self) -> int:
         """The fencing token of the current hold."""
         if self.local.fence is None:
-            raise LockError("the lock is not held")
+            raise LockError("the lock is not held", self.name)
         return int(self.local.fence)
 
 
-def _not_owned(verb: str) -> LockNotOwnedError:
-    return LockNotOwnedError(f"Cannot {verb} a lock that's no longer owned")
+def _not_owned(verb: str, name: str) -> LockNotOwnedError:
+    return LockNotOwnedError(f"Cannot {verb} a lock that's no longer owned", name)
 
 
 class Lock(_LockBase):
@@ -196,17 +230,20 @@ class Lock(_LockBase):
         try:
             if lease is not None:
                 if _own_ttl.revoke(self.client._native, lease) == 0:
-                    raise _not_owned("release")
+                    raise _not_owned("release", self.name)
             else:
                 self.client._native.release_on(self.name, token)
         except NotHeld as e:
-            raise _not_owned("release") from e
+            raise _not_owned("release", self.name) from e
 
     def extend(self, additional_time: float, replace_ttl: bool = False) -> bool:
         """Adds ``additional_time`` seconds to the time the lock has left
         (or, with ``replace_ttl``, sets it to that)."""
         lease, left = self._time_left("extend")
-        self.client.set_lease_ttl(lease, additional_time if replace_ttl else left + additional_time)
+        ttl = ttl_seconds(
+            "additional_time", additional_time if replace_ttl else left + additional_time
+        )
+        self.client.set_lease_ttl(lease, ttl)
         return True
 
     def reacquire(self) -> bool:
@@ -229,13 +266,13 @@ class Lock(_LockBase):
         try:
             ttl = self.client.time_to_live(lease)
         except LeaseExpired as e:
-            raise _not_owned(verb) from e
+            raise _not_owned(verb, self.name) from e
         return lease, self._left(verb, token, ttl)
 
     def __enter__(self) -> Lock:
         if self.acquire():
             return self
-        raise LockError("Unable to acquire lock within the time specified")
+        raise LockError("Unable to acquire lock within the time specified", self.name)
 
     def __exit__(
         self,
@@ -284,19 +321,20 @@ class AsyncLock(_LockBase):
         try:
             if lease is not None:
                 if await _own_ttl.revoke_async(self.client._native, lease) == 0:
-                    raise _not_owned("release")
+                    raise _not_owned("release", self.name)
             else:
                 await self.client._native.release_on(self.name, token, aio=True)
         except NotHeld as e:
-            raise _not_owned("release") from e
+            raise _not_owned("release", self.name) from e
 
     async def extend(self, additional_time: float, replace_ttl: bool = False) -> bool:
         """Adds ``additional_time`` seconds to the time the lock has left
         (or, with ``replace_ttl``, sets it to that)."""
         lease, left = await self._time_left("extend")
-        await self.client.set_lease_ttl(
-            lease, additional_time if replace_ttl else left + additional_time
+        ttl = ttl_seconds(
+            "additional_time", additional_time if replace_ttl else left + additional_time
         )
+        await self.client.set_lease_ttl(lease, ttl)
         return True
 
     async def reacquire(self) -> bool:
@@ -319,13 +357,13 @@ class AsyncLock(_LockBase):
         try:
             ttl = await self.client.time_to_live(lease)
         except LeaseExpired as e:
-            raise _not_owned(verb) from e
+            raise _not_owned(verb, self.name) from e
         return lease, self._left(verb, token, ttl)
 
     async def __aenter__(self) -> AsyncLock:
         if await self.acquire():
             return self
-        raise LockError("Unable to acquire lock within the time specified")
+        raise LockError("Unable to acquire lock within the time specified", self.name)
 
     async def __aexit__(
         self,
