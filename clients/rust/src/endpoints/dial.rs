@@ -67,7 +67,7 @@ pub(crate) enum Probe {
 /// Asks the node behind `channel` for its status, within `limit`.
 pub(crate) async fn probe(channel: Transport, limit: Duration, addr: &str) -> Probe {
     let mut client = ClusterClient::new(channel);
-    match tokio::time::timeout(limit, client.status(pb::StatusRequest {})).await {
+    match tokio::time::timeout(limit, client.status(pb::StatusRequest::default())).await {
         Ok(Ok(status)) => Probe::Answered(Some(status.into_inner())),
         // A status made on this side carries the transport's error as
         // its source; one a node sent has none.
