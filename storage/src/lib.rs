@@ -42,6 +42,7 @@ pub mod dir_lock;
 pub mod disk_sync;
 pub mod error;
 pub mod event;
+pub mod fatal_report;
 pub mod identity;
 pub mod limits;
 pub mod log_store;

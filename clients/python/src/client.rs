@@ -1,7 +1,6 @@
 //! `NativeClient`: the calls of the Rust client, each blocking or, with
 //! `aio=True`, answering an awaitable (see `run::finish`).
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 
@@ -9,9 +8,8 @@ use pyo3::prelude::*;
 use raftlock_client::{Acquire, Client, Error};
 
 use crate::client_options::{client_options, ClientSettings};
-use crate::convert::{
-    lock_delay_secs, read_write_op, secs, ttl_secs, LeadRecord, LeaderInfo, LeaseTtl, LockInfo,
-};
+use crate::convert::{lock_delay_secs, secs, ttl_secs, LeaderInfo, LeaseTtl, LockInfo};
+use crate::coordination::NativeCoordination;
 use crate::guards::{NativeGuard, NativeLeadership, NativeTaskGuard};
 use crate::node_link::NodeLink;
 use crate::observer::NativeObserver;
@@ -373,135 +371,12 @@ impl NativeClient {
         NativeObserver::new(self.client.election(name).observe())
     }
 
-    /// Takes `name` alone for `owner` on a lease of its own of `ttl`, or
-    /// renews the hold `owner` has: `(fence, lease)`, `None` when another
-    /// owner holds it.
-    #[pyo3(signature = (name, owner, ttl, *, aio=false))]
-    fn hold<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        owner: String,
-        ttl: f64,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = ttl_secs("ttl", ttl)?;
-        let client = self.client.clone();
-        self.run(py, aio, async move {
-            let held = client.hold(&name, &owner, ttl).await?;
-            Ok(held.map(|h| (h.fence, h.lease)))
-        })
-    }
-
-    /// Ends `owner`'s hold of `name` with its lease; `False` if none.
-    #[pyo3(signature = (name, owner, *, aio=false))]
-    fn unhold<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        owner: String,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.run(py, aio, async move { client.unhold(&name, &owner).await })
-    }
-
-    /// One read-write step (`op`: read, write, release_read, release_write,
-    /// cancel_intent, downgrade): `(granted, generation, poisoned)`.
-    #[pyo3(signature = (name, owner, op, ttl, intent, *, aio=false))]
-    fn read_write<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        owner: String,
-        op: &str,
-        ttl: f64,
-        intent: bool,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let op = read_write_op(op)?;
-        let ttl = ttl_secs("ttl", ttl)?;
-        let client = self.client.clone();
-        self.run(py, aio, async move {
-            let step = client.read_write(&name, &owner, op, ttl, intent).await?;
-            Ok((step.granted, step.generation, step.poisoned))
-        })
-    }
-
-    /// Read-write lock `name`: `(generation, writing, readers,
-    /// waiting_writers)`.
-    #[pyo3(signature = (name, *, aio=false))]
-    fn read_write_state<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.run(py, aio, async move {
-            let s = client.read_write_state(&name).await?;
-            Ok((s.generation, s.writing, s.readers, s.waiting_writers))
-        })
-    }
-
-    /// Leads election `name` as `owner` for `ttl`, or renews its lead:
-    /// the record, whoever leads (see `LeadRecord`).
-    #[pyo3(signature = (name, owner, ttl, metadata, *, aio=false))]
-    fn lead<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        owner: String,
-        ttl: f64,
-        metadata: HashMap<String, String>,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = ttl_secs("ttl", ttl)?;
-        let client = self.client.clone();
-        self.run(py, aio, async move {
-            Ok(LeadRecord::from(
-                client.lead(&name, &owner, ttl, metadata).await?,
-            ))
-        })
-    }
-
-    /// The record of election `name` while someone leads it.
-    #[pyo3(signature = (name, *, aio=false))]
-    fn leader_record<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.run(py, aio, async move {
-            Ok(client.leader_record(&name).await?.map(LeadRecord::from))
-        })
-    }
-
-    /// Claims schedule `name`'s fire at `due` (seconds since the epoch).
-    #[pyo3(signature = (name, due, *, aio=false))]
-    fn claim_fire<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        due: f64,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.run(py, aio, async move { client.claim_fire(&name, due).await })
-    }
-
-    /// The last fire claimed for schedule `name`, `None` if none.
-    #[pyo3(signature = (name, *, aio=false))]
-    fn last_fired<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.run(py, aio, async move { client.last_fired(&name).await })
+    /// The coordination calls grelmicro's adapters make (holds with
+    /// leases of their own, read-write steps, lead records, schedule
+    /// fires), on this client's connection.
+    #[getter]
+    fn coordination(&self) -> NativeCoordination {
+        NativeCoordination::new(self.client.clone(), self.link.clone())
     }
 }
 

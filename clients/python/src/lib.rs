@@ -28,6 +28,7 @@ mod cli;
 mod client;
 mod client_options;
 mod convert;
+mod coordination;
 mod guards;
 mod loop_port;
 mod node;
@@ -57,6 +58,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client::new_owner, m)?)?;
     m.add_function(wrap_pyfunction!(client_options::admin_token, m)?)?;
     m.add_class::<client::NativeClient>()?;
+    m.add_class::<coordination::NativeCoordination>()?;
     m.add_class::<loop_port::LoopPort>()?;
     m.add_class::<guards::NativeGuard>()?;
     m.add_class::<guards::NativeLeadership>()?;

@@ -174,7 +174,7 @@ def test_reprs_read_as_python(client: raftlock.Client, other: raftlock.Client, n
     assert granted == [True]
     waiter.release()
 
-    record = repr(client._native.lead(f"{name}/lead", "w1", 5.0, {"k": "v"}))
+    record = repr(client._native.coordination.lead(f"{name}/lead", "w1", 5.0, {"k": "v"}))
     assert re.fullmatch(
         r"LeadRecord\(holder='w1', ttl=5\.0, acquired_at_ms=\d+, renewed_at_ms=\d+, "
         r"transitions=\d+, metadata=\{'k': 'v'\}\)",

@@ -143,7 +143,7 @@ impl Replica {
         let reason = match &self.raft.metrics().borrow_watched().running_state {
             Err(fatal) => format!(
                 "{what}: {}",
-                raftlock_storage::storage_failure::describe_fatal(fatal, &self.config.data_dir)
+                raftlock_storage::fatal_report::describe_fatal(fatal, &self.config.data_dir)
             ),
             Ok(()) => what,
         };

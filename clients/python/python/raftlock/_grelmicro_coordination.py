@@ -91,13 +91,13 @@ class RaftlockLockAdapter(_Adapter, LockBackend):
         """Takes ``name`` for ``token`` for ``duration`` seconds, or renews
         the hold ``token`` has; raftlock's fence, ``None`` when another
         token holds it."""
-        native = self._provider.client._native
+        native = self._provider.client._native.coordination
         held: tuple[int, int] | None = await native.hold(name, token, _ttl(duration), aio=True)
         return None if held is None else held[0]
 
     async def release(self, *, name: str, token: str) -> bool:
         """Ends ``token``'s hold of ``name``; ``False`` if it held none."""
-        return bool(await self._provider.client._native.unhold(name, token, aio=True))
+        return bool(await self._provider.client._native.coordination.unhold(name, token, aio=True))
 
     async def locked(self, *, name: str) -> bool:
         """Whether anyone holds ``name``."""
@@ -118,7 +118,7 @@ class RaftlockReadWriteLockAdapter(_Adapter, ReadWriteLockBackend):
     async def _step(
         self, op: str, name: str, token: str, duration: float = 1.0, intent: bool = False
     ) -> tuple[bool, int, bool]:
-        step: tuple[bool, int, bool] = await self._provider.client._native.read_write(
+        step: tuple[bool, int, bool] = await self._provider.client._native.coordination.read_write(
             name, token, op, _ttl(duration), intent, aio=True
         )
         return step
@@ -158,7 +158,7 @@ class RaftlockReadWriteLockAdapter(_Adapter, ReadWriteLockBackend):
 
     async def state(self, *, name: str) -> ReadWriteLockState:
         """The lock as it stands (live leases and intents only)."""
-        native = self._provider.client._native
+        native = self._provider.client._native.coordination
         generation, writing, readers, waiting = await native.read_write_state(name, aio=True)
         return ReadWriteLockState(
             generation=generation,
@@ -207,7 +207,7 @@ class RaftlockLeaderElectionAdapter(_Adapter):
         """Leads ``name`` as ``token`` (or renews its lead): the record,
         whoever leads; ``token`` leads when it is the record's holder (an
         empty holder: nobody leads)."""
-        native = self._provider.client._native
+        native = self._provider.client._native.coordination
         record: LeadRecord = await native.lead(
             name, token, _ttl(duration), dict(metadata or {}), aio=True
         )
@@ -215,11 +215,11 @@ class RaftlockLeaderElectionAdapter(_Adapter):
 
     async def release(self, *, name: str, token: str) -> bool:
         """Ends ``token``'s lead of ``name`` and its record."""
-        return bool(await self._provider.client._native.unhold(name, token, aio=True))
+        return bool(await self._provider.client._native.coordination.unhold(name, token, aio=True))
 
     async def get(self, *, name: str) -> LeaderRecord | None:
         """The record while someone leads ``name``."""
-        native = self._provider.client._native
+        native = self._provider.client._native.coordination
         record: LeadRecord | None = await native.leader_record(name, aio=True)
         return None if record is None else _leader_record(record)
 
@@ -232,11 +232,15 @@ class RaftlockScheduleAdapter(_Adapter, ScheduleBackend):
 
     async def claim(self, name: str, due: float) -> bool:
         """Claims the fire of ``name`` at ``due`` (UTC epoch seconds)."""
-        return bool(await self._provider.client._native.claim_fire(name, due, aio=True))
+        return bool(
+            await self._provider.client._native.coordination.claim_fire(name, due, aio=True)
+        )
 
     async def last_fired(self, name: str) -> float | None:
         """The last fire claimed, ``None`` if never."""
-        fired: float | None = await self._provider.client._native.last_fired(name, aio=True)
+        fired: float | None = await self._provider.client._native.coordination.last_fired(
+            name, aio=True
+        )
         return fired
 
 
