@@ -112,6 +112,15 @@ fn outcome_unknown(status: &Status) -> bool {
         .is_some_and(|v| v.as_bytes() == OUTCOME_UNKNOWN.as_bytes())
 }
 
+/// Whether `status` is tonic's for an HTTP/2 connection that broke under
+/// the call (a node stopping or removed sends GOAWAY or resets its
+/// streams): tonic reports most HTTP/2 reasons as `Internal` "h2 protocol
+/// error", which is the connection's failure, not the server's answer, so
+/// the call is tried on the next endpoint under its request id.
+fn connection_broke(status: &Status) -> bool {
+    status.message().starts_with("h2 protocol error")
+}
+
 /// Maps a status from a raftlock server back to an [`Error`].
 pub fn from_status(status: &Status) -> Error {
     let msg = status.message().to_string();
@@ -126,7 +135,27 @@ pub fn from_status(status: &Status) -> Error {
         Code::Unauthenticated => Error::Unauthenticated(msg),
         Code::PermissionDenied => Error::PermissionDenied(msg),
         Code::Unavailable | Code::Unknown | Code::Cancelled => Error::Unavailable(msg),
+        Code::Internal if connection_broke(status) => Error::Unavailable(msg),
         Code::Unimplemented => Error::NotServed(msg),
         _ => Error::Internal(format!("{:?}: {msg}", status.code())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection that broke under a call (tonic's `Internal` "h2
+    /// protocol error", seen when a removed node exits mid-call) is a
+    /// failure to reach the node, retried on the next endpoint; a
+    /// server's own `Internal` answer is not. Before, the broken
+    /// connection was `Internal`, and one `raftlock lock` in the selftest's
+    /// membership changes failed with it.
+    #[test]
+    fn a_broken_connection_is_unavailable_and_a_servers_internal_error_is_not() {
+        let broke = Status::internal("h2 protocol error: http2 error");
+        assert!(matches!(from_status(&broke), Error::Unavailable(_)));
+        let answered = Status::internal("apply failed");
+        assert!(matches!(from_status(&answered), Error::Internal(_)));
     }
 }
