@@ -199,7 +199,8 @@ def test_a_python_client_locks_against_it(server: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "code"),
     [
-        (["--ttl", "5", "--", "true"], 125),  # a usage error: a TTL without a unit
+        (["--ttl", "5x", "--", "true"], 125),  # a usage error: a TTL that is no duration
+        (["--bogus", "--", "true"], 125),  # a usage error: an unknown flag
         (["--", "/nonexistent/command"], 127),
         (["--endpoints", "127.0.0.1:1", "--", "true"], 122),
     ],
