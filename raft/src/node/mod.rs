@@ -62,6 +62,8 @@ pub struct RaftNode {
     admin_credential: Option<AdminCredential>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    /// Snapshot builds still holding the storage, waited out on shutdown.
+    builds: raftlock_storage::sm_store::builds::Builds,
 }
 
 impl RaftNode {
@@ -142,6 +144,7 @@ impl RaftNode {
             },
         })?;
         let closing_log = log_store.clone();
+        let builds = sm_store.builds();
         sm_store.check_cluster_with(log_store.clone());
         let state = sm_store.state();
 
@@ -250,6 +253,7 @@ impl RaftNode {
             admin_credential,
             stop,
             tasks,
+            builds,
         };
         node.initialize_if_new().await?;
         Ok(node)
@@ -366,6 +370,13 @@ impl RaftNode {
         for task in self.tasks.drain(..) {
             // Each watches `stop`.
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
+        // A snapshot build runs on past Raft's stop and holds the database
+        // until it ends: the data dir is in use until then.
+        if !self.builds.wait_idle(CLOSE_DEADLINE).await {
+            tracing::warn!(
+                "a snapshot build still holds the data dir after {CLOSE_DEADLINE:?};                  stopping without waiting for it"
+            );
         }
     }
 }

@@ -10,6 +10,7 @@
 //! committed entries after it, as etcd replays its WAL after its backend's
 //! consistent index. `docs/decisions.md` says why.
 
+pub mod builds;
 pub mod snapshot;
 
 use std::io::{self, Cursor};
@@ -33,6 +34,7 @@ use crate::types::{
     Entry, EntryPayload, LogId, NodeId, Snapshot, SnapshotData, SnapshotMeta, StoredMembership,
     TypeConfig,
 };
+use builds::Builds;
 use snapshot::{ClusterSource, SnapshotBuilder, SnapshotPayload, SnapshotStore};
 
 /// The in-memory lock state, shared with the serving layer for reads. Take
@@ -124,6 +126,8 @@ pub struct StateMachineStore {
     meta: SharedMeta,
     /// Where applied events go; nobody listening is fine.
     events: UnboundedSender<Applied>,
+    /// Snapshot builds still running (they hold the storage).
+    builds: Builds,
 }
 
 impl StateMachineStore {
@@ -143,6 +147,7 @@ impl StateMachineStore {
             state: Arc::default(),
             meta: Arc::default(),
             events,
+            builds: Builds::default(),
         };
         if let Some((snapshot, data)) = store.snapshots.current()? {
             // This dir's own snapshot: its cluster is the dir's.
@@ -158,6 +163,12 @@ impl StateMachineStore {
     /// never called on (unit tests) stamps none and checks none.
     pub fn check_cluster_with(&self, log: LogStore) {
         self.cluster.set(log);
+    }
+
+    /// The count of snapshot builds still running, which a stopping node
+    /// waits out before its data dir may be removed.
+    pub fn builds(&self) -> Builds {
+        self.builds.clone()
     }
 
     /// The in-memory lock state, for reads by the serving layer.
@@ -346,6 +357,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             state: self.state.clone(),
             meta: self.meta.clone(),
             snapshots: self.snapshots.clone(),
+            _in_flight: self.builds.start(),
         }
     }
 

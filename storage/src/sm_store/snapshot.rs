@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use uuid::Uuid;
 
+use super::builds::BuildInFlight;
 use super::{read_state, AppliedMeta, SharedMeta, SharedState};
 use crate::codec::{decode, encode, seal, unseal};
 use crate::command::slot_index;
@@ -401,6 +402,9 @@ pub struct SnapshotBuilder {
     pub(crate) state: SharedState,
     pub(crate) meta: SharedMeta,
     pub(crate) snapshots: SnapshotStore,
+    /// Counts this build while it holds the storage; last, so it drops
+    /// after the handles above.
+    pub(crate) _in_flight: BuildInFlight,
 }
 
 impl SnapshotBuilder {
