@@ -107,7 +107,7 @@ impl NativeClient {
             builder = builder.lock_delay(lock_delay_secs(delay)?);
         }
         let link = self.link.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             let guard = if wait {
                 Some(builder.acquire().await?)
             } else {
@@ -127,7 +127,8 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        self.run(py, aio, async move { client.check(&name, fence).await })
+        self.link
+            .run(py, aio, async move { client.check(&name, fence).await })
     }
 
     /// The lock `name` (holders and waiters), `None` if nobody holds or waits.
@@ -139,7 +140,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             Ok(client.describe(&name).await?.map(LockInfo::from))
         })
     }
@@ -154,7 +155,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             let locks = client.list(&prefix, limit).await?;
             Ok(locks.into_iter().map(LockInfo::from).collect::<Vec<_>>())
         })
@@ -169,7 +170,8 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        self.run(py, aio, async move { client.force_release(&name).await })
+        self.link
+            .run(py, aio, async move { client.force_release(&name).await })
     }
 
     /// Grants a lease of `ttl` seconds; answers its id.
@@ -182,7 +184,8 @@ impl NativeClient {
     ) -> PyResult<Bound<'py, PyAny>> {
         let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
-        self.run(py, aio, async move { client.grant_lease(ttl).await })
+        self.link
+            .run(py, aio, async move { client.grant_lease(ttl).await })
     }
 
     /// Renews a lease; answers its TTL in seconds.
@@ -194,7 +197,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             Ok(client.keep_alive(lease).await?.as_secs_f64())
         })
     }
@@ -203,7 +206,8 @@ impl NativeClient {
     #[pyo3(signature = (lease, *, aio=false))]
     fn revoke<'py>(&self, py: Python<'py>, lease: u64, aio: bool) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        self.run(py, aio, async move { client.revoke(lease).await })
+        self.link
+            .run(py, aio, async move { client.revoke(lease).await })
     }
 
     /// Gives a lease a new TTL from now (replicated); answers it.
@@ -217,7 +221,7 @@ impl NativeClient {
     ) -> PyResult<Bound<'py, PyAny>> {
         let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             Ok(client.set_lease_ttl(lease, ttl).await?.as_secs_f64())
         })
     }
@@ -231,7 +235,7 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             Ok(LeaseTtl::from(client.time_to_live(lease).await?))
         })
     }
@@ -255,7 +259,7 @@ impl NativeClient {
             ..Acquire::exclusive(name, owner, lease)
         };
         let client = self.client.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             Ok(client.acquire(&spec).await?.map(|a| (a.fence, a.count)))
         })
     }
@@ -274,7 +278,7 @@ impl NativeClient {
     ) -> PyResult<Bound<'py, PyAny>> {
         let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             let held = client.acquire_with_ttl(&name, &owner, ttl).await?;
             Ok(held.map(|(lease, a)| (lease, a.fence)))
         })
@@ -291,7 +295,8 @@ impl NativeClient {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        self.run(py, aio, async move { client.release(&name, &owner).await })
+        self.link
+            .run(py, aio, async move { client.release(&name, &owner).await })
     }
 
     /// Campaigns in election `name` until elected (or `timeout`).
@@ -309,7 +314,7 @@ impl NativeClient {
             election = election.timeout(secs("timeout", timeout)?);
         }
         let link = self.link.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             Ok(NativeLeadership::new(election.campaign(value).await?, link))
         })
     }
@@ -318,7 +323,7 @@ impl NativeClient {
     #[pyo3(signature = (name, *, aio=false))]
     fn leader<'py>(&self, py: Python<'py>, name: String, aio: bool) -> PyResult<Bound<'py, PyAny>> {
         let election = self.client.election(name);
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             Ok(election.leader().await?.map(LeaderInfo::from))
         })
     }
@@ -339,7 +344,7 @@ impl NativeClient {
             secs("max_hold", max_hold)?,
         );
         let link = self.link.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             Ok(task
                 .try_acquire()
                 .await?
@@ -351,7 +356,8 @@ impl NativeClient {
     #[pyo3(signature = (*, aio=false))]
     fn session_lease<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        self.run(py, aio, async move { client.session_lease().await })
+        self.link
+            .run(py, aio, async move { client.session_lease().await })
     }
 
     /// Ends the session: revokes its lease, releasing its locks.
@@ -392,15 +398,6 @@ impl NativeClient {
     /// A client of a node of this process (see [`NodeLink`]).
     pub(crate) fn of_node(client: Client, link: NodeLink) -> Self {
         Self { client, link }
-    }
-
-    /// [`finish`] of a call, which ends at once if its node stops.
-    fn run<'py, F, T>(&self, py: Python<'py>, aio: bool, fut: F) -> PyResult<Bound<'py, PyAny>>
-    where
-        F: Future<Output = Result<T, Error>> + Send + 'static,
-        T: for<'a> IntoPyObject<'a> + Send + 'static,
-    {
-        finish(py, aio, self.link.call(fut))
     }
 
     /// [`finish`] of a leave (see [`NodeLink::leave`]).

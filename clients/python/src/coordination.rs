@@ -4,14 +4,12 @@
 //! Each blocks or, with `aio=True`, answers an awaitable.
 
 use std::collections::HashMap;
-use std::future::Future;
 
 use pyo3::prelude::*;
-use raftlock_client::{Client, Error};
+use raftlock_client::Client;
 
 use crate::convert::{read_write_op, ttl_secs, LeadRecord};
 use crate::node_link::NodeLink;
-use crate::run::finish;
 
 /// The coordination calls of one client (`NativeClient.coordination`).
 #[pyclass(module = "raftlock._native", frozen)]
@@ -24,15 +22,6 @@ pub struct NativeCoordination {
 impl NativeCoordination {
     pub(crate) fn new(client: Client, link: NodeLink) -> Self {
         Self { client, link }
-    }
-
-    /// [`finish`] of a call, which ends at once if its node stops.
-    fn run<'py, F, T>(&self, py: Python<'py>, aio: bool, fut: F) -> PyResult<Bound<'py, PyAny>>
-    where
-        F: Future<Output = Result<T, Error>> + Send + 'static,
-        T: for<'a> IntoPyObject<'a> + Send + 'static,
-    {
-        finish(py, aio, self.link.call(fut))
     }
 }
 
@@ -54,7 +43,7 @@ impl NativeCoordination {
     ) -> PyResult<Bound<'py, PyAny>> {
         let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             let held = client.hold(&name, &owner, ttl).await?;
             Ok(held.map(|h| (h.fence, h.lease)))
         })
@@ -70,7 +59,8 @@ impl NativeCoordination {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        self.run(py, aio, async move { client.unhold(&name, &owner).await })
+        self.link
+            .run(py, aio, async move { client.unhold(&name, &owner).await })
     }
 
     /// One read-write step (`op`: read, write, release_read, release_write,
@@ -89,7 +79,7 @@ impl NativeCoordination {
         let op = read_write_op(op)?;
         let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             let step = client.read_write(&name, &owner, op, ttl, intent).await?;
             Ok((step.granted, step.generation, step.poisoned))
         })
@@ -105,7 +95,7 @@ impl NativeCoordination {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             let s = client.read_write_state(&name).await?;
             Ok((s.generation, s.writing, s.readers, s.waiting_writers))
         })
@@ -125,7 +115,7 @@ impl NativeCoordination {
     ) -> PyResult<Bound<'py, PyAny>> {
         let ttl = ttl_secs("ttl", ttl)?;
         let client = self.client.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             Ok(LeadRecord::from(
                 client.lead(&name, &owner, ttl, metadata).await?,
             ))
@@ -141,7 +131,7 @@ impl NativeCoordination {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        self.run(py, aio, async move {
+        self.link.run(py, aio, async move {
             Ok(client.leader_record(&name).await?.map(LeadRecord::from))
         })
     }
@@ -156,7 +146,8 @@ impl NativeCoordination {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        self.run(py, aio, async move { client.claim_fire(&name, due).await })
+        self.link
+            .run(py, aio, async move { client.claim_fire(&name, due).await })
     }
 
     /// The last fire claimed for schedule `name`, `None` if none.
@@ -168,6 +159,7 @@ impl NativeCoordination {
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
-        self.run(py, aio, async move { client.last_fired(&name).await })
+        self.link
+            .run(py, aio, async move { client.last_fired(&name).await })
     }
 }

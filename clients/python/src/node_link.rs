@@ -21,8 +21,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use pyo3::prelude::*;
 use raftlock_client::Error;
 use tokio::sync::watch;
+
+use crate::run::finish;
 
 /// How long one leave waits (see the module docs).
 pub const LEAVE_WAIT: Duration = Duration::from_millis(500);
@@ -48,6 +51,16 @@ impl NodeLink {
             stopping,
             unreachable: AtomicBool::new(false),
         })))
+    }
+
+    /// [`finish`] of a call of a client on this link: blocking, or with
+    /// `aio` an awaitable, ended at once if the node stops.
+    pub fn run<'py, F, T>(&self, py: Python<'py>, aio: bool, fut: F) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: Future<Output = Result<T, Error>> + Send + 'static,
+        T: for<'a> IntoPyObject<'a> + Send + 'static,
+    {
+        finish(py, aio, self.call(fut))
     }
 
     /// `fut`, ended at once with "node N is stopping" once the node stops.
