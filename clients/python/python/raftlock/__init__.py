@@ -24,6 +24,7 @@ from raftlock._native import (
     Waiter,
     admin_token,
 )
+from raftlock._node_options import NodeOptions
 from raftlock._sync import Client, Fenced, Lock, RwLock, Semaphore
 from raftlock._sync_leadership import Election, LeaderElection, Leadership, TaskGuard, TaskLock
 from raftlock._sync_node import Node
@@ -66,6 +67,7 @@ __all__ = [
     "Member",
     "Node",
     "NodeError",
+    "NodeOptions",
     "NodeStatus",
     "NotHeld",
     "NotServed",

@@ -3,13 +3,20 @@ for asyncio applications."""
 
 from __future__ import annotations
 
+import sys
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 from raftlock._common import seconds
-from raftlock._node_base import NodeBase, NodeOption
+from raftlock._node_base import NodeBase
+from raftlock._node_options import NodeOptions
 
 if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
+
     from raftlock.asyncio import Client
 
 
@@ -25,7 +32,7 @@ class Node(NodeBase):
     lifespan's shutdown.
     """
 
-    def __init__(self, **options: NodeOption) -> None:
+    def __init__(self, **options: Unpack[NodeOptions]) -> None:
         super().__init__(options)
 
     async def start(self) -> Node:

@@ -7,18 +7,13 @@ from __future__ import annotations
 import atexit
 import os
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from os import PathLike
 
 from raftlock import _native
 from raftlock._common import seconds, session_ttl_seconds
 from raftlock._native import NodeStatus
 from raftlock.errors import InvalidArgument
-
-#: A value of one of ``raftlock serve``'s options: text, a number, a path,
-#: ``True``/``False`` for a switch (``join``, ``insecure``), a list for a
-#: list (``initial_cluster``); ``None`` leaves it unset.
-NodeOption = str | int | bool | PathLike[str] | Sequence[str] | None
 
 # Nodes still running at interpreter exit are stopped in order then, as
 # stop() would (weakly held: a node nobody refers to stops by itself).
@@ -31,9 +26,10 @@ def _stop_all_at_exit() -> None:
         node.stop_at_exit()
 
 
-def native_options(options: dict[str, NodeOption]) -> list[tuple[str, str | bool]]:
+def native_options(options: Mapping[str, object]) -> list[tuple[str, str | bool]]:
     """The keywords as ``(name, value)`` for the native node: switches as
-    ``bool``, everything else as the text ``raftlock serve`` would read."""
+    ``bool``, everything else as the text ``raftlock serve`` would read
+    (checked here too: a caller without a type checker may pass anything)."""
     out: list[tuple[str, str | bool]] = []
     for name, value in options.items():
         if value is None:
@@ -62,7 +58,7 @@ def option_names() -> list[str]:
 class NodeBase:
     """The properties of a node (see :class:`raftlock.Node`)."""
 
-    def __init__(self, options: dict[str, NodeOption]) -> None:
+    def __init__(self, options: Mapping[str, object]) -> None:
         self._native = _native.NativeNode(native_options(options))
 
     def _started(self) -> None:

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import sys
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from raftlock._common import seconds
-from raftlock._node_base import NodeBase, NodeOption
+from raftlock._node_base import NodeBase
+from raftlock._node_options import NodeOptions
 from raftlock._sync import Client
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
 
 
 class Node(NodeBase):
@@ -36,7 +45,7 @@ class Node(NodeBase):
     order.
     """
 
-    def __init__(self, **options: NodeOption) -> None:
+    def __init__(self, **options: Unpack[NodeOptions]) -> None:
         super().__init__(options)
         self._native.start()
         self._started()

@@ -41,7 +41,7 @@ import pytest
 
 import raftlock
 import raftlock.asyncio
-from raftlock._node_base import NodeOption
+from raftlock import NodeOptions
 
 
 def _free_port() -> int:
@@ -74,9 +74,9 @@ class LocalCluster:
         self.endpoints = [f"127.0.0.1:{client}" for _, client in ports]
         # One join token for the whole cluster (a one-node cluster needs none).
         join_token = "rlj1-" + secrets.token_hex(32)
-        self._options: dict[int, dict[str, NodeOption]] = {}
+        self._options: dict[int, NodeOptions] = {}
         for i, (peer, client) in enumerate(ports, start=1):
-            options: dict[str, NodeOption] = {
+            options: NodeOptions = {
                 "id": i,
                 "data_dir": str(self.dir / f"node{i}"),
                 "client_addr": f"127.0.0.1:{client}",
