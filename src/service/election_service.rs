@@ -53,8 +53,11 @@ impl pb::election_server::Election for ElectionService {
         req: Request<pb::CampaignRequest>,
     ) -> Result<Reply<pb::CampaignResponse>, Status> {
         let (who, campaign): (_, Campaign) = admit(&self.auth, req)?;
-        // A campaign waits until it leads: it takes a place until it ends.
-        let _permit = self.streams.admit(who.account()).map_err(to_status)?;
+        // A waiting campaign is held open: it takes a place until it ends.
+        let _permit = match campaign.command.wait {
+            true => self.streams.admit(who.account()).map_err(to_status)?,
+            false => None,
+        };
         let call = AcquireCall {
             command: Acquire {
                 // The node's default, as for a lock that names none.
@@ -65,11 +68,21 @@ impl pb::election_server::Election for ElectionService {
             origin: campaign.origin,
             caller: who.caller().clone(),
         };
+        let tried_once = !call.command.wait;
         let grant = self.node.acquire(call).await.map_err(wait_status)?;
-        let grant = grant.ok_or_else(|| Status::internal("campaign answered busy"))?;
-        Ok(Reply::new(pb::CampaignResponse {
-            header: header(&self.node, grant.revision),
-            fence: grant.fence,
+        Ok(Reply::new(match grant {
+            Some(grant) => pb::CampaignResponse {
+                header: header(&self.node, grant.revision),
+                fence: grant.fence,
+                busy: false,
+            },
+            // Only one try finds the election led and is answered busy.
+            None if tried_once => pb::CampaignResponse {
+                header: header(&self.node, 0),
+                fence: 0,
+                busy: true,
+            },
+            None => return Err(Status::internal("a waiting campaign was answered busy")),
         }))
     }
 

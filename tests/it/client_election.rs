@@ -112,3 +112,40 @@ async fn observe_reconnects_without_repeating_an_item() {
     assert_eq!(next(&mut seen).await.unwrap().value, b"v2");
     cluster.shutdown().await;
 }
+
+/// `try_campaign` is one try: it leads a free election, and on a led one it
+/// answers `None` at once and keeps no place in the queue, so when the
+/// leader resigns nobody leads. With the server reading every campaign as
+/// a waiting one, the second try queued behind the leader and the test's
+/// 30 s limit ran out.
+#[tokio::test]
+async fn try_campaign_is_one_try_and_keeps_no_place() {
+    let cluster = TestCluster::new(3).await;
+    let a = short_client(&cluster).await;
+    let b = short_client(&cluster).await;
+    let lead_a = a
+        .election("once")
+        .try_campaign("a")
+        .await
+        .unwrap()
+        .expect("a free election is led by the first try");
+    let tried = tokio::time::timeout(
+        Duration::from_secs(30),
+        b.election("once").try_campaign("b"),
+    )
+    .await
+    .expect("one try answers without waiting for the leader")
+    .unwrap();
+    assert!(tried.is_none(), "a led election answers None");
+
+    let fence_a = lead_a.fence();
+    lead_a.resign().await.unwrap();
+    assert!(
+        a.election("once").leader().await.unwrap().is_none(),
+        "the try kept no place: nobody leads after the resignation"
+    );
+    let lead_b = b.election("once").try_campaign("b").await.unwrap().unwrap();
+    assert!(lead_b.fence() > fence_a);
+    let leader = a.election("once").leader().await.unwrap().unwrap();
+    assert_eq!(leader.value, b"b");
+}

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use pyo3::prelude::*;
 use raftlock_client::{Acquire, Client, Error};
@@ -299,7 +300,8 @@ impl NativeClient {
             .run(py, aio, async move { client.release(&name, &owner).await })
     }
 
-    /// Campaigns in election `name` until elected (or `timeout`).
+    /// Campaigns in election `name` until elected (or `timeout`); a
+    /// `timeout` of 0 is one try, answering `None` when another leads.
     #[pyo3(signature = (name, value, timeout, *, aio=false))]
     fn campaign<'py>(
         &self,
@@ -309,14 +311,23 @@ impl NativeClient {
         timeout: Option<f64>,
         aio: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mut election = self.client.election(name);
-        if let Some(timeout) = timeout {
-            election = election.timeout(secs("timeout", timeout)?);
-        }
+        let election = self.client.election(name);
         let link = self.link.clone();
-        self.link.run(py, aio, async move {
-            Ok(NativeLeadership::new(election.campaign(value).await?, link))
-        })
+        match timeout.map(|t| secs("timeout", t)).transpose()? {
+            Some(Duration::ZERO) => self.link.run(py, aio, async move {
+                let leadership = election.try_campaign(value).await?;
+                Ok(leadership.map(|l| NativeLeadership::new(l, link)))
+            }),
+            timeout => {
+                let election = match timeout {
+                    Some(timeout) => election.timeout(timeout),
+                    None => election,
+                };
+                self.link.run(py, aio, async move {
+                    Ok(NativeLeadership::new(election.campaign(value).await?, link))
+                })
+            }
+        }
     }
 
     /// The current leader of election `name`, if any.

@@ -52,6 +52,25 @@ def test_timeout_zero_is_one_try(
     theirs.release()
 
 
+def test_campaign_timeout_zero_is_one_try(
+    client: raftlock.Client, other: raftlock.Client, name: str
+) -> None:
+    """`campaign(timeout=0)` leads a free election and raises `Timeout` at
+    once on a led one, keeping no place: nobody leads after the leader
+    resigns. Before, `timeout=0` raised InvalidArgument ("timeout must be
+    a positive number of seconds, not 0")."""
+    leading = client.election(name).campaign(b"a", timeout=0)
+    started = time.monotonic()
+    with pytest.raises(raftlock.Timeout, match="campaign\\(timeout=0\\) tried once"):
+        other.election(name).campaign(b"b", timeout=0)
+    with pytest.raises(raftlock.Timeout):
+        raftlock.Election(other, name, timeout=0).campaign(b"b")
+    assert time.monotonic() - started < 10  # no wait (a generous bound for a loaded machine)
+    leading.resign()
+    assert client.election(name).leader() is None  # the tries kept no place
+    assert other.election(name).campaign(b"b", timeout=0).fence > leading.fence
+
+
 async def test_timeout_zero_is_one_try_in_asyncio(cluster, name: str) -> None:  # type: ignore[no-untyped-def]
     a = raftlock.asyncio.Client(cluster.endpoints, session_ttl=3)
     b = raftlock.asyncio.Client(cluster.endpoints, session_ttl=3)
@@ -69,6 +88,13 @@ async def test_timeout_zero_is_one_try_in_asyncio(cluster, name: str) -> None:  
             is False
         )
         await mine.release()
+
+        leading = await a.election(f"{name}/e").campaign(b"a", timeout=0)
+        with pytest.raises(raftlock.Timeout):
+            await b.election(f"{name}/e").campaign(b"b", timeout=0)
+        await leading.resign()
+        assert await a.election(f"{name}/e").leader() is None
+        assert (await b.election(f"{name}/e").campaign(b"b", timeout=0)).fence > leading.fence
     finally:
         await a.close()
         await b.close()

@@ -238,7 +238,7 @@ async fn resend(
             })
         }
         Call::Campaign(req) => {
-            endpoints
+            let r = endpoints
                 .call(None, |ch| {
                     let (id, wait_ms) = attempts.next(id);
                     let req = pb::CampaignRequest {
@@ -254,9 +254,12 @@ async fn resend(
                     }
                 })
                 .await?;
-            Ok(Granted::Leadership {
-                name: req.name.clone(),
-                owner: req.owner.clone(),
+            Ok(match r.busy {
+                true => Granted::Nothing,
+                false => Granted::Leadership {
+                    name: req.name.clone(),
+                    owner: req.owner.clone(),
+                },
             })
         }
         Call::Lease(req) => {

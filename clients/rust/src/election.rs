@@ -63,24 +63,63 @@ impl Election {
     /// Waits (FIFO behind earlier candidates) until elected, publishing
     /// `value`; the leadership lives on the client's session lease.
     pub async fn campaign(&self, value: impl Into<Vec<u8>>) -> Result<Leadership, Error> {
-        let value = value.into();
+        let name = &self.name;
+        self.run(value.into(), true).await?.ok_or_else(|| {
+            Error::Internal(format!("a waiting campaign of {name:?} was answered busy"))
+        })
+    }
+
+    /// One try: leads (publishing `value`) if the election has no leader
+    /// now, else `Ok(None)` at once, keeping no place in the queue.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+    /// match client.election("scheduler").try_campaign("node-a").await? {
+    ///     Some(leadership) => println!("leading with fence {}", leadership.fence()),
+    ///     None => println!("another node leads"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_campaign(
+        &self,
+        value: impl Into<Vec<u8>>,
+    ) -> Result<Option<Leadership>, Error> {
+        self.run(value.into(), false).await
+    }
+
+    async fn run(&self, value: Vec<u8>, wait: bool) -> Result<Option<Leadership>, Error> {
         let owner = Uuid::new_v4().to_string();
         // A timeout bounds the whole campaign, granting the session too.
-        let bounded = self.client.until(self.client.deadline_after(self.timeout));
+        let deadline = wait
+            .then(|| self.client.deadline_after(self.timeout))
+            .flatten();
+        let bounded = self.client.until(deadline);
         let mut retried = false;
         loop {
             let session = bounded.session().await?;
-            let campaign =
-                bounded.campaign(&self.name, &owner, session.lease, &value, self.timeout);
-            match campaign.await {
+            let lease = session.lease;
+            let campaign = match wait {
+                true => bounded
+                    .campaign(&self.name, &owner, lease, &value, self.timeout)
+                    .await
+                    .map(Some),
+                false => {
+                    bounded
+                        .try_campaign(&self.name, &owner, lease, &value)
+                        .await
+                }
+            };
+            match campaign {
                 Ok(fence) => {
-                    return Ok(Leadership::new(
-                        self.client.clone(),
-                        self.name.clone(),
-                        owner,
-                        fence,
-                        session,
-                    ))
+                    return Ok(fence.map(|fence| {
+                        Leadership::new(
+                            self.client.clone(),
+                            self.name.clone(),
+                            owner,
+                            fence,
+                            session,
+                        )
+                    }))
                 }
                 Err(Error::LeaseExpired(why))
                     if !retried && self.client.options().lease.is_none() =>

@@ -23,15 +23,34 @@ impl Client {
         value: &[u8],
         timeout: Option<Duration>,
     ) -> Result<u64, Error> {
+        let req = campaign_request(name, owner, lease, value, false);
+        let fence = self.campaign_call(req, timeout).await?;
+        fence.ok_or_else(|| {
+            Error::Internal(format!("a waiting campaign of {name:?} was answered busy"))
+        })
+    }
+
+    /// Campaigns for `name` once: the fencing token if it had no leader
+    /// and this call leads now, `None` (at once, keeping no place in the
+    /// queue) if it has one.
+    pub async fn try_campaign(
+        &self,
+        name: &str,
+        owner: &str,
+        lease: LeaseId,
+        value: &[u8],
+    ) -> Result<Option<u64>, Error> {
+        let req = campaign_request(name, owner, lease, value, true);
+        self.campaign_call(req, None).await
+    }
+
+    async fn campaign_call(
+        &self,
+        req: pb::CampaignRequest,
+        timeout: Option<Duration>,
+    ) -> Result<Option<u64>, Error> {
         let (request_id, open) = self.inner.ids.next();
-        let req = pb::CampaignRequest {
-            request_id: None,
-            name: name.into(),
-            owner: owner.into(),
-            lease,
-            value: value.to_vec(),
-            wait_timeout_ms: 0,
-        };
+        let no_wait = req.no_wait;
         let deadline = self.deadline_after(timeout);
         let mut attempts = WaitAttempts::new(deadline);
         // Dropped before its answer, the call is finished in the background.
@@ -44,7 +63,9 @@ impl Client {
                 pending.sending(id.attempt);
                 let req = pb::CampaignRequest {
                     request_id: Some(id),
-                    wait_timeout_ms: wait_ms,
+                    // One try asks a server that knows no `no_wait` for
+                    // the shortest wait there is.
+                    wait_timeout_ms: if no_wait { 1 } else { wait_ms },
                     ..req.clone()
                 };
                 async move {
@@ -56,7 +77,7 @@ impl Client {
             })
             .await;
         let r = pending.answered().settle(answer)?;
-        Ok(r.fence)
+        Ok((!r.busy).then_some(r.fence))
     }
 
     /// Publishes a new value as the leader of `name`.
@@ -106,5 +127,25 @@ impl Client {
         let req = pb::ObserveRequest { name: name.into() };
         let stream = rpc!(self, ElectionClient, observe, req)?;
         Ok(stream.map(|item| item.map_err(|s| from_status(&s))))
+    }
+}
+
+/// A Campaign of `name` by `owner` on `lease`, waiting or (`no_wait`) one
+/// try; the request id and wait are filled in per attempt.
+fn campaign_request(
+    name: &str,
+    owner: &str,
+    lease: LeaseId,
+    value: &[u8],
+    no_wait: bool,
+) -> pb::CampaignRequest {
+    pb::CampaignRequest {
+        request_id: None,
+        name: name.into(),
+        owner: owner.into(),
+        lease,
+        value: value.to_vec(),
+        wait_timeout_ms: 0,
+        no_wait,
     }
 }

@@ -100,8 +100,8 @@ impl TryFrom<pb::AcquireRequest> for AcquireLock {
     }
 }
 
-/// A Campaign, checked: an exclusive Acquire that waits and carries the
-/// value its leader publishes.
+/// A Campaign, checked: an exclusive Acquire that waits (or, `no_wait`,
+/// tries once) and carries the value its leader publishes.
 #[derive(Debug)]
 pub(crate) struct Campaign {
     pub origin: ClientSeq,
@@ -124,7 +124,7 @@ impl TryFrom<pb::CampaignRequest> for Campaign {
             owner: req.owner,
             lease: lease_id(req.lease)?,
             mode: Mode::Exclusive,
-            wait: true,
+            wait: !req.no_wait,
             value: Some(req.value),
             // The node's default, as for a lock that names none.
             lock_delay_ms: 0,
@@ -132,8 +132,13 @@ impl TryFrom<pb::CampaignRequest> for Campaign {
         check_acquire(&command)?;
         Ok(Campaign {
             origin,
+            // One try waits for nothing, whatever the wait asked.
+            timeout: if req.no_wait {
+                None
+            } else {
+                wait_for(req.wait_timeout_ms)
+            },
             command,
-            timeout: wait_for(req.wait_timeout_ms),
         })
     }
 }

@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from raftlock.errors import InvalidArgument
+from raftlock.errors import InvalidArgument, Timeout
 
 #: Where ``raftlock serve`` listens with no flags.
 DEFAULT_ENDPOINT = "127.0.0.1:7379"
@@ -96,6 +96,15 @@ def wait_limit(
     if limit == 0:
         return False, None
     return True, limit
+
+
+def elected(name: str, leadership: Any) -> Any:
+    """A campaign's native leadership; ``None`` (a ``timeout=0`` try that
+    found another leader) raises :class:`~raftlock.Timeout`, as a wait
+    that ran out does."""
+    if leadership is None:
+        raise Timeout(f"election {name!r} has a leader: campaign(timeout=0) tried once")
+    return leadership
 
 
 def as_bytes(value: bytes | str) -> bytes:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from raftlock import _native
 from raftlock._base import LeadershipBase, TaskGuardBase, checked_ttl, on_lost_thread
-from raftlock._common import as_bytes, seconds
+from raftlock._common import as_bytes, elected, wait_seconds
 from raftlock._native import LeaderInfo
 
 if TYPE_CHECKING:
@@ -145,12 +145,15 @@ class Election:
     def __init__(self, client: Client, name: str, *, timeout: float | None = None) -> None:
         self._client = client
         self.name = name
-        self._timeout = seconds("timeout", timeout)
+        self._timeout = wait_seconds("timeout", timeout)
 
     def campaign(self, value: bytes | str = b"", timeout: float | None = None) -> Leadership:
-        """Waits (FIFO) until elected; publishes ``value``."""
-        wait = self._timeout if timeout is None else seconds("timeout", timeout)
-        return Leadership(self._client._native.campaign(self.name, as_bytes(value), wait))
+        """Waits (FIFO) until elected; publishes ``value``. Raises
+        :class:`~raftlock.Timeout` after ``timeout`` seconds; ``timeout=0``
+        is one try, raising it at once when another leads."""
+        wait = self._timeout if timeout is None else wait_seconds("timeout", timeout)
+        native = self._client._native.campaign(self.name, as_bytes(value), wait)
+        return Leadership(elected(self.name, native))
 
     def leader(self) -> LeaderInfo | None:
         """The current leader, if any."""

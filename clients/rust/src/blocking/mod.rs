@@ -327,6 +327,11 @@ impl Election {
         let leadership = self.rt.block_on(self.inner.campaign(value))?;
         Ok(Leadership::new(leadership, self.rt.clone()))
     }
+    /// One try: leads if the election has no leader now, else `Ok(None)`.
+    pub fn try_campaign(&self, value: impl Into<Vec<u8>>) -> Result<Option<Leadership>, Error> {
+        let leadership = self.rt.block_on(self.inner.try_campaign(value))?;
+        Ok(leadership.map(|l| Leadership::new(l, self.rt.clone())))
+    }
     /// The current leader; `None` when there is none.
     pub fn leader(&self) -> Result<Option<LeaderInfo>, Error> {
         self.rt.block_on(self.inner.leader())
