@@ -14,11 +14,11 @@ mod stream_quota;
 
 use std::sync::Arc;
 
+use crate::serving::stamp::stamped;
 use crate::serving::Serving;
-use raftlock_raft::clock::wall_clock_ms;
 use raftlock_raft::Error;
 use raftlock_storage::state::LockState;
-use raftlock_storage::{Request, Response};
+use raftlock_storage::Response;
 use tonic::Status;
 
 use crate::auth::{Auth, Principal};
@@ -63,12 +63,7 @@ where
 /// Replicates a checked call's command for `who`; a state-machine refusal
 /// becomes an error.
 async fn write(node: &Serving, who: &Principal, call: Write) -> Result<(u64, Response), Status> {
-    let request = Request {
-        origin: Some(call.origin),
-        caller: who.caller().clone(),
-        time_ms: wall_clock_ms(),
-        command: call.command,
-    };
+    let request = stamped(Some(call.origin), who.caller().clone(), call.command);
     match node.write(request).await.map_err(to_status)? {
         (_, Response::Rejected(e)) => Err(to_status(e.into())),
         ok => Ok(ok),

@@ -19,14 +19,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use raftlock_raft::clock::wall_clock_ms;
 use raftlock_raft::Error;
 use raftlock_storage::command::CancelOutcome;
 use raftlock_storage::command::{Acquire, Cancel};
-use raftlock_storage::{Caller, Claim, ClientSeq, Command, EndReason, Fence, Request, Response};
+use raftlock_storage::{Caller, Claim, ClientSeq, Command, EndReason, Fence, Response};
 use tokio::time::Instant;
 
 use super::event_router::Signal;
+use super::stamp::stamped;
 use super::Serving;
 
 /// An Acquire as the server runs it: the command to replicate, and what
@@ -88,12 +88,11 @@ impl Serving {
         let node = self;
         let started = Instant::now();
         let mut watch = node.waiters.watch(&spec.command.name, &spec.command.owner);
-        let request = Request {
-            origin: Some(spec.origin),
-            caller: spec.caller.clone(),
-            time_ms: wall_clock_ms(),
-            command: Command::Acquire(spec.command.clone()),
-        };
+        let request = stamped(
+            Some(spec.origin),
+            spec.caller.clone(),
+            Command::Acquire(spec.command.clone()),
+        );
         let (index, response) = node.write(request).await?;
         match response {
             Response::Granted { fence, count } => {
@@ -253,16 +252,15 @@ async fn cancel(
     call: Claim,
     caller: &Caller,
 ) -> Result<CancelOutcome, Error> {
-    let request = Request {
-        origin: None,
-        caller: caller.clone(),
-        time_ms: wall_clock_ms(),
-        command: Command::Cancel(Cancel {
+    let request = stamped(
+        None,
+        caller.clone(),
+        Command::Cancel(Cancel {
             name: name.to_string(),
             owner: owner.to_string(),
             call: Some(call),
         }),
-    };
+    );
     match node.write(request).await? {
         (_, Response::Cancelled { outcome }) => Ok(outcome),
         (_, other) => Err(Error::Internal(format!(

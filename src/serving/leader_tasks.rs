@@ -10,11 +10,10 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use raftlock_storage::command::{EndLockDelay, ExpireLeases};
-use raftlock_storage::{Command, LeaseId, Request};
-
-use raftlock_raft::clock::wall_clock_ms;
+use raftlock_storage::{Command, LeaseId};
 
 use super::repeated_warning::{RepeatedWarning, Report};
+use super::stamp::by_cluster;
 use super::Serving;
 
 /// Starts the lease timer when this node becomes leader and stops it when it
@@ -130,12 +129,7 @@ async fn expire(node: Arc<Serving>, due: Vec<LeaseId>) -> Result<(), raftlock_ra
         count = due.len(),
         "proposing a lease expiry batch"
     );
-    let req = Request {
-        origin: None,
-        caller: Default::default(),
-        time_ms: wall_clock_ms(),
-        command: Command::ExpireLeases(ExpireLeases { ids: due.clone() }),
-    };
+    let req = by_cluster(Command::ExpireLeases(ExpireLeases { ids: due.clone() }));
     match node.replica.propose_here(req).await {
         Ok(_) => {
             due.iter().for_each(|id| node.timer.on_ended(*id));
@@ -157,15 +151,10 @@ pub(crate) async fn end_lock_delays(node: Arc<Serving>, mut stop: watch::Receive
     loop {
         let (due, next) = node.delays.due(Instant::now());
         for (name, since) in due {
-            let req = Request {
-                origin: None,
-                caller: Default::default(),
-                time_ms: wall_clock_ms(),
-                command: Command::EndLockDelay(EndLockDelay {
-                    name: name.clone(),
-                    since,
-                }),
-            };
+            let req = by_cluster(Command::EndLockDelay(EndLockDelay {
+                name: name.clone(),
+                since,
+            }));
             tokio::select! {
                 result = node.replica.propose_here(req) => match result {
                     // Applied: the event router has stopped tracking it.

@@ -11,45 +11,31 @@
 //! "not found" (the entry may still fail to commit, and then the lease lives
 //! on): it is refused as retryable, and the retry sees the outcome.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use raftlock_storage::LeaseId;
 
+use super::deadline_queue::{Deadlines, LeaderQueue};
+
 /// Most lease ids in one expiry entry.
 pub const MAX_EXPIRE_BATCH: usize = 5_000;
 
+/// Every tracked lease's deadline and TTL, and the leases whose expiry
+/// entry is in flight.
 #[derive(Default)]
-struct Deadlines {
-    /// Only the leader tracks deadlines.
-    active: bool,
-    /// Deadline and TTL of every tracked lease.
-    by_id: HashMap<LeaseId, (Instant, u64)>,
-    /// The same deadlines, soonest first.
-    queue: BTreeSet<(Instant, LeaseId)>,
-    /// Leases whose expiry entry is in flight.
+struct Leases {
+    deadlines: Deadlines<LeaseId, u64>,
     expiring: HashSet<LeaseId>,
 }
 
-impl Deadlines {
-    fn set(&mut self, id: LeaseId, ttl_ms: u64, now: Instant) {
-        if let Some((old, _)) = self.by_id.remove(&id) {
-            self.queue.remove(&(old, id));
-        }
+impl Leases {
+    /// `id` due at `now` + its TTL.
+    fn renew(&mut self, id: LeaseId, ttl_ms: u64, now: Instant) {
         let deadline = now + Duration::from_millis(ttl_ms);
-        self.by_id.insert(id, (deadline, ttl_ms));
-        self.queue.insert((deadline, id));
-    }
-
-    fn remove(&mut self, id: LeaseId) {
-        if let Some((old, _)) = self.by_id.remove(&id) {
-            self.queue.remove(&(old, id));
-        }
-        self.expiring.remove(&id);
+        self.deadlines.set(id, ttl_ms, deadline);
     }
 }
 
@@ -68,15 +54,10 @@ pub enum KeepAliveRefused {
 /// The leader's lease deadlines. Cheap to clone; clones share state.
 #[derive(Clone, Default)]
 pub struct LeaseTimer {
-    inner: Arc<Mutex<Deadlines>>,
-    wake: Arc<Notify>,
+    queue: LeaderQueue<Leases>,
 }
 
 impl LeaseTimer {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Deadlines> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Starts tracking as leader: every lease `leases` yields gets now + TTL.
     /// `leases` is read while the timer is locked, so a grant applied
     /// concurrently is either in it or arrives later through
@@ -85,41 +66,43 @@ impl LeaseTimer {
     where
         I: IntoIterator<Item = (LeaseId, u64)>,
     {
-        let mut d = self.lock();
-        *d = Deadlines {
-            active: true,
-            ..Deadlines::default()
+        let mut d = self.queue.lock();
+        *d = Leases {
+            deadlines: Deadlines::of_leader(),
+            expiring: HashSet::new(),
         };
         for (id, ttl_ms) in leases() {
-            d.set(id, ttl_ms, now);
+            d.renew(id, ttl_ms, now);
         }
         drop(d);
-        self.wake.notify_one();
+        self.queue.wake();
     }
 
     /// Stops tracking (this node is no longer leader).
     pub fn deactivate(&self) {
-        *self.lock() = Deadlines::default();
+        *self.queue.lock() = Leases::default();
     }
 
     /// Whether this timer is tracking as leader.
     pub fn is_active(&self) -> bool {
-        self.lock().active
+        self.queue.lock().deadlines.is_active()
     }
 
     /// A lease was granted: start its deadline if leader.
     pub fn on_granted(&self, id: LeaseId, ttl_ms: u64) {
-        let mut d = self.lock();
-        if d.active && !d.by_id.contains_key(&id) {
-            d.set(id, ttl_ms, Instant::now());
+        let mut d = self.queue.lock();
+        if d.deadlines.is_active() && d.deadlines.get(&id).is_none() {
+            d.renew(id, ttl_ms, Instant::now());
             drop(d);
-            self.wake.notify_one();
+            self.queue.wake();
         }
     }
 
     /// A lease ended: forget it.
     pub fn on_ended(&self, id: LeaseId) {
-        self.lock().remove(id);
+        let mut d = self.queue.lock();
+        d.deadlines.remove(&id);
+        d.expiring.remove(&id);
     }
 
     /// A TTL change for `id` is about to be proposed: keeps it from expiring
@@ -128,18 +111,10 @@ impl LeaseTimer {
     /// leader or when its expiry is in flight; a lease this timer does not
     /// track is left to the state machine to answer "not found".
     pub fn hold(&self, id: LeaseId, now: Instant, hold: Duration) -> Result<(), KeepAliveRefused> {
-        let mut d = self.lock();
-        if !d.active {
-            return Err(KeepAliveRefused::NotLeader);
-        }
-        if d.expiring.contains(&id) {
-            return Err(KeepAliveRefused::Expiring);
-        }
-        if let Some(&(deadline, ttl_ms)) = d.by_id.get(&id) {
-            let held = (now + hold).max(deadline);
-            d.queue.remove(&(deadline, id));
-            d.by_id.insert(id, (held, ttl_ms));
-            d.queue.insert((held, id));
+        let mut d = self.queue.lock();
+        refused(&d, id)?;
+        if let Some(&(deadline, ttl_ms)) = d.deadlines.get(&id) {
+            d.deadlines.set(id, ttl_ms, (now + hold).max(deadline));
         }
         Ok(())
     }
@@ -147,11 +122,11 @@ impl LeaseTimer {
     /// Lease `id` was given TTL `ttl_ms` (applied): its deadline becomes now
     /// + `ttl_ms`, sooner or later than before.
     pub fn on_ttl_set(&self, id: LeaseId, ttl_ms: u64) {
-        let mut d = self.lock();
-        if d.active && d.by_id.contains_key(&id) && !d.expiring.contains(&id) {
-            d.set(id, ttl_ms, Instant::now());
+        let mut d = self.queue.lock();
+        if refused(&d, id).is_ok() && d.deadlines.get(&id).is_some() {
+            d.renew(id, ttl_ms, Instant::now());
             drop(d);
-            self.wake.notify_one();
+            self.queue.wake();
         }
     }
 
@@ -164,22 +139,17 @@ impl LeaseTimer {
         now: Instant,
         ttl_of: impl FnOnce() -> Option<u64>,
     ) -> Result<u64, KeepAliveRefused> {
-        let mut d = self.lock();
-        if !d.active {
-            return Err(KeepAliveRefused::NotLeader);
-        }
-        if d.expiring.contains(&id) {
-            return Err(KeepAliveRefused::Expiring);
-        }
+        let mut d = self.queue.lock();
+        refused(&d, id)?;
         let ttl_ms = ttl_of().ok_or(KeepAliveRefused::NotFound)?;
-        d.set(id, ttl_ms, now);
+        d.renew(id, ttl_ms, now);
         Ok(ttl_ms)
     }
 
     /// Time left before `id` expires, if the leader tracks it.
     pub fn remaining(&self, id: LeaseId, now: Instant) -> Option<Duration> {
-        let d = self.lock();
-        d.by_id
+        let d = self.queue.lock();
+        d.deadlines
             .get(&id)
             .map(|(deadline, _)| deadline.saturating_duration_since(now))
     }
@@ -187,11 +157,10 @@ impl LeaseTimer {
     /// Leases whose deadline has passed, marked expiring (at most
     /// [`MAX_EXPIRE_BATCH`]), and the next deadline still ahead.
     pub fn take_due(&self, now: Instant) -> (Vec<LeaseId>, Option<Instant>) {
-        let mut d = self.lock();
+        let mut d = self.queue.lock();
         let mut due = Vec::new();
         let mut next = None;
-        let mut i = d.queue.iter();
-        for &(deadline, id) in i.by_ref() {
+        for (deadline, &id, _) in d.deadlines.soonest_first() {
             if deadline > now {
                 next = Some(deadline);
                 break;
@@ -205,25 +174,23 @@ impl LeaseTimer {
                 break;
             }
         }
-        for id in &due {
-            d.expiring.insert(*id);
-        }
+        d.expiring.extend(due.iter().copied());
         (due, next)
     }
 
     /// Leases past their deadline that have not ended yet (their expiry
     /// is due or in flight): the expiry backlog, for metrics.
     pub fn backlog(&self, now: Instant) -> usize {
-        let d = self.lock();
-        d.queue
-            .iter()
-            .take_while(|(deadline, _)| *deadline <= now)
+        let d = self.queue.lock();
+        d.deadlines
+            .soonest_first()
+            .take_while(|(deadline, _, _)| *deadline <= now)
             .count()
     }
 
     /// The expiry of `ids` could not be proposed; try again on the next tick.
     pub fn unmark(&self, ids: &[LeaseId]) {
-        let mut d = self.lock();
+        let mut d = self.queue.lock();
         for id in ids {
             d.expiring.remove(id);
         }
@@ -231,12 +198,20 @@ impl LeaseTimer {
 
     /// Waits until `deadline` or until a new deadline may be sooner.
     pub async fn sleep_until(&self, deadline: Option<Instant>) {
-        let far = Instant::now() + Duration::from_secs(3600);
-        tokio::select! {
-            _ = tokio::time::sleep_until(deadline.unwrap_or(far)) => {}
-            _ = self.wake.notified() => {}
-        }
+        self.queue.sleep_until(deadline).await;
     }
+}
+
+/// Why a keep-alive or TTL change of `id` cannot be served now, if it
+/// cannot: this node does not lead, or the lease's expiry is in flight.
+fn refused(d: &Leases, id: LeaseId) -> Result<(), KeepAliveRefused> {
+    if !d.deadlines.is_active() {
+        return Err(KeepAliveRefused::NotLeader);
+    }
+    if d.expiring.contains(&id) {
+        return Err(KeepAliveRefused::Expiring);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

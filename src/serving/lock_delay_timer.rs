@@ -7,53 +7,25 @@
 //! under an earlier leader, which then run whole again (never shorter) — and
 //! proposes `EndLockDelay` when it has passed. Followers keep nothing here.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
+
+use super::deadline_queue::{Deadlines, LeaderQueue};
 
 /// One delay: the lock's name and the slot that started it.
 pub type DelayKey = (String, u64);
 
-#[derive(Default)]
-struct Deadlines {
-    /// Only the leader tracks deadlines.
-    active: bool,
-    /// Deadline and start slot of the delay in force, by lock name.
-    by_name: HashMap<String, (Instant, u64)>,
-    /// The same, soonest first.
-    queue: BTreeSet<(Instant, String, u64)>,
-}
-
-impl Deadlines {
-    fn set(&mut self, name: String, since: u64, ms: u64, now: Instant) {
-        self.remove(&name);
-        let deadline = now + Duration::from_millis(ms);
-        self.queue.insert((deadline, name.clone(), since));
-        self.by_name.insert(name, (deadline, since));
-    }
-
-    fn remove(&mut self, name: &str) {
-        if let Some((deadline, since)) = self.by_name.remove(name) {
-            self.queue.remove(&(deadline, name.to_owned(), since));
-        }
-    }
-}
+/// The deadline and start slot of the delay in force, by lock name.
+type Delays = Deadlines<String, u64>;
 
 /// The leader's lock-delay deadlines. Cheap to clone; clones share state.
 #[derive(Clone, Default)]
 pub struct LockDelayTimer {
-    inner: Arc<Mutex<Deadlines>>,
-    wake: Arc<Notify>,
+    queue: LeaderQueue<Delays>,
 }
 
 impl LockDelayTimer {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Deadlines> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Starts tracking as leader: every delay `delays` yields (name, since,
     /// ms) runs whole from `now`. `delays` is read under the timer's lock,
     /// so a delay applied concurrently is in it or arrives later through
@@ -62,49 +34,47 @@ impl LockDelayTimer {
     where
         I: IntoIterator<Item = (String, u64, u64)>,
     {
-        let mut d = self.lock();
-        *d = Deadlines {
-            active: true,
-            ..Deadlines::default()
-        };
+        let mut d = self.queue.lock();
+        *d = Delays::of_leader();
         for (name, since, ms) in delays() {
-            d.set(name, since, ms, now);
+            d.set(name, since, now + Duration::from_millis(ms));
         }
         drop(d);
-        self.wake.notify_one();
+        self.queue.wake();
     }
 
     /// Stops tracking (this node is no longer leader).
     pub fn deactivate(&self) {
-        *self.lock() = Deadlines::default();
+        *self.queue.lock() = Delays::default();
     }
 
     /// A delay began (or replaced the one in force on `name`).
     pub fn on_started(&self, name: String, since: u64, ms: u64) {
-        let mut d = self.lock();
-        if d.active {
-            d.set(name, since, ms, Instant::now());
+        let mut d = self.queue.lock();
+        if d.is_active() {
+            d.set(name, since, Instant::now() + Duration::from_millis(ms));
             drop(d);
-            self.wake.notify_one();
+            self.queue.wake();
         }
     }
 
     /// The delay `since` on `name` ended.
     pub fn on_ended(&self, name: &str, since: u64) {
-        let mut d = self.lock();
-        if d.by_name.get(name).is_some_and(|(_, s)| *s == since) {
-            d.remove(name);
+        let mut d = self.queue.lock();
+        let name = name.to_owned();
+        if d.get(&name).is_some_and(|(_, s)| *s == since) {
+            d.remove(&name);
         }
     }
 
     /// Delays whose deadline has passed (still tracked until their end is
     /// applied) and the next deadline still ahead.
     pub fn due(&self, now: Instant) -> (Vec<DelayKey>, Option<Instant>) {
-        let d = self.lock();
+        let d = self.queue.lock();
         let mut due = Vec::new();
-        for (deadline, name, since) in &d.queue {
-            if *deadline > now {
-                return (due, Some(*deadline));
+        for (deadline, name, since) in d.soonest_first() {
+            if deadline > now {
+                return (due, Some(deadline));
             }
             due.push((name.clone(), *since));
         }
@@ -113,11 +83,7 @@ impl LockDelayTimer {
 
     /// Waits until `deadline` or until a new deadline may be sooner.
     pub async fn sleep_until(&self, deadline: Option<Instant>) {
-        let far = Instant::now() + Duration::from_secs(3600);
-        tokio::select! {
-            _ = tokio::time::sleep_until(deadline.unwrap_or(far)) => {}
-            _ = self.wake.notified() => {}
-        }
+        self.queue.sleep_until(deadline).await;
     }
 }
 

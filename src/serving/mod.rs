@@ -11,14 +11,18 @@
 //!   until the grant is applied on this node; cancel a wait nobody needs.
 //! - [`event_router`]: routes applied events to callers waiting for a grant,
 //!   the lease and lock-delay timers, and election observers.
-//! - [`lease_timer`]: deadlines of every lease, tracked by the leader only;
-//!   [`lock_delay_timer`]: the same for lock-delays.
+//! - `deadline_queue`: the leader-only deadline queue both timers are:
+//!   [`lease_timer`], deadlines of every lease (with the expiries in
+//!   flight), and [`lock_delay_timer`], the same for lock-delays.
 //! - `leader_tasks`: starts and stops those timers as leadership comes and
 //!   goes, and proposes the expiries and delay ends they find due.
 //! - `repeated_warning`: a retry loop's warning, logged once, then counted.
+//! - [`stamp`]: the one constructor of a [`Request`](raftlock_storage::Request)
+//!   to replicate, a caller's or the cluster's own.
 //! - `lease_calls`: a lease's leader-only calls (renew, time left, TTL
 //!   change), served on the leader's timer and forwarded by followers.
 
+mod deadline_queue;
 pub mod event_router;
 pub mod grant_wait;
 mod leader_tasks;
@@ -27,6 +31,7 @@ pub mod lease_timer;
 pub mod lock_delay_timer;
 pub mod metrics;
 mod repeated_warning;
+pub mod stamp;
 
 use raftlock_storage::command::SetLeaseTtl;
 use std::sync::Arc;
