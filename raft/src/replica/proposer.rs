@@ -25,12 +25,7 @@ use std::time::Instant;
 
 use tokio::sync::{oneshot, watch, Notify};
 
-use raftlock_storage::command::{
-    Acquire, AcquireWithTtl, Cancel, ClaimFire, EndLockDelay, ExpireLeases, ForceRelease,
-    GrantLease, Hold, Lead, Proclaim, ReadWrite, Release, RevokeAccountLeases, RevokeLease,
-    SetLeaseTtl, Unhold,
-};
-use raftlock_storage::{Command, Proposal, Quotas, Reply, Request, Response};
+use raftlock_storage::{Proposal, Quotas, Reply, Request, Response};
 
 use crate::error::Error;
 use crate::metrics::NodeMetrics;
@@ -229,46 +224,10 @@ fn gather(waiting: &mut VecDeque<Pending>) -> Vec<Pending> {
         let Some(next) = waiting.pop_front() else {
             break;
         };
-        bytes += weight(&next.request);
+        bytes += next.request.approximate_size();
         batch.push(next);
     }
     batch
-}
-
-/// Approximate encoded size of a request.
-fn weight(request: &Request) -> usize {
-    let variable = match &request.command {
-        Command::Acquire(Acquire {
-            name, owner, value, ..
-        }) => name.len() + owner.len() + value.as_ref().map_or(0, Vec::len),
-        Command::Proclaim(Proclaim {
-            name, owner, value, ..
-        }) => name.len() + owner.len() + value.len(),
-        Command::Release(Release { name, owner })
-        | Command::Cancel(Cancel { name, owner, .. })
-        | Command::AcquireWithTtl(AcquireWithTtl { name, owner, .. })
-        | Command::Hold(Hold { name, owner, .. })
-        | Command::Unhold(Unhold { name, owner })
-        | Command::ReadWrite(ReadWrite { name, owner, .. }) => name.len() + owner.len(),
-        Command::Lead(Lead {
-            name,
-            owner,
-            metadata,
-            ..
-        }) => {
-            let pairs: usize = metadata.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
-            name.len() + owner.len() + pairs
-        }
-        Command::ClaimFire(ClaimFire { name, .. }) => name.len(),
-        Command::ForceRelease(ForceRelease { name })
-        | Command::EndLockDelay(EndLockDelay { name, .. }) => name.len(),
-        Command::RevokeAccountLeases(RevokeAccountLeases { account }) => account.to_string().len(),
-        Command::ExpireLeases(ExpireLeases { ids }) => ids.len() * 8,
-        Command::GrantLease(GrantLease { .. })
-        | Command::RevokeLease(RevokeLease { .. })
-        | Command::SetLeaseTtl(SetLeaseTtl { .. }) => 0,
-    };
-    128 + variable
 }
 
 /// Sends every caller its own response, or the shared error.

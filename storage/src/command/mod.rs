@@ -13,6 +13,7 @@ mod election_record;
 mod error;
 mod leases;
 mod locks;
+mod size;
 #[cfg(test)]
 mod tests;
 
