@@ -7,16 +7,19 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from raftlock import _native
-from raftlock._base import LeadershipBase, TaskGuardBase, checked_ttl, on_lost_loop
+from raftlock._base import (
+    ClientBase,
+    LeadershipBase,
+    TaskGuardBase,
+    checked_ttl,
+    on_lost_loop,
+)
 from raftlock._common import as_bytes, elected, wait_seconds
 from raftlock._native import LeaderInfo
 from raftlock.errors import NotHeld, RaftlockError
-
-if TYPE_CHECKING:
-    from raftlock.asyncio import Client
 
 
 class TaskGuard(TaskGuardBase):
@@ -53,7 +56,7 @@ class TaskGuard(TaskGuardBase):
 class TaskLock:
     """Lets a scheduled job run once across replicas (see :class:`raftlock.TaskLock`)."""
 
-    def __init__(self, client: Client, name: str, min_hold: float, max_hold: float) -> None:
+    def __init__(self, client: ClientBase, name: str, min_hold: float, max_hold: float) -> None:
         self._client = client
         self.name = name
         self.min_hold = checked_ttl(min_hold)
@@ -121,7 +124,7 @@ class Leadership(LeadershipBase):
 class Election:
     """An election, for asyncio."""
 
-    def __init__(self, client: Client, name: str, *, timeout: float | None = None) -> None:
+    def __init__(self, client: ClientBase, name: str, *, timeout: float | None = None) -> None:
         self._client = client
         self.name = name
         self._timeout = wait_seconds("timeout", timeout)
@@ -158,7 +161,7 @@ class LeaderElection:
     #: Seconds between campaigns after an error (no quorum, unreachable).
     RETRY = 0.5
 
-    def __init__(self, client: Client, name: str, value: bytes | str = b"") -> None:
+    def __init__(self, client: ClientBase, name: str, value: bytes | str = b"") -> None:
         self._election = Election(client, name)
         self._value = as_bytes(value)
         self._leadership: Leadership | None = None

@@ -7,6 +7,7 @@ import sys
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from raftlock._aio_client import Client
 from raftlock._common import seconds
 from raftlock._node_base import NodeBase
 from raftlock._node_options import NodeOptions
@@ -16,8 +17,6 @@ if TYPE_CHECKING:
         from typing import Unpack
     else:
         from typing_extensions import Unpack
-
-    from raftlock.asyncio import Client
 
 
 class Node(NodeBase):
@@ -58,7 +57,6 @@ class Node(NodeBase):
     ) -> Client:
         """A :class:`raftlock.asyncio.Client` of this node (see
         :meth:`raftlock.Node.client`)."""
-        from raftlock.asyncio import Client
 
         return Client._wrap(self._client_native(session_ttl, safety_margin, retry_for, token))
 

@@ -10,7 +10,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from os import PathLike
-from typing import Any
+from typing import Any, TypeVar
 
 from raftlock import _native
 from raftlock._common import endpoints_from, seconds, session_ttl_seconds, wait_seconds
@@ -20,30 +20,50 @@ from raftlock.errors import LockLost, NotHeld
 OnLost = Callable[[str], object]
 
 
-def native_client(
-    endpoints: str | Sequence[str] | None,
-    *,
-    session_ttl: float | None,
-    safety_margin: float | None,
-    retry_for: float | None,
-    token: str | None,
-    cacert: str | PathLike[str] | None,
-    cert: str | PathLike[str] | None,
-    key: str | PathLike[str] | None,
-    dial_timeout: float | None = None,
-) -> _native.NativeClient:
-    """The native client for the arguments of ``Client`` (documented there)."""
-    return _native.NativeClient(
-        endpoints_from(endpoints),
-        session_ttl=session_ttl_seconds(session_ttl),
-        safety_margin=seconds("safety_margin", safety_margin),
-        retry_for=seconds("retry_for", retry_for),
-        token=token if token is not None else os.environ.get("RAFTLOCK_TOKEN"),
-        cacert=cacert,
-        cert=cert,
-        key=key,
-        dial_timeout=seconds("dial_timeout", dial_timeout),
-    )
+ClientT = TypeVar("ClientT", bound="ClientBase")
+
+
+class ClientBase:
+    """What the blocking and the asyncio ``Client`` share: their arguments
+    (documented on :class:`raftlock.Client`) and the native client they
+    make."""
+
+    def __init__(
+        self,
+        endpoints: str | Sequence[str] | None = None,
+        *,
+        session_ttl: float | None = None,
+        safety_margin: float | None = None,
+        retry_for: float | None = None,
+        token: str | None = None,
+        cacert: str | PathLike[str] | None = None,
+        cert: str | PathLike[str] | None = None,
+        key: str | PathLike[str] | None = None,
+        dial_timeout: float | None = None,
+    ) -> None:
+        self._native = _native.NativeClient(
+            endpoints_from(endpoints),
+            session_ttl=session_ttl_seconds(session_ttl),
+            safety_margin=seconds("safety_margin", safety_margin),
+            retry_for=seconds("retry_for", retry_for),
+            token=token if token is not None else os.environ.get("RAFTLOCK_TOKEN"),
+            cacert=cacert,
+            cert=cert,
+            key=key,
+            dial_timeout=seconds("dial_timeout", dial_timeout),
+        )
+
+    @classmethod
+    def _wrap(cls: type[ClientT], native: _native.NativeClient) -> ClientT:
+        """A client over a native one made elsewhere (a node's)."""
+        client = cls.__new__(cls)
+        client._native = native
+        return client
+
+    @property
+    def endpoints(self) -> list[str]:
+        """The endpoints this client uses."""
+        return self._native.endpoints
 
 
 def checked_ttl(ttl: float) -> float:

@@ -40,7 +40,7 @@ from grelmicro.coordination._protocol import (
 from typing_extensions import Self
 
 from raftlock._common import lease_ttl as _ttl
-from raftlock._grelmicro_provider import RaftlockProvider
+from raftlock._grelmicro_connection import RaftlockConnection
 from raftlock._native import LeadRecord
 
 
@@ -48,14 +48,15 @@ class _Adapter:
     """What every adapter shares: its provider, opened and closed with the
     adapter when the adapter made it, and the loop it was opened on."""
 
-    def __init__(self, provider: RaftlockProvider | None) -> None:
+    def __init__(self, provider: RaftlockConnection | None) -> None:
         self._owns_provider = provider is None
-        self._provider = provider if provider is not None else RaftlockProvider()
+        self._provider = provider if provider is not None else RaftlockConnection()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
-    def provider(self) -> RaftlockProvider:
-        """The provider this adapter calls through."""
+    def provider(self) -> RaftlockConnection:
+        """The provider (or, made without one, the connection) this adapter
+        calls through."""
         return self._provider
 
     async def __aenter__(self) -> Self:
@@ -84,7 +85,7 @@ class _Adapter:
 class RaftlockLockAdapter(_Adapter, LockBackend):
     """grelmicro's ``LockBackend`` on raftlock: ``Lock`` and ``TaskLock``."""
 
-    def __init__(self, *, provider: RaftlockProvider | None = None) -> None:
+    def __init__(self, *, provider: RaftlockConnection | None = None) -> None:
         super().__init__(provider)
 
     async def acquire(self, *, name: str, token: str, duration: float) -> int | None:
@@ -112,7 +113,7 @@ class RaftlockLockAdapter(_Adapter, LockBackend):
 class RaftlockReadWriteLockAdapter(_Adapter, ReadWriteLockBackend):
     """grelmicro's ``ReadWriteLockBackend`` on raftlock: ``ReadWriteLock``."""
 
-    def __init__(self, *, provider: RaftlockProvider | None = None) -> None:
+    def __init__(self, *, provider: RaftlockConnection | None = None) -> None:
         super().__init__(provider)
 
     async def _step(
@@ -193,7 +194,7 @@ def _leader_record(record: LeadRecord) -> LeaderRecord:
 class RaftlockLeaderElectionAdapter(_Adapter):
     """grelmicro's ``LeaderElectionBackend`` on raftlock: ``LeaderElection``."""
 
-    def __init__(self, *, provider: RaftlockProvider | None = None) -> None:
+    def __init__(self, *, provider: RaftlockConnection | None = None) -> None:
         super().__init__(provider)
 
     async def acquire_or_renew(
@@ -227,7 +228,7 @@ class RaftlockLeaderElectionAdapter(_Adapter):
 class RaftlockScheduleAdapter(_Adapter, ScheduleBackend):
     """grelmicro's ``ScheduleBackend`` on raftlock: one claim wins each fire."""
 
-    def __init__(self, *, provider: RaftlockProvider | None = None) -> None:
+    def __init__(self, *, provider: RaftlockConnection | None = None) -> None:
         super().__init__(provider)
 
     async def claim(self, name: str, due: float) -> bool:
@@ -247,7 +248,6 @@ class RaftlockScheduleAdapter(_Adapter, ScheduleBackend):
 __all__ = [
     "RaftlockLeaderElectionAdapter",
     "RaftlockLockAdapter",
-    "RaftlockProvider",
     "RaftlockReadWriteLockAdapter",
     "RaftlockScheduleAdapter",
 ]

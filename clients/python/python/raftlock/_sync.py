@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Sequence
-from os import PathLike
+from collections.abc import Callable
 from types import TracebackType
 from typing import Generic, TypeVar
 
 from raftlock import _native
 from raftlock._base import (
+    ClientBase,
     LockBase,
     OnLost,
     SemaphoreBase,
     checked_ttl,
-    native_client,
     on_lost_thread,
 )
 from raftlock._common import wait_limit
@@ -38,7 +37,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class Client:
+class Client(ClientBase):
     """A connection to a raftlock cluster.
 
     Talks to any node (nodes forward to the leader), follows the leader,
@@ -66,42 +65,6 @@ class Client:
             cut short by it); default ``RAFTLOCK_DIAL_TIMEOUT`` (as the
             command line reads it), else 1.
     """
-
-    def __init__(
-        self,
-        endpoints: str | Sequence[str] | None = None,
-        *,
-        session_ttl: float | None = None,
-        safety_margin: float | None = None,
-        retry_for: float | None = None,
-        token: str | None = None,
-        cacert: str | PathLike[str] | None = None,
-        cert: str | PathLike[str] | None = None,
-        key: str | PathLike[str] | None = None,
-        dial_timeout: float | None = None,
-    ) -> None:
-        self._native = native_client(
-            endpoints,
-            session_ttl=session_ttl,
-            safety_margin=safety_margin,
-            retry_for=retry_for,
-            token=token,
-            cacert=cacert,
-            cert=cert,
-            key=key,
-            dial_timeout=dial_timeout,
-        )
-
-    @classmethod
-    def _wrap(cls, native: _native.NativeClient) -> Client:
-        client = cls.__new__(cls)
-        client._native = native
-        return client
-
-    @property
-    def endpoints(self) -> list[str]:
-        """The endpoints this client uses."""
-        return self._native.endpoints
 
     def lock(
         self,

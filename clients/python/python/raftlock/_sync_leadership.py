@@ -7,15 +7,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from raftlock import _native
-from raftlock._base import LeadershipBase, TaskGuardBase, checked_ttl, on_lost_thread
+from raftlock._base import (
+    ClientBase,
+    LeadershipBase,
+    TaskGuardBase,
+    checked_ttl,
+    on_lost_thread,
+)
 from raftlock._common import as_bytes, elected, wait_seconds
 from raftlock._native import LeaderInfo
-
-if TYPE_CHECKING:
-    from raftlock._sync import Client
 
 
 class TaskGuard(TaskGuardBase):
@@ -71,7 +74,7 @@ class TaskLock:
     ``min_hold``: :meth:`run` returns when the job ends, and the rest of
     ``min_hold`` is held in the background (see :meth:`TaskGuard.finish`)."""
 
-    def __init__(self, client: Client, name: str, min_hold: float, max_hold: float) -> None:
+    def __init__(self, client: ClientBase, name: str, min_hold: float, max_hold: float) -> None:
         self._client = client
         self.name = name
         self.min_hold = checked_ttl(min_hold)
@@ -142,7 +145,7 @@ class Leadership(LeadershipBase):
 class Election:
     """An election: campaign to lead, read or watch the leader."""
 
-    def __init__(self, client: Client, name: str, *, timeout: float | None = None) -> None:
+    def __init__(self, client: ClientBase, name: str, *, timeout: float | None = None) -> None:
         self._client = client
         self.name = name
         self._timeout = wait_seconds("timeout", timeout)
@@ -179,11 +182,12 @@ class LeaderElection:
     ``with LeaderElection(...) as election:`` starts and stops it.
     """
 
-    def __init__(self, client: Client, name: str, value: bytes | str = b"") -> None:
-        from raftlock import asyncio as aio
+    def __init__(self, client: ClientBase, name: str, value: bytes | str = b"") -> None:
+        from raftlock._aio_client import Client as AioClient
+        from raftlock._aio_leadership import LeaderElection as AioLeaderElection
 
         self._loop_thread = _LoopThread()
-        self._inner = aio.LeaderElection(aio.Client._wrap(client._native), name, value)
+        self._inner = AioLeaderElection(AioClient._wrap(client._native), name, value)
 
     @property
     def is_leader(self) -> bool:
