@@ -9,7 +9,8 @@
 //!
 //! # Layout
 //!
-//! - this file: [`LockState`], dispatch and queries;
+//! - this file: [`LockState`] and the dispatch of a command;
+//! - `queries`: what the state answers without changing;
 //! - `records`: the public records (leases, locks, holders, waiters,
 //!   sessions);
 //! - `lease_table`: live leases, the derived lease → attachments index,
@@ -41,6 +42,7 @@ mod lock_table;
 mod named_table;
 mod own_ttl;
 mod parts;
+mod queries;
 mod queue;
 mod records;
 mod session_table;
@@ -51,15 +53,13 @@ mod tests;
 
 use std::collections::BTreeSet;
 
-use uuid::Uuid;
-
 use crate::account::Account;
 use crate::command::{
     Acquire, AcquireWithTtl, Cancel, ClaimFire, EndLockDelay, ExpireLeases, ForceRelease,
     GrantLease, Hold, Lead, Proclaim, ReadWrite, Release, RevokeAccountLeases, RevokeLease,
     SetLeaseTtl, Unhold,
 };
-use crate::command::{Claim, Command, CommandError, Fence, LeaseId, Request, Response};
+use crate::command::{Claim, Command, CommandError, LeaseId, Request, Response};
 use crate::event::{EndReason, Event};
 use crate::limits::{Quotas, MAX_REVOKED_PER_ENTRY};
 
@@ -413,77 +413,5 @@ impl LockState {
             step.changes.events.push(Event::LeaseEnded { id, reason });
         }
         released
-    }
-
-    /// A live lease.
-    pub fn lease(&self, id: LeaseId) -> Option<&Lease> {
-        self.leases.get(id)
-    }
-
-    /// Every live lease, by id.
-    pub fn leases(&self) -> impl Iterator<Item = &Lease> + '_ {
-        self.leases.iter()
-    }
-
-    /// (lock name, owner, held = true / waiting = false) attached to a lease.
-    pub fn lease_attachments(&self, id: LeaseId) -> Vec<(String, String, bool)> {
-        self.leases
-            .attachments(id)
-            .map(|(name, owner, held)| (name.to_owned(), owner.to_owned(), held))
-            .collect()
-    }
-
-    /// A lock with a holder or a waiter.
-    pub fn lock(&self, name: &str) -> Option<&Lock> {
-        self.locks.get(name)
-    }
-
-    /// Every lock, by name.
-    pub fn locks(&self) -> impl Iterator<Item = &Lock> + '_ {
-        self.locks.iter()
-    }
-
-    /// Locks whose name starts with `prefix`, in name order, at most `limit`.
-    pub fn locks_with_prefix(&self, prefix: &str, limit: usize) -> Vec<&Lock> {
-        self.locks.with_prefix(prefix, limit)
-    }
-
-    /// Every lock with a lock-delay in force: (name, delay).
-    pub fn lock_delays(&self) -> impl Iterator<Item = (&str, &LockDelay)> + '_ {
-        self.locks
-            .iter()
-            .filter_map(|l| l.delay.as_ref().map(|d| (l.name.as_str(), d)))
-    }
-
-    /// Whether `fence` is the token of a current holder of `name`.
-    pub fn check(&self, name: &str, fence: Fence) -> bool {
-        self.locks
-            .get(name)
-            .is_some_and(|lock| lock.holders.iter().any(|h| h.fence == fence))
-    }
-
-    /// The remembered replies to client `id` of `account`.
-    pub fn client(&self, account: Option<&Account>, id: &Uuid) -> Option<&ClientSession> {
-        self.sessions.get(&SessionKey {
-            account: account.cloned(),
-            client: *id,
-        })
-    }
-
-    /// Every remembered client session, by account then client id.
-    pub fn clients(&self) -> impl Iterator<Item = (&SessionKey, &ClientSession)> + '_ {
-        self.sessions.iter()
-    }
-
-    /// What `account` has: its live leases, its waiting requests and its
-    /// remembered client ids.
-    pub fn account_use(&self, account: &Account) -> AccountUse {
-        let (leases, waiters) = self.leases.account_use(account);
-        AccountUse {
-            leases,
-            waiters,
-            clients: self.sessions.count_of(account),
-            records: self.named.count_of(account),
-        }
     }
 }
