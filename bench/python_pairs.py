@@ -1,24 +1,30 @@
-"""W2 from Python beside the Rust client: lock+unlock pairs on one 3-node
-raftlock cluster, in one run, the workloads alternating round by round.
+"""W1 and W2 from Python beside the Rust client: lock+unlock pairs on one
+3-node raftlock cluster, in one run, the clients alternating round by round.
 
     python bench/python_pairs.py --raftlock target/release/raftlock \\
         --bench target/release/raftlock-bench --rounds 3 --duration 8
 
-Workloads (each round runs every one once, the order reversed on odd
-rounds, each in a fresh process):
+Workloads (``--workloads``, both by default):
 
-- ``rust``: the Rust bench's own W2 clients (``raftlock-bench pairs``);
-- ``asyncio``: ``raftlock.asyncio``, TASKS tasks on TASKS locks, each task
+- ``W1``: one client on one lock, pairs back to back (one task, one thread);
+- ``W2``: TASKS clients on TASKS locks (``--tasks``, 32).
+
+Clients (``--only``; each round runs every client of every workload once,
+the order reversed on odd rounds, each run in a fresh process):
+
+- ``rust``: the Rust bench's own clients (``raftlock-bench pairs``);
+- ``asyncio``: ``raftlock.asyncio``, one task per lock, each task
   ``async with client.lock(name)`` on a client of its own;
-- ``threads``: the blocking client, TASKS threads, ``with client.lock(name)``;
+- ``threads``: the blocking client, one thread per lock, ``with client.lock(name)``;
 - ``redis``: redis-py's asyncio ``Lock`` on a Redis with ``appendfsync
   always`` (the reference column; skipped, saying so, without
   ``redis-server`` or redis-py).
 
-Each reports pairs/s, acquire p50/p99 and its process's CPU per pair over
-the measured window; the table gives the medians and the ratio to ``rust``.
-The cluster is started with ``cluster-scripts/start.sh`` (free ports) and
-stopped at the end, unless ``--endpoints`` names a running one.
+Each run reports pairs/s, acquire p50/p99 and its process's CPU per pair
+over the measured window; a table per workload gives the medians and the
+ratio to ``rust``. The cluster is started with ``cluster-scripts/start.sh``
+(free ports) and stopped at the end, unless ``--endpoints`` names a running
+one.
 """
 
 from __future__ import annotations
@@ -40,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-WORKLOADS = ("rust", "asyncio", "threads", "redis")
+CLIENTS = ("rust", "asyncio", "threads", "redis")
+WORKLOADS = ("W1", "W2")
 
 
 class Window:
@@ -267,37 +274,39 @@ class Redis:
 
 
 def run_worker(
-    workload: str, endpoints: list[str], tag: str, args: argparse.Namespace
+    client: str, workload: str, endpoints: list[str], tag: str, args: argparse.Namespace
 ) -> dict[str, Any]:
-    """One run of ``workload`` in a process of its own; its JSON report."""
+    """One run of ``client`` on ``workload`` in a process of its own; its
+    JSON report."""
+    tasks = tasks_of(workload, args)
     common = ["--warmup", str(args.warmup), "--duration", str(args.duration)]
-    if workload == "rust":
+    if client == "rust":
         cmd = [
             args.bench,
             "pairs",
             "--endpoints",
             ",".join(endpoints),
             "--workload",
-            "W2",
+            workload,
             "--clients",
-            str(args.tasks),
+            str(tasks),
             "--tag",
             tag,
             *common,
         ]
     else:
         python = sys.executable
-        if workload.endswith("-before"):
-            python, workload = args.before_python, workload.removesuffix("-before")
+        if client.endswith("-before"):
+            python, client = args.before_python, client.removesuffix("-before")
         cmd = [
             python,
             __file__,
             "--worker",
-            workload,
+            client,
             "--endpoints",
             ",".join(endpoints),
             "--tasks",
-            str(args.tasks),
+            str(tasks),
             "--tag",
             tag,
             *common,
@@ -306,34 +315,84 @@ def run_worker(
         cmd, capture_output=True, text=True, timeout=args.warmup + args.duration + 120
     )
     if done.returncode != 0:
-        raise RuntimeError(f"{workload} run failed ({done.returncode}):\n{done.stderr}")
+        raise RuntimeError(f"{workload} {client} run failed ({done.returncode}):\n{done.stderr}")
     report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return report
 
 
-def table(runs: dict[str, list[dict[str, Any]]]) -> str:
-    def median(workload: str, key: str) -> float | None:
-        values = [r[key] for r in runs[workload] if r.get(key) is not None]
-        return statistics.median(values) if values else None
+def tasks_of(workload: str, args: argparse.Namespace) -> int:
+    """Clients (tasks, threads) of ``workload``: W1 one, W2 ``--tasks``."""
+    return 1 if workload == "W1" else int(args.tasks)
 
-    rust = median("rust", "pairs_per_s") if "rust" in runs else None
+
+KEYS = ("pairs_per_s", "acquire_p50_ms", "acquire_p99_ms", "cpu_ms_per_pair")
+
+
+def medians(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per client: the median of each figure over its rounds, its errors,
+    its pairs/s over the Rust client's (``None`` without ``rust``), and
+    that ratio in each round (the Rust client's run of the same round)."""
+    out: dict[str, dict[str, Any]] = {}
+    for client, rows in runs.items():
+        row: dict[str, Any] = {}
+        for key in KEYS:
+            values = [r[key] for r in rows if r.get(key) is not None]
+            row[key] = statistics.median(values) if values else None
+        row["errors"] = sum(int(r["errors"]) for r in rows)
+        out[client] = row
+    rust = out.get("rust", {}).get("pairs_per_s")
+    rust_by_round = {r["round"]: r["pairs_per_s"] for r in runs.get("rust", [])}
+    for client, row in out.items():
+        row["ratio_to_rust"] = row["pairs_per_s"] / rust if rust and row["pairs_per_s"] else None
+        row["ratio_to_rust_by_round"] = [
+            r["pairs_per_s"] / rust_by_round[r["round"]]
+            for r in runs[client]
+            if rust_by_round.get(r.get("round"))
+        ]
+    return out
+
+
+def table(workload: str, tasks: int, runs: dict[str, list[dict[str, Any]]]) -> str:
+    """The medians of one workload as a markdown table; "/ rust" is the
+    ratio of the medians, "by round" the lowest and highest ratio of a
+    client's run to the Rust client's run of the same round."""
+    shape = "1 client, 1 lock" if workload == "W1" else f"{tasks} clients, {tasks} locks"
     lines = [
-        "| W2 workload | pairs/s | / rust | acquire p50 (ms) | p99 (ms) "
-        "| client CPU per pair (ms) | errors |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        (
+            f"| {workload} ({shape}) | pairs/s | / rust | by round | acquire p50 (ms) "
+            "| p99 (ms) | client CPU per pair (ms) | errors |"
+        ),
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for workload, rows in runs.items():
-        pps = median(workload, "pairs_per_s") or 0.0
-        ratio = f"{pps / rust:.2f}x" if rust else "-"
-        cpu = median(workload, "cpu_ms_per_pair")
+    for client, row in medians(runs).items():
+        ratio = row["ratio_to_rust"]
+        by_round = row["ratio_to_rust_by_round"]
+        spread = f"{min(by_round):.2f}-{max(by_round):.2f}" if by_round else "-"
+        cpu = row["cpu_ms_per_pair"]
         lines.append(
-            f"| {workload} | {pps:,.0f} | {ratio} "
-            f"| {median(workload, 'acquire_p50_ms') or 0:.2f} "
-            f"| {median(workload, 'acquire_p99_ms') or 0:.2f} "
+            f"| {client} | {row['pairs_per_s'] or 0:,.0f} "
+            f"| {'-' if ratio is None else f'{ratio:.2f}x'} | {spread} "
+            f"| {row['acquire_p50_ms'] or 0:.2f} "
+            f"| {row['acquire_p99_ms'] or 0:.2f} "
             f"| {'-' if cpu is None else f'{cpu:.3f}'} "
-            f"| {sum(int(r['errors']) for r in rows)} |"
+            f"| {row['errors']} |"
         )
     return "\n".join(lines)
+
+
+def subset(choices: tuple[str, ...]) -> Callable[[str], list[str]]:
+    """An argparse type: a comma-separated subset of ``choices``."""
+
+    def parse(text: str) -> list[str]:
+        names = text.split(",")
+        unknown = sorted(set(names) - set(choices))
+        if unknown:
+            raise argparse.ArgumentTypeError(
+                f"unknown {unknown} (choose from {', '.join(choices)})"
+            )
+        return names
+
+    return parse
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -356,20 +415,30 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="redis-server (default: on PATH)",
     )
     p.add_argument(
-        "--endpoints", type=lambda s: s.split(","), help="a running cluster instead of starting one"
+        "--endpoints",
+        type=lambda s: s.split(","),
+        help="a running cluster instead of starting one",
+    )
+    p.add_argument(
+        "--workloads",
+        type=subset(WORKLOADS),
+        default=list(WORKLOADS),
+        help="comma-separated subset of " + ",".join(WORKLOADS),
     )
     p.add_argument(
         "--only",
-        type=lambda s: s.split(","),
-        default=list(WORKLOADS),
-        help="comma-separated subset of " + ",".join(WORKLOADS),
+        type=subset(CLIENTS),
+        default=list(CLIENTS),
+        help="clients, a comma-separated subset of " + ",".join(CLIENTS),
     )
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--warmup", type=float, default=1.0)
     p.add_argument("--duration", type=float, default=8.0)
-    p.add_argument("--tasks", type=int, default=32, help="tasks (threads) and locks")
+    p.add_argument("--tasks", type=int, default=32, help="W2's tasks (threads) and locks")
     p.add_argument(
-        "--smoke", action="store_true", help="1 round of 1 s, 4 tasks: proves the driver runs"
+        "--smoke",
+        action="store_true",
+        help="1 round of 1 s, W2 with 4 tasks: proves the driver runs",
     )
     p.add_argument("--json", type=Path, help="write every round and the medians here")
     p.add_argument(
@@ -382,10 +451,33 @@ def parse(argv: list[str]) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.smoke:
         args.rounds, args.warmup, args.duration, args.tasks = 1, 0.2, 1.0, 4
-    unknown = set(args.only) - set(WORKLOADS)
-    if unknown:
-        p.error(f"unknown workloads {sorted(unknown)} (choose from {', '.join(WORKLOADS)})")
     return args
+
+
+def clients_to_run(args: argparse.Namespace) -> list[str]:
+    """The clients asked for that can run here; says why for each skipped."""
+    clients = []
+    for c in CLIENTS:
+        if c in args.only:
+            if args.before_python and c in ("asyncio", "threads"):
+                clients.append(f"{c}-before")
+            clients.append(c)
+    if "rust" in clients and not Path(args.bench).is_file():
+        print(
+            f"rust: skipped, no raftlock-bench at {args.bench} "
+            "(cargo build --release -p raftlock-bench)"
+        )
+        clients.remove("rust")
+    if "redis" in clients:
+        try:
+            import redis  # noqa: F401
+        except ImportError:
+            print("redis: skipped, redis-py is not installed (pip install redis)")
+            clients.remove("redis")
+    if "redis" in clients and not args.redis_server:
+        print("redis: skipped, no redis-server on PATH (apt-get install redis-server)")
+        clients.remove("redis")
+    return clients
 
 
 def main(argv: list[str]) -> int:
@@ -393,44 +485,29 @@ def main(argv: list[str]) -> int:
     if args.worker:
         print(json.dumps(WORKERS[args.worker](args)))
         return 0
-    workloads = []
-    for w in WORKLOADS:
-        if w in args.only:
-            if args.before_python and w in ("asyncio", "threads"):
-                workloads.append(f"{w}-before")
-            workloads.append(w)
-    if "rust" in workloads and not Path(args.bench).is_file():
-        print(
-            f"rust: skipped, no raftlock-bench at {args.bench} "
-            "(cargo build --release -p raftlock-bench)"
-        )
-        workloads.remove("rust")
-    if "redis" in workloads:
-        try:
-            import redis  # noqa: F401
-        except ImportError:
-            print("redis: skipped, redis-py is not installed (pip install redis)")
-            workloads.remove("redis")
-    if "redis" in workloads and not args.redis_server:
-        print("redis: skipped, no redis-server on PATH (apt-get install redis-server)")
-        workloads.remove("redis")
+    clients = clients_to_run(args)
+    workloads = [w for w in WORKLOADS if w in args.workloads]
+    plan = [(w, c) for w in workloads for c in clients]
     load_before = os.getloadavg()
     cluster = None if args.endpoints else RaftlockCluster(args.raftlock)
-    redis_server = Redis(args.redis_server) if "redis" in workloads else None
+    redis_server = Redis(args.redis_server) if "redis" in clients else None
     endpoints = args.endpoints or cluster.endpoints  # type: ignore[union-attr]
-    runs: dict[str, list[dict[str, Any]]] = {w: [] for w in workloads}
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {
+        w: {c: [] for c in clients} for w in workloads
+    }
     try:
         for round_no in range(args.rounds):
-            order = workloads if round_no % 2 == 0 else workloads[::-1]
-            for workload in order:
+            for workload, client in plan if round_no % 2 == 0 else plan[::-1]:
                 target = (
-                    [redis_server.endpoint] if workload == "redis" and redis_server else endpoints
+                    [redis_server.endpoint] if client == "redis" and redis_server else endpoints
                 )
-                report = run_worker(workload, target, f"{args.tag}/r{round_no}/{workload}", args)
+                tag = f"{args.tag}/r{round_no}/{workload}/{client}"
+                report = run_worker(client, workload, target, tag, args)
                 report["round"] = round_no + 1
-                runs[workload].append(report)
+                runs[workload][client].append(report)
                 print(
-                    f"  round {round_no + 1} {workload:<8} {report['pairs_per_s']:8.0f} pairs/s "
+                    f"  round {round_no + 1} {workload} {client:<14} "
+                    f"{report['pairs_per_s']:8.0f} pairs/s "
                     f"p50 {report['acquire_p50_ms']:.2f} ms "
                     f"p99 {report['acquire_p99_ms']:.2f} ms  "
                     f"cpu/pair {report['cpu_ms_per_pair'] or 0:.3f} ms  errors {report['errors']}",
@@ -442,11 +519,12 @@ def main(argv: list[str]) -> int:
         if cluster:
             cluster.stop()
     load_after = os.getloadavg()
-    print()
-    print(table(runs))
+    for workload in workloads:
+        print()
+        print(table(workload, tasks_of(workload, args), runs[workload]))
     print(
         f"\n{args.rounds} rounds of {args.duration:g} s (+{args.warmup:g} s warm-up), "
-        f"{args.tasks} tasks; load average {load_before[0]:.2f} before, "
+        f"W2 with {args.tasks} tasks; load average {load_before[0]:.2f} before, "
         f"{load_after[0]:.2f} after; {os.cpu_count()} CPUs"
     )
     if args.json:
@@ -455,10 +533,12 @@ def main(argv: list[str]) -> int:
                 {
                     "command": " ".join([sys.executable, *sys.argv]),
                     "rounds": runs,
+                    "medians": {w: medians(runs[w]) for w in workloads},
                     "load_before": load_before,
                     "load_after": load_after,
-                    "tasks": args.tasks,
+                    "tasks": {w: tasks_of(w, args) for w in workloads},
                     "duration": args.duration,
+                    "warmup": args.warmup,
                 },
                 indent=1,
             )
