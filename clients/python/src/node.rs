@@ -398,10 +398,7 @@ impl NativeNode {
         self.stopping.send_replace(true);
         let running = self.running().take();
         if let Some(running) = running {
-            py.detach(|| {
-                running.stop();
-                log_bridge::flush(FLUSH_WAIT);
-            });
+            py.detach(|| running.stop());
         }
     }
 }

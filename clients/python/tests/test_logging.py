@@ -84,24 +84,36 @@ def run_python(
 def test_a_node_start_up_is_an_info_record_of_raftlock(
     caplog: pytest.LogCaptureFixture, data_dir: Path
 ) -> None:
-    """Logged when the constructor returns, with the event's fields in the
-    text and in `record.raftlock_fields`."""
+    """Logged when the constructor returns, its stop when `stop()` returns
+    (even through a slow handler: they wait, up to a second, for their
+    records to be handled), with the event's fields in the text and in
+    `record.raftlock_fields`."""
+
+    class Slow(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            time.sleep(0.05)
+
+    slow = Slow()
+    logging.getLogger("raftlock").addHandler(slow)
     caplog.set_level(logging.INFO, logger="raftlock")
-    node = raftlock.Node(id=1, data_dir=data_dir, **addrs())
     try:
-        started = [r for r in raftlock_records(caplog) if "node started" in r.getMessage()]
-        assert len(started) == 1, [r.getMessage() for r in raftlock_records(caplog)]
-        record = started[0]
-        assert record.levelno == logging.INFO
-        assert record.name == "raftlock.node"
-        assert f"client_addr={node.client_addr}" in record.getMessage()
-        assert fields(record)["client_addr"] == node.client_addr
-        assert fields(record)["id"] == 1
-        assert str(record.threadName).startswith("raftlock-node")
-        assert abs(record.created - time.time()) < 600
+        node = raftlock.Node(id=1, data_dir=data_dir, **addrs())
+        try:
+            started = [r for r in raftlock_records(caplog) if "node started" in r.getMessage()]
+            assert len(started) == 1, [r.getMessage() for r in raftlock_records(caplog)]
+            record = started[0]
+            assert record.levelno == logging.INFO
+            assert record.name == "raftlock.node"
+            assert f"client_addr={node.client_addr}" in record.getMessage()
+            assert fields(record)["client_addr"] == node.client_addr
+            assert fields(record)["id"] == 1
+            assert str(record.threadName).startswith("raftlock-node")
+            assert abs(record.created - time.time()) < 600
+        finally:
+            node.stop()
+        assert any(r.getMessage().startswith("node stopped") for r in raftlock_records(caplog))
     finally:
-        node.stop()
-    assert any(r.getMessage().startswith("node stopped") for r in raftlock_records(caplog))
+        logging.getLogger("raftlock").removeHandler(slow)
 
 
 def test_nothing_is_written_to_stderr_unless_logging_is_configured(
@@ -175,6 +187,76 @@ def test_a_level_set_later_reaches_a_running_node(
     time.sleep(1.0)  # more than the bridge's refresh (0.25 s)
     node.stop()
     wait_for_record(caplog, lambda r: r.getMessage().startswith("node stopped"))
+
+
+def test_a_child_logger_set_lower_gets_its_records(
+    caplog: pytest.LogCaptureFixture, data_dir: Path
+) -> None:
+    """`raftlock` at WARNING, `raftlock.node` at INFO: the node's start-up
+    record (of `raftlock.node`) arrives, and no INFO record of another
+    logger does."""
+    caplog.set_level(logging.WARNING, logger="raftlock")
+    caplog.set_level(logging.INFO, logger="raftlock.node")
+    raftlock.Node(id=1, data_dir=data_dir, **addrs()).stop()
+    infos = [r for r in raftlock_records(caplog) if r.levelno == logging.INFO]
+    assert any(r.getMessage().startswith("node started") for r in infos), infos
+    assert {r.name for r in infos} == {"raftlock.node"}
+
+
+def test_the_client_logs_under_raftlock_client(
+    caplog: pytest.LogCaptureFixture, data_dir: Path
+) -> None:
+    """A client's own events: passing over a dead endpoint is a DEBUG
+    record of `raftlock.client.endpoints`."""
+    caplog.set_level(logging.DEBUG, logger="raftlock")
+    with raftlock.Node(id=1, data_dir=data_dir, **addrs()) as node:
+        dead = f"127.0.0.1:{free_port()}"
+        with raftlock.Client([dead, node.client_addr]) as client, client.lock("logging/client"):
+            pass
+    record = wait_for_record(caplog, lambda r: dead in r.getMessage())
+    assert record.name == "raftlock.client.endpoints"
+    assert record.levelno == logging.DEBUG
+    assert fields(record)["endpoint"] == dead
+
+
+def test_trace_is_level_5_and_other_crates_log_under_deps() -> None:
+    """With `RAFTLOCK_LOG` letting every target log (openraft aside):
+    tracing's TRACE events are records at level 5, and another crate's
+    events (h2's) are records of `raftlock.deps.h2...`; at DEBUG, no level
+    5 record is even sent."""
+    out = run_python(
+        """
+        import json, logging, tempfile
+        import raftlock
+        from raftlock import _native
+        seen = []
+        class Keep(logging.Handler):
+            def emit(self, record):
+                seen.append((record.name, record.levelno, record.levelname))
+        logger = logging.getLogger("raftlock")
+        logger.addHandler(Keep())
+        result = {}
+        for level in (1, logging.DEBUG):
+            logger.setLevel(level)
+            seen.clear()
+            with tempfile.TemporaryDirectory() as d:
+                with raftlock.Node(data_dir=d, client_addr="127.0.0.1:0",
+                                   peer_addr="127.0.0.1:0") as node:
+                    with node.client() as client, client.lock("logging/trace"):
+                        pass
+            _native.flush_logs(timeout=30)
+            result[level] = sorted(set(seen))
+        print(json.dumps(result))
+        """,
+        {"RAFTLOCK_LOG": "trace,openraft=off"},
+        capture_output=True,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json_last_line(out.stdout)
+    everything = result["1"]
+    assert any(level == 5 and name == "Level 5" for _, level, name in everything)
+    assert any(logger.startswith("raftlock.deps.h2") for logger, _, _ in everything)
+    assert all(level >= logging.DEBUG for _, level, _ in result[str(logging.DEBUG)])
 
 
 def test_a_leave_through_a_stopped_node_is_a_warning(
