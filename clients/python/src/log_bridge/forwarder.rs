@@ -134,14 +134,14 @@ fn forward(records: &Receiver<Message>) {
 static EMIT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static THRESHOLD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// The level of the `raftlock` loggers now (Python's level number); on
-/// an error, the lowest, so that nothing is lost.
+/// The level of the `raftlock` loggers now (Python's level number); if
+/// it cannot be read, WARNING, Python's default.
 pub fn threshold(py: Python<'_>) -> u8 {
     THRESHOLD
         .import(py, "raftlock._logging", "threshold")
         .and_then(|f| f.call0())
         .and_then(|level| level.extract::<i64>())
-        .map_or(1, |level| u8::try_from(level.clamp(1, 255)).unwrap_or(255))
+        .map_or(30, |level| u8::try_from(level.clamp(1, 255)).unwrap_or(255))
 }
 
 fn emit(py: Python<'_>, records: Vec<Record>, dropped: u64) -> PyResult<()> {

@@ -121,14 +121,19 @@ impl Fields {
         }
     }
 
+    /// The message, then ` name=value` for each field (no leading space
+    /// for an event of fields only).
     fn text(&self) -> String {
         let mut text = self.message.clone();
         for (name, value) in &self.fields {
+            if !text.is_empty() {
+                text.push(' ');
+            }
             let _ = match value {
-                Value::Int(v) => write!(text, " {name}={v}"),
-                Value::Float(v) => write!(text, " {name}={v}"),
-                Value::Bool(v) => write!(text, " {name}={v}"),
-                Value::Text(v) => write!(text, " {name}={v}"),
+                Value::Int(v) => write!(text, "{name}={v}"),
+                Value::Float(v) => write!(text, "{name}={v}"),
+                Value::Bool(v) => write!(text, "{name}={v}"),
+                Value::Text(v) => write!(text, "{name}={v}"),
             };
         }
         text
