@@ -87,7 +87,9 @@ def test_a_node_start_up_is_an_info_record_of_raftlock(
     """Logged when the constructor returns, its stop when `stop()` returns
     (even through a slow handler: they wait, up to a second, for their
     records to be handled), with the event's fields in the text and in
-    `record.raftlock_fields`."""
+    `record.raftlock_fields`. Without the bridge caplog sees no record;
+    without the flush at the end of start (of stop), the slow handler has
+    not handled "node started" ("node stopped") when the call returns."""
 
     class Slow(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
@@ -123,7 +125,9 @@ def test_nothing_is_written_to_stderr_unless_logging_is_configured(
     the `raftlock` logger at INFO) but no handler: stderr stays empty (the
     last resort takes WARNING and above only). With `basicConfig`, the
     same lines come out, formatted by `logging`. (openraft stays off, as
-    by default: its stale-message warnings would reach the last resort.)"""
+    by default: its stale-message warnings would reach the last resort.)
+    Without the bridge, the node's own subscriber writes the INFO lines
+    to stderr."""
     code = """
         import logging, sys, tempfile
         import raftlock
@@ -160,7 +164,10 @@ def test_raising_the_level_to_warning_removes_info_records(
     caplog: pytest.LogCaptureFixture, data_dir: Path
 ) -> None:
     """At INFO a node's start and stop give records; at WARNING they give
-    none, and are not even sent to Python (the bridge's count stays)."""
+    none, and are not even sent to Python (the bridge's count stays).
+    Without the level check at the callsite (every event sent) the count
+    rose (14 against 8); without the level read when a node is made, too
+    (the records of its start are sent before the next periodic read)."""
     caplog.set_level(logging.INFO, logger="raftlock")
     raftlock.Node(id=1, data_dir=data_dir, **addrs()).stop()
     assert any(r.levelno == logging.INFO for r in raftlock_records(caplog))
@@ -180,7 +187,8 @@ def test_a_level_set_later_reaches_a_running_node(
     caplog: pytest.LogCaptureFixture, data_dir: Path
 ) -> None:
     """The loggers' level is read again while a node runs: set to INFO after
-    it started, its stop is logged."""
+    it started, its stop is logged. Without the periodic read, the stop
+    is never logged (the wait for the record times out)."""
     caplog.set_level(logging.WARNING, logger="raftlock")
     node = raftlock.Node(id=1, data_dir=data_dir, **addrs())
     caplog.set_level(logging.INFO, logger="raftlock")
@@ -194,7 +202,8 @@ def test_a_child_logger_set_lower_gets_its_records(
 ) -> None:
     """`raftlock` at WARNING, `raftlock.node` at INFO: the node's start-up
     record (of `raftlock.node`) arrives, and no INFO record of another
-    logger does."""
+    logger does. Without the children's levels in the threshold, the
+    start-up record is not sent."""
     caplog.set_level(logging.WARNING, logger="raftlock")
     caplog.set_level(logging.INFO, logger="raftlock.node")
     raftlock.Node(id=1, data_dir=data_dir, **addrs()).stop()
@@ -207,7 +216,8 @@ def test_the_client_logs_under_raftlock_client(
     caplog: pytest.LogCaptureFixture, data_dir: Path
 ) -> None:
     """A client's own events: passing over a dead endpoint is a DEBUG
-    record of `raftlock.client.endpoints`."""
+    record of `raftlock.client.endpoints`. Without the bridge no record
+    comes."""
     caplog.set_level(logging.DEBUG, logger="raftlock")
     with raftlock.Node(id=1, data_dir=data_dir, **addrs()) as node:
         dead = f"127.0.0.1:{free_port()}"
@@ -223,7 +233,7 @@ def test_trace_is_level_5_and_other_crates_log_under_deps() -> None:
     """With `RAFTLOCK_LOG` letting every target log (openraft aside):
     tracing's TRACE events are records at level 5, and another crate's
     events (h2's) are records of `raftlock.deps.h2...`; at DEBUG, no level
-    5 record is even sent."""
+    5 record is even sent. Without the bridge no record comes."""
     out = run_python(
         """
         import json, logging, tempfile
@@ -263,7 +273,8 @@ def test_a_leave_through_a_stopped_node_is_a_warning(
     caplog: pytest.LogCaptureFixture, data_dir: Path
 ) -> None:
     """A release made after the client's node stopped gives up at once, and
-    says so as a WARNING record of `raftlock.python.node_link`."""
+    says so as a WARNING record of `raftlock.python.node_link`. Without the
+    bridge no record comes."""
     caplog.set_level(logging.WARNING, logger="raftlock")
     node = raftlock.Node(id=1, data_dir=data_dir, **addrs())
     client = node.client(session_ttl=3)
@@ -285,7 +296,9 @@ def test_no_record_carries_a_token(
     """A node with a join token and an auth file, at every level (TRACE
     included): a client with a token, one with a wrong token, and the
     admin credential's client make calls; no record (text or fields)
-    contains any of the secrets."""
+    contains any of the secrets. (Without the bridge there are no records
+    and the test fails on that; no event carries a secret today, so this
+    guards against one that would.)"""
     made = subprocess.run(
         [raftlock_bin(), "auth", "create-token", "--user", "app", "--role", "admin"],
         capture_output=True,
@@ -331,7 +344,9 @@ def test_a_slow_handler_drops_records_and_says_how_many() -> None:
     """With a handler that blocks, the node's events (TRACE, thousands a
     call) fill the bridge's queue: calls go on (no runtime thread waits for
     Python), the records past the queue are dropped and counted, and a
-    WARNING record says how many once the handler is free again."""
+    WARNING record says how many once the handler is free again. With a
+    blocking send instead of `try_send`, the calls stall behind the
+    handler and the process times out."""
     out = run_python(
         """
         import json, logging, tempfile, threading
@@ -378,7 +393,8 @@ def json_last_line(stdout: str) -> dict[str, Any]:
 
 def test_a_node_left_running_at_exit_logs_its_stop_and_the_process_exits() -> None:
     """No deadlock at interpreter exit: the node stopped by the exit hook
-    logs through a configured handler, then the process ends."""
+    logs through a configured handler, then the process ends. Without the
+    bridge no record comes."""
     out = run_python(
         """
         import logging, sys, tempfile
@@ -398,36 +414,37 @@ def test_a_node_left_running_at_exit_logs_its_stop_and_the_process_exits() -> No
 
 def test_the_raftlock_command_still_logs_to_stderr(tmp_path: Path) -> None:
     """The wheel's `raftlock serve` (the same extension, run as a command)
-    writes its INFO lines to stderr as the cargo-built binary does."""
-    proc = subprocess.Popen(
-        [
-            raftlock_bin(),
-            "serve",
-            "--data-dir",
-            str(tmp_path / "data"),
-            "--client-addr",
-            f"127.0.0.1:{free_port()}",
-            "--peer-addr",
-            f"127.0.0.1:{free_port()}",
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    lines: list[str] = []
+    writes its INFO lines to stderr as the cargo-built binary does. (With
+    the bridge installed when the extension loads, the command's lines
+    became records nobody handled: none reached stderr.)"""
+    err_path = tmp_path / "stderr"
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen(
+            [
+                raftlock_bin(),
+                "serve",
+                "--data-dir",
+                str(tmp_path / "data"),
+                "--client-addr",
+                f"127.0.0.1:{free_port()}",
+                "--peer-addr",
+                f"127.0.0.1:{free_port()}",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     try:
         deadline = time.monotonic() + 60
-        while not any("node started" in line for line in lines):
-            line = proc.stderr.readline()
-            assert line or proc.poll() is None, "".join(lines)
-            assert time.monotonic() < deadline, "".join(lines)
-            lines.append(line)
+        while "node started" not in err_path.read_text():
+            assert proc.poll() is None, err_path.read_text()
+            assert time.monotonic() < deadline, err_path.read_text()
+            time.sleep(0.1)
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, rest = proc.communicate(timeout=60)
-    assert proc.returncode == 0, rest
-    started = next(line for line in lines if "node started" in line)
+        proc.wait(timeout=60)
+    log = err_path.read_text()
+    assert proc.returncode == 0, log
+    started = next(line for line in log.splitlines() if "node started" in line)
     assert "INFO" in started
-    assert "node stopped" in rest or "shutting down" in rest
+    assert "shutting down" in log or "node stopped" in log
