@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 import raftlock
+import raftlock.asyncio
 from conftest import free_port, raftlock_bin
 from raftlock import _native
 
@@ -116,6 +117,18 @@ def test_a_node_start_up_is_an_info_record_of_raftlock(
         assert any(r.getMessage().startswith("node stopped") for r in raftlock_records(caplog))
     finally:
         logging.getLogger("raftlock").removeHandler(slow)
+
+
+async def test_an_asyncio_node_logs_the_same(
+    caplog: pytest.LogCaptureFixture, data_dir: Path
+) -> None:
+    """`raftlock.asyncio.Node`: its start and stop records are there when
+    the awaits return (the event loop lets the bridge's thread in while it
+    waits). Without the bridge no record comes."""
+    caplog.set_level(logging.INFO, logger="raftlock")
+    async with raftlock.asyncio.Node(id=1, data_dir=data_dir, **addrs()):
+        assert any(r.getMessage().startswith("node started") for r in raftlock_records(caplog))
+    assert any(r.getMessage().startswith("node stopped") for r in raftlock_records(caplog))
 
 
 def test_nothing_is_written_to_stderr_unless_logging_is_configured(
