@@ -9,8 +9,8 @@
 #      against the installed package, the test clusters served by the
 #      wheel's own `raftlock` command;
 #   3. the same wheel on every other CPython 3.10+ that pyenv (or PATH)
-#      has: install, import, the `raftlock` command's tests and the
-#      embedded node's (raftlock.Node).
+#      has: install, import, the `raftlock` command's tests, the embedded
+#      node's (raftlock.Node) and its logging's.
 # Needs the Rust toolchain, CPython >= 3.10 and PyPI; the venv lives in
 # clients/python/.venv, the wheel in $CARGO_TARGET_DIR/python-wheel.
 set -euo pipefail
@@ -178,18 +178,19 @@ for minor in 10 11 12 13; do
     echo "== [+$SECONDS s] CPython 3.$minor: not on this machine, skipped"
     continue
   fi
-  echo "== [+$SECONDS s] CPython 3.$minor ($py): install the wheel, import, the command's, the node's, the conventions' and grelmicro's tests"
+  echo "== [+$SECONDS s] CPython 3.$minor ($py): install the wheel, import, the command's, the node's, logging's, the conventions' and grelmicro's tests"
   venv="$scratch/venv-3.$minor"
   "$py" -m venv "$venv"
   "$venv/bin/pip" install --quiet --upgrade pip
   "$venv/bin/pip" install --quiet "${test_tools[@]}" 'mypy==2.4.1' 'redis==8.1.0'
   install_wheel "$venv"
-  # The command, the embedded node, and Python's conventions (typed
-  # options, timeout=0, seconds in errors, reprs, redis-py's exceptions,
-  # the pytest plugin) on every version.
-  tests=("$here/tests/test_cli.py" "$here/tests/test_node.py" "$here/tests/test_grelmicro_import.py"
-    "$here/tests/test_node_options.py" "$here/tests/test_conventions.py"
-    "$here/tests/test_redis_exceptions.py" "$here/tests/test_testing_plugin.py")
+  # The command, the embedded node, its logging, and Python's conventions
+  # (typed options, timeout=0, seconds in errors, reprs, redis-py's
+  # exceptions, the pytest plugin) on every version.
+  tests=("$here/tests/test_cli.py" "$here/tests/test_node.py" "$here/tests/test_logging.py"
+    "$here/tests/test_grelmicro_import.py" "$here/tests/test_node_options.py"
+    "$here/tests/test_conventions.py" "$here/tests/test_redis_exceptions.py"
+    "$here/tests/test_testing_plugin.py")
   if [ "${#skip_grelmicro[@]}" -eq 0 ]; then
     tests+=("$here/tests/test_grelmicro.py" "$here/tests/test_grelmicro_coordination.py"
       "$here/tests/test_grelmicro_provider.py")

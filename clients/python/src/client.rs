@@ -45,6 +45,7 @@ impl NativeClient {
         key: Option<PathBuf>,
         dial_timeout: Option<f64>,
     ) -> PyResult<Self> {
+        crate::log_bridge::install(py);
         let options = client_options(ClientSettings {
             session_ttl,
             safety_margin,

@@ -22,7 +22,9 @@
 //!   cluster;
 //! - `convert`: durations and the read-only records crossing to Python;
 //! - `run`: blocking or awaiting a call, and errors as exceptions;
-//! - `loop_port`: where awaited calls end, on their event loop's thread.
+//! - `loop_port`: where awaited calls end, on their event loop's thread;
+//! - `log_bridge`: the Rust code's `tracing` events as records of Python's
+//!   `logging` (logger `raftlock`).
 
 mod cli;
 mod client;
@@ -30,6 +32,7 @@ mod client_options;
 mod convert;
 mod coordination;
 mod guards;
+mod log_bridge;
 mod loop_port;
 mod node;
 mod node_link;
@@ -57,6 +60,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run::interpreter_exiting, m)?)?;
     m.add_function(wrap_pyfunction!(client::new_owner, m)?)?;
     m.add_function(wrap_pyfunction!(client_options::admin_token, m)?)?;
+    m.add_function(wrap_pyfunction!(log_bridge::flush_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(log_bridge::log_record_counts, m)?)?;
     m.add_class::<client::NativeClient>()?;
     m.add_class::<coordination::NativeCoordination>()?;
     m.add_class::<loop_port::LoopPort>()?;

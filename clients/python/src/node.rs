@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use raftlock::cli::{init_logs, LogFormat};
 use raftlock::{Config, Node};
 use raftlock_client::{Client, ClientOptions, Error};
 use tokio::runtime::Runtime;
@@ -24,6 +23,7 @@ use tokio::sync::{oneshot, watch};
 use crate::client::NativeClient;
 use crate::client_options::PYTHON_NAMES;
 use crate::convert::secs;
+use crate::log_bridge::{self, FLUSH_WAIT};
 use crate::node_link::NodeLink;
 use crate::node_options::{config_from, option_names, OptionValue};
 use crate::node_status::NodeStatus;
@@ -118,6 +118,7 @@ impl Running {
             .name("raftlock-node-stop".into())
             .spawn(move || {
                 self.stop();
+                log_bridge::flush(FLUSH_WAIT);
                 let _ = done.send(());
             });
         if let Err(e) = spawned {
@@ -195,7 +196,8 @@ impl NativeNode {
     /// Reads the options (keyword, value) as `raftlock serve` reads its
     /// flags; nothing starts yet.
     #[new]
-    fn new(options: Vec<(String, OptionValue)>) -> PyResult<Self> {
+    fn new(py: Python<'_>, options: Vec<(String, OptionValue)>) -> PyResult<Self> {
+        log_bridge::install(py);
         let config = config_from(options).map_err(to_py)?;
         Ok(NativeNode {
             config,
@@ -224,13 +226,14 @@ impl NativeNode {
         }
         let claim = DirClaim::take(&self.config.replication.data_dir).map_err(to_py)?;
         self.stopping.send_replace(false);
-        start_logs();
         let config = self.config.clone();
         let (send, started) = oneshot::channel();
         std::thread::Builder::new()
             .name("raftlock-node-start".into())
             .spawn(move || {
                 let result = Running::start(config, claim);
+                // Its start-up records are logged when `start()` returns.
+                log_bridge::flush(FLUSH_WAIT);
                 if let Err(Ok(running)) = send.send(result) {
                     // Nobody waits any more (Ctrl-C): do not leave it running.
                     running.stop();
@@ -398,15 +401,4 @@ impl NativeNode {
             py.detach(|| running.stop());
         }
     }
-}
-
-/// The node's log lines on stderr: warnings and errors (`RAFTLOCK_LOG`
-/// chooses others, `RAFTLOCK_LOG_FORMAT=json` JSON lines), unless the
-/// process already has a subscriber.
-fn start_logs() {
-    let format = match std::env::var("RAFTLOCK_LOG_FORMAT").as_deref() {
-        Ok("json") => LogFormat::Json,
-        _ => LogFormat::Text,
-    };
-    init_logs(format, "warn,openraft=off,sled=warn");
 }

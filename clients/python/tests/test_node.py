@@ -51,7 +51,8 @@ def test_options_are_the_flags_of_raftlock_serve() -> None:
         [raftlock_bin(), "serve", "--help"], capture_output=True, text=True, check=True
     ).stdout
     flags = set(re.findall(r"^\s+--([a-z-]+)", help_text, re.MULTILINE))
-    # --log-format belongs to every command; a node reads RAFTLOCK_LOG_FORMAT.
+    # --log-format belongs to every command; a node's records are formatted
+    # by Python's logging.
     settings = {f.replace("-", "_") for f in flags} - {"print_config", "help", "log_format"}
     assert set(raftlock.Node.options()) == settings
     assert set(raftlock.asyncio.Node.options()) == settings
@@ -211,9 +212,12 @@ def test_fork_after_start_is_refused(data_dir: Path) -> None:
 
 def test_interpreter_exit_stops_the_node_in_order(data_dir: Path) -> None:
     """Without stop(), the node is shut down at exit (its "node stopped"
-    line); without the exit hook the process would end with Raft mid-way."""
+    record, through logging); without the exit hook the process would end
+    with Raft mid-way."""
     done = run_python(
         f"""
+        import logging
+        logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
         import raftlock, raftlock.asyncio, asyncio
         node = raftlock.Node(data_dir={str(data_dir)!r}, client_addr="127.0.0.1:{free_port()}",
                              peer_addr="127.0.0.1:{free_port()}")
@@ -226,8 +230,7 @@ def test_interpreter_exit_stops_the_node_in_order(data_dir: Path) -> None:
             return other
         kept = asyncio.run(main())
         print("exiting")
-        """,
-        env={"RAFTLOCK_LOG": "raftlock=info"},
+        """
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "exiting"

@@ -15,6 +15,14 @@ def run_cli(argv: list[str]) -> int:
 def interpreter_exiting() -> None:
     """From now on no runtime thread enters Python (an ``atexit`` hook)."""
 
+def flush_logs(timeout: float = 1.0) -> None:
+    """Waits (up to ``timeout`` seconds) until the records of the Rust
+    code's events so far were handed to :mod:`logging`."""
+
+def log_record_counts() -> tuple[int, int]:
+    """How many records were queued for :mod:`logging`, and how many were
+    dropped because its handlers fell behind, so far."""
+
 def new_owner() -> str:
     """A fresh owner token: a random UUID, as text."""
 
