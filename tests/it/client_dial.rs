@@ -18,6 +18,11 @@ use crate::cluster::TestCluster;
 
 const TTL: Duration = Duration::from_secs(30);
 
+/// The dial timeout and the retry budget of a client that must pass over
+/// an endpoint that does not answer: the budget is ten dial timeouts.
+const DIAL: Duration = Duration::from_millis(300);
+const RETRY_FOR: Duration = Duration::from_secs(3);
+
 /// A listener that accepts every connection and never answers, counting
 /// the bytes it was sent.
 async fn silent_listener() -> (String, Arc<AtomicU64>) {
@@ -67,13 +72,7 @@ async fn a_silent_first_endpoint_is_passed_over_and_the_choice_kept() {
     let (silent, received) = silent_listener().await;
     let mut endpoints = vec![silent];
     endpoints.extend(cluster.endpoints());
-    let c = client(
-        &cluster,
-        endpoints,
-        Duration::from_millis(300),
-        Duration::from_secs(3),
-    )
-    .await;
+    let c = client(&cluster, endpoints, DIAL, RETRY_FOR).await;
     let lease = c
         .grant_lease(TTL)
         .await
@@ -196,13 +195,7 @@ async fn an_endpoint_that_stops_answering_is_left_for_the_next() {
             .iter()
             .map(|id| cluster.addrs[id].0.to_string()),
     );
-    let c = client(
-        &cluster,
-        endpoints,
-        Duration::from_millis(300),
-        Duration::from_secs(3),
-    )
-    .await;
+    let c = client(&cluster, endpoints, DIAL, RETRY_FOR).await;
     let lease = c.grant_lease(TTL).await.expect("through the proxy");
     frozen.store(true, Ordering::Relaxed);
     c.acquire(&Acquire::exclusive("frozen", "a", lease))

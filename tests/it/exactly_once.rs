@@ -15,6 +15,7 @@ use tonic::transport::Channel;
 use tonic::Code;
 
 use crate::cluster::TestCluster;
+use crate::connection_attacks::channel_from;
 
 fn request_id(client: u128, seq: u64, acked_below: u64) -> Option<pb::RequestId> {
     Some(pb::RequestId {
@@ -58,6 +59,29 @@ async fn holders(cluster: &TestCluster, node: u64, name: &str) -> Vec<(String, u
         .collect()
 }
 
+/// Under the client id `client`, grants a lease (request 1) and takes "m"
+/// on it (request 2), which must be granted: the lease, the Acquire and
+/// its answer.
+async fn lease_and_m(
+    leases: &mut LeaseClient<Channel>,
+    locks: &mut LockClient<Channel>,
+    client: u128,
+) -> (u64, pb::AcquireRequest, pb::AcquireResponse) {
+    let lease = leases
+        .grant(pb::LeaseGrantRequest {
+            request_id: request_id(client, 1, 1),
+            ttl_ms: 30_000,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .id;
+    let take = acquire(request_id(client, 2, 2), "m", lease);
+    let granted = locks.acquire(take.clone()).await.unwrap().into_inner();
+    assert!(granted.acquired);
+    (lease, take, granted)
+}
+
 /// A client reuses the request id of its granted Acquire of "m" for an
 /// Acquire of "free" and for a Release of "m", through a follower. Both are
 /// refused with INVALID_ARGUMENT, and every node still shows "m" held once
@@ -79,18 +103,7 @@ async fn a_reused_request_id_is_refused_and_changes_nothing() {
     let mut locks = LockClient::new(channel);
     const CLIENT: u128 = 0x5eed_0000_0000_0000_0000_0000_0000_0001;
 
-    let lease = leases
-        .grant(pb::LeaseGrantRequest {
-            request_id: request_id(CLIENT, 1, 1),
-            ttl_ms: 30_000,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .id;
-    let take_m = acquire(request_id(CLIENT, 2, 2), "m", lease);
-    let granted = locks.acquire(take_m.clone()).await.unwrap().into_inner();
-    assert!(granted.acquired);
+    let (lease, take_m, granted) = lease_and_m(&mut leases, &mut locks, CLIENT).await;
     assert_eq!(granted.count, 1);
 
     let other_lock = acquire(request_id(CLIENT, 2, 2), "free", lease);
@@ -167,18 +180,6 @@ async fn a_forgotten_client_is_refused_as_outcome_unknown() {
     cluster.shutdown().await;
 }
 
-/// A channel to `node` whose connections come from 127.0.0.`host`: another
-/// source address, as another machine would be.
-async fn channel_from(cluster: &TestCluster, node: u64, host: u8) -> Channel {
-    let local = std::net::IpAddr::from([127, 0, 0, host]);
-    Channel::from_shared(format!("http://{}", cluster.addrs[&node].0))
-        .unwrap()
-        .local_address(Some(local))
-        .connect()
-        .await
-        .unwrap()
-}
-
 /// Without authentication, sessions belong to a source address: a client
 /// at 127.0.0.1 is granted a lock whose reply it loses, and a caller at
 /// 127.0.0.2 (through a follower) sends requests under the same client id,
@@ -192,24 +193,14 @@ async fn another_source_under_the_same_client_id_cannot_disturb_its_retries() {
     let leader = cluster.wait_for_leader().await;
     let follower = cluster.others(leader)[0];
     const CLIENT: u128 = 0x5eed_0000_0000_0000_0000_0000_0000_0002;
-    let honest = channel_from(&cluster, leader, 1).await;
+    // Each source address as another machine would be.
+    let honest = channel_from(1, cluster.addrs[&leader].0).await;
     let mut leases = LeaseClient::new(honest.clone());
     let mut locks = LockClient::new(honest);
-    let lease = leases
-        .grant(pb::LeaseGrantRequest {
-            request_id: request_id(CLIENT, 1, 1),
-            ttl_ms: 30_000,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .id;
-    let take = acquire(request_id(CLIENT, 2, 2), "m", lease);
-    let granted = locks.acquire(take.clone()).await.unwrap().into_inner();
-    assert!(granted.acquired);
+    let (_lease, take, granted) = lease_and_m(&mut leases, &mut locks, CLIENT).await;
 
     // Whatever the intruder is answered is its own business.
-    let mut intruder = LeaseClient::new(channel_from(&cluster, follower, 2).await);
+    let mut intruder = LeaseClient::new(channel_from(2, cluster.addrs[&follower].0).await);
     let far = 1u64 << 63;
     for (seq, acked_below) in [(1, 1), (far, far)] {
         let _ = intruder

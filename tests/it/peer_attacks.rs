@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use openraft::raft::{AppendEntriesRequest, VoteRequest};
 use openraft::vote::RaftLeaderId;
-use raftlock::client::Acquire;
-use raftlock::Node;
+use raftlock::client::{Acquire, Acquired};
+use raftlock::{Client, Node};
 use raftlock_raft::pb::peer_client::PeerClient;
 use raftlock_raft::pb::Blob;
 use raftlock_raft::peer::auth::Direction;
@@ -76,6 +76,59 @@ pub(crate) async fn peer_client(
         .expect("connect to the peer port")
         .max_decoding_message_size(64 << 20)
         .max_encoding_message_size(64 << 20)
+}
+
+/// A blob from a stranger who knows neither the cluster id nor its
+/// secret: node 7, boot 1, untagged.
+pub(crate) fn from_a_stranger(to: u64, data: Vec<u8>) -> Blob {
+    Blob {
+        data,
+        cluster_id: String::new(),
+        from: 7,
+        to,
+        boot: 1,
+        incarnation: uuid::Uuid::new_v4().as_bytes().to_vec(),
+        mac: Vec::new(),
+        sent_at_ms: now_ms(),
+    }
+}
+
+/// A new client of `cluster` holding `name` as `first` on a lease of its
+/// own: the client, the lease and the grant.
+pub(crate) async fn hold(cluster: &TestCluster, name: &str) -> (Client, u64, Acquired) {
+    let client = cluster.client().await;
+    let lease = client.grant_lease(TTL).await.expect("grant");
+    let held = client
+        .acquire(&Acquire::exclusive(name, "first", lease))
+        .await
+        .expect("acquire")
+        .expect("granted");
+    (client, lease, held)
+}
+
+/// An append from the leader of `term`, node `from`, of one entry after
+/// `prev` that force-releases `res`, and commits it.
+pub(crate) fn force_release_append(
+    term: u64,
+    from: u64,
+    prev: LogId,
+) -> AppendEntriesRequest<TypeConfig> {
+    let release = Request {
+        origin: None,
+        caller: Default::default(),
+        time_ms: 0,
+        command: Command::ForceRelease(ForceRelease { name: "res".into() }),
+    };
+    let entry = LogId::new(CommittedLeaderId::new(term, from), prev.index + 1);
+    AppendEntriesRequest::<TypeConfig> {
+        vote: Vote::new_committed(term, from),
+        prev_log_id: Some(prev),
+        entries: vec![Entry {
+            log_id: entry,
+            payload: EntryPayload::Normal(Proposal::from(release)),
+        }],
+        leader_commit: Some(entry),
+    }
 }
 
 pub(crate) fn term_of(cluster: &TestCluster, id: u64) -> u64 {
@@ -181,13 +234,7 @@ async fn a_forged_append_cannot_release_a_held_lock_on_a_follower() {
     let cluster = TestCluster::new(3).await;
     let leader = cluster.wait_for_leader().await;
     let follower = cluster.others(leader)[0];
-    let client = cluster.client().await;
-    let lease = client.grant_lease(TTL).await.unwrap();
-    let held = client
-        .acquire(&Acquire::exclusive("res", "first", lease))
-        .await
-        .unwrap()
-        .expect("granted");
+    let (_client, _lease, held) = hold(&cluster, "res").await;
     let status = cluster.node(follower).status();
     cluster.wait_applied(follower, status.last_log_index).await;
     let status = cluster.node(follower).status();
@@ -197,21 +244,7 @@ async fn a_forged_append_cannot_release_a_held_lock_on_a_follower() {
         CommittedLeaderId::new(status.term, leader),
         status.last_log_index,
     );
-    let release = Request {
-        origin: None,
-        caller: Default::default(),
-        time_ms: 0,
-        command: Command::ForceRelease(ForceRelease { name: "res".into() }),
-    };
-    let rpc = AppendEntriesRequest::<TypeConfig> {
-        vote: Vote::new_committed(status.term, leader),
-        prev_log_id: Some(prev),
-        entries: vec![Entry {
-            log_id: LogId::new(prev.leader_id, prev.index + 1),
-            payload: EntryPayload::Normal(Proposal::from(release)),
-        }],
-        leader_commit: Some(LogId::new(prev.leader_id, prev.index + 1)),
-    };
+    let rpc = force_release_append(status.term, leader, prev);
     let blob = forged(
         &cluster,
         "append_entries",

@@ -2,20 +2,18 @@
 //! without the secret's tag, an `Identify` from a stranger, and a cluster
 //! of several nodes started without any peer authentication.
 
-use openraft::raft::AppendEntriesRequest;
 use openraft::vote::RaftLeaderId;
-use raftlock::client::Acquire;
 use raftlock::Node;
 use raftlock_raft::pb::Blob;
 use raftlock_raft::peer::auth::Direction;
 use raftlock_raft::peer::payload::encode;
-use raftlock_storage::command::ForceRelease;
-use raftlock_storage::{Command, Proposal, Request, TypeConfig};
-use raftlock_storage::{CommittedLeaderId, Entry, EntryPayload, LogId, Vote};
+use raftlock_storage::{CommittedLeaderId, LogId};
 use tonic::Code;
 
 use crate::cluster::{test_config, TestCluster};
-use crate::peer_attacks::{now_ms, peer_client, signed, still_serves, term_of, TTL};
+use crate::peer_attacks::{
+    force_release_append, from_a_stranger, hold, now_ms, peer_client, signed, still_serves, term_of,
+};
 
 /// The attack that erased every lock on a plain-text cluster: a message
 /// claiming to come from the *other* follower, as a new leader (term + 1,
@@ -30,13 +28,7 @@ async fn a_forged_append_without_the_secret_is_refused_and_changes_nothing() {
     assert!(cluster.key().is_some(), "the default cluster has a secret");
     let leader = cluster.wait_for_leader().await;
     let (target, posing_as) = (cluster.others(leader)[0], cluster.others(leader)[1]);
-    let client = cluster.client().await;
-    let lease = client.grant_lease(TTL).await.unwrap();
-    let held = client
-        .acquire(&Acquire::exclusive("res", "first", lease))
-        .await
-        .unwrap()
-        .expect("granted");
+    let (client, lease, held) = hold(&cluster, "res").await;
     let status = cluster.node(leader).status();
     cluster.wait_applied(target, status.last_log_index).await;
     let status = cluster.node(target).status();
@@ -46,22 +38,7 @@ async fn a_forged_append_without_the_secret_is_refused_and_changes_nothing() {
         CommittedLeaderId::new(status.term, leader),
         status.last_log_index,
     );
-    let release = Request {
-        origin: None,
-        caller: Default::default(),
-        time_ms: 0,
-        command: Command::ForceRelease(ForceRelease { name: "res".into() }),
-    };
-    let entry = LogId::new(CommittedLeaderId::new(term, posing_as), prev.index + 1);
-    let rpc = AppendEntriesRequest::<TypeConfig> {
-        vote: Vote::new_committed(term, posing_as),
-        prev_log_id: Some(prev),
-        entries: vec![Entry {
-            log_id: entry,
-            payload: EntryPayload::Normal(Proposal::from(release)),
-        }],
-        leader_commit: Some(entry),
-    };
+    let rpc = force_release_append(term, posing_as, prev);
     let data = encode(&rpc).unwrap();
     let cluster_id = cluster.node(target).cluster_id().unwrap().to_string();
     let unsigned = Blob {
@@ -108,16 +85,7 @@ async fn a_forged_append_without_the_secret_is_refused_and_changes_nothing() {
 async fn identify_tells_a_caller_without_the_secret_nothing() {
     let cluster = TestCluster::new(1).await;
     let cluster_id = cluster.node(1).cluster_id().unwrap().to_string();
-    let ask = Blob {
-        data: Vec::new(),
-        cluster_id: String::new(),
-        from: 7,
-        to: 0,
-        boot: 1,
-        incarnation: uuid::Uuid::new_v4().as_bytes().to_vec(),
-        mac: Vec::new(),
-        sent_at_ms: now_ms(),
-    };
+    let ask = from_a_stranger(0, Vec::new());
     let refused = peer_client(&cluster, 1)
         .await
         .identify(ask.clone())

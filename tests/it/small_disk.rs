@@ -16,15 +16,9 @@ impl SmallDisk {
     /// after printing why, when it cannot and `CI` is unset; panics when it
     /// cannot and `CI` is set.
     pub fn mount_or_skip(size: &str, test: &str) -> Option<SmallDisk> {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let out = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .output();
-        let problem = match out {
-            Ok(out) if out.status.success() => return Some(SmallDisk { dir }),
-            Ok(out) => format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr)),
-            Err(e) => format!("cannot run mount: {e}"),
+        let problem = match SmallDisk::try_mount(size) {
+            Ok(disk) => return Some(disk),
+            Err(problem) => problem,
         };
         let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
         assert!(
@@ -33,6 +27,32 @@ impl SmallDisk {
         );
         eprintln!("SKIPPED {test}: cannot mount a {size} tmpfs ({problem}); it needs root");
         None
+    }
+
+    /// Mounts a tmpfs of `size`; panics when it cannot (the test needs
+    /// root, as CI has).
+    pub fn mount(size: &str) -> SmallDisk {
+        SmallDisk::try_mount(size).unwrap_or_else(|problem| {
+            panic!("cannot mount a tmpfs ({problem}; this test needs root, as CI has)")
+        })
+    }
+
+    /// Mounts a tmpfs of `size`, or says why it cannot.
+    fn try_mount(size: &str) -> Result<SmallDisk, String> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .output();
+        match out {
+            Ok(out) if out.status.success() => Ok(SmallDisk { dir }),
+            Ok(out) => Err(format!(
+                "{}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )),
+            Err(e) => Err(format!("cannot run mount: {e}")),
+        }
     }
 
     /// The mount point.

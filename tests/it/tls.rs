@@ -47,7 +47,15 @@ async fn dial_peer(
     id: u64,
     tls: ClientTlsConfig,
 ) -> Result<u64, tonic::Status> {
-    let addr = cluster.addrs[&id].1;
+    identify_over_tls(cluster.addrs[&id].1, tls).await
+}
+
+/// One Identify call to `addr` with `tls`, bounded to 2 s to connect and
+/// 5 s to answer; answers the id of the node that answered.
+pub(crate) async fn identify_over_tls(
+    addr: impl std::fmt::Display,
+    tls: ClientTlsConfig,
+) -> Result<u64, tonic::Status> {
     let channel = Endpoint::from_shared(format!("https://{addr}"))
         .expect("endpoint")
         .tls_config(tls)

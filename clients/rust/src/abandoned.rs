@@ -23,13 +23,12 @@ use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::endpoints::Endpoints;
 use super::request_ids::{InFlightId, WaitAttempts};
+use super::unary::{self, Unary, Waiting};
 use super::Client;
 use crate::error::Error;
 use crate::pb;
-use crate::pb::election_client::ElectionClient;
-use crate::pb::lease_client::LeaseClient;
-use crate::pb::lock_client::LockClient;
 
 /// How many rounds of the retry budget a cleanup spends learning the
 /// outcome before it leaves the grant to its lease.
@@ -134,8 +133,38 @@ impl Pending {
             .fetch_max(attempt.saturating_add(1), Ordering::SeqCst);
     }
 
+    /// Sends `req` (this call's request, its id set) as it is until
+    /// answered or `deadline`, and settles the id with the answer.
+    pub async fn send<R: Unary>(
+        self,
+        endpoints: &Endpoints,
+        deadline: Option<Instant>,
+        req: &R,
+    ) -> Result<R::Reply, Error> {
+        let answer = unary::send(endpoints, deadline, req, || self.sending(0)).await;
+        self.answered().settle(answer)
+    }
+
+    /// Sends `req` (this call's request) as numbered attempts of `id`, each
+    /// asking for the wait left until `deadline`, and settles the id with
+    /// the answer.
+    pub async fn send_attempts<R: Waiting>(
+        self,
+        endpoints: &Endpoints,
+        deadline: Option<Instant>,
+        req: &R,
+        id: &pb::RequestId,
+    ) -> Result<R::Reply, Error> {
+        let mut attempts = WaitAttempts::new(deadline);
+        let answer = unary::send_attempts(endpoints, deadline, req, id, &mut attempts, |attempt| {
+            self.sending(attempt)
+        })
+        .await;
+        self.answered().settle(answer)
+    }
+
     /// The call has its answer: its id, to settle.
-    pub fn answered(mut self) -> InFlightId {
+    fn answered(mut self) -> InFlightId {
         match self.call.take() {
             Some((_, _, _, open)) => open,
             None => unreachable!("a pending call is answered once (it is taken by value)"),
@@ -212,22 +241,7 @@ async fn resend(
     let endpoints = &client.inner.endpoints;
     match call {
         Call::Acquire(req) => {
-            let r = endpoints
-                .call(None, |ch| {
-                    let (id, wait_ms) = attempts.next(id);
-                    let req = pb::AcquireRequest {
-                        request_id: Some(id),
-                        wait_timeout_ms: wait_ms,
-                        ..req.clone()
-                    };
-                    async move {
-                        LockClient::new(ch)
-                            .acquire(req)
-                            .await
-                            .map(|r| r.into_inner())
-                    }
-                })
-                .await?;
+            let r = unary::send_attempts(endpoints, None, req, id, attempts, |_| {}).await?;
             Ok(match (r.acquired, req.ttl_ms) {
                 (false, _) => Granted::Nothing,
                 (true, Some(_)) => Granted::Lease(r.lease),
@@ -238,22 +252,7 @@ async fn resend(
             })
         }
         Call::Campaign(req) => {
-            let r = endpoints
-                .call(None, |ch| {
-                    let (id, wait_ms) = attempts.next(id);
-                    let req = pb::CampaignRequest {
-                        request_id: Some(id),
-                        wait_timeout_ms: wait_ms,
-                        ..req.clone()
-                    };
-                    async move {
-                        ElectionClient::new(ch)
-                            .campaign(req)
-                            .await
-                            .map(|r| r.into_inner())
-                    }
-                })
-                .await?;
+            let r = unary::send_attempts(endpoints, None, req, id, attempts, |_| {}).await?;
             Ok(match r.busy {
                 true => Granted::Nothing,
                 false => Granted::Leadership {
@@ -263,57 +262,16 @@ async fn resend(
             })
         }
         Call::Lease(req) => {
-            let req = pb::LeaseGrantRequest {
-                request_id: Some(id.clone()),
-                ..req.clone()
-            };
-            let r = endpoints
-                .call(None, |ch| {
-                    let req = req.clone();
-                    async move {
-                        LeaseClient::new(ch)
-                            .grant(req)
-                            .await
-                            .map(|r| r.into_inner())
-                    }
-                })
-                .await?;
+            let req = req.clone().with_id(id);
+            let r = unary::send(endpoints, None, &req, || {}).await?;
             Ok(Granted::Lease(r.id))
         }
         Call::Release(req) => {
-            let req = pb::ReleaseRequest {
-                request_id: Some(id.clone()),
-                ..req.clone()
-            };
-            endpoints
-                .call(None, |ch| {
-                    let req = req.clone();
-                    async move {
-                        LockClient::new(ch)
-                            .release(req)
-                            .await
-                            .map(|r| r.into_inner())
-                    }
-                })
-                .await?;
+            unary::send(endpoints, None, &req.clone().with_id(id), || {}).await?;
             Ok(Granted::Nothing)
         }
         Call::Revoke(req) => {
-            let req = pb::LeaseRevokeRequest {
-                request_id: Some(id.clone()),
-                ..req.clone()
-            };
-            endpoints
-                .call(None, |ch| {
-                    let req = req.clone();
-                    async move {
-                        LeaseClient::new(ch)
-                            .revoke(req)
-                            .await
-                            .map(|r| r.into_inner())
-                    }
-                })
-                .await?;
+            unary::send(endpoints, None, &req.clone().with_id(id), || {}).await?;
             Ok(Granted::Nothing)
         }
     }

@@ -90,10 +90,7 @@ impl Election {
     async fn run(&self, value: Vec<u8>, wait: bool) -> Result<Option<Leadership>, Error> {
         let owner = Uuid::new_v4().to_string();
         // A timeout bounds the whole campaign, granting the session too.
-        let deadline = wait
-            .then(|| self.client.deadline_after(self.timeout))
-            .flatten();
-        let bounded = self.client.until(deadline);
+        let bounded = self.client.until_waited(wait, self.timeout);
         let mut retried = false;
         loop {
             let session = bounded.session().await?;

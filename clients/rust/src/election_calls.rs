@@ -6,7 +6,6 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 
 use super::abandoned::{Call, Pending};
-use super::request_ids::WaitAttempts;
 use super::{Client, LeaderInfo, LeaseId};
 use crate::error::{from_status, Error};
 use crate::pb;
@@ -50,33 +49,12 @@ impl Client {
         timeout: Option<Duration>,
     ) -> Result<Option<u64>, Error> {
         let (request_id, open) = self.inner.ids.next();
-        let no_wait = req.no_wait;
         let deadline = self.deadline_after(timeout);
-        let mut attempts = WaitAttempts::new(deadline);
         // Dropped before its answer, the call is finished in the background.
         let pending = Pending::new(self, Call::Campaign(req.clone()), request_id.clone(), open);
-        let answer = self
-            .inner
-            .endpoints
-            .call(deadline, |ch| {
-                let (id, wait_ms) = attempts.next(&request_id);
-                pending.sending(id.attempt);
-                let req = pb::CampaignRequest {
-                    request_id: Some(id),
-                    // One try asks a server that knows no `no_wait` for
-                    // the shortest wait there is.
-                    wait_timeout_ms: if no_wait { 1 } else { wait_ms },
-                    ..req.clone()
-                };
-                async move {
-                    ElectionClient::new(ch)
-                        .campaign(req)
-                        .await
-                        .map(|r| r.into_inner())
-                }
-            })
-            .await;
-        let r = pending.answered().settle(answer)?;
+        let r = pending
+            .send_attempts(&self.inner.endpoints, deadline, &req, &request_id)
+            .await?;
         Ok((!r.busy).then_some(r.fence))
     }
 

@@ -54,21 +54,8 @@ impl Client {
         };
         // Dropped before its answer, the lease is revoked in the background.
         let pending = Pending::new(self, Call::Lease(req.clone()), request_id, open);
-        let answer = self
-            .inner
-            .endpoints
-            .call(self.deadline, |ch| {
-                pending.sending(0);
-                let req = req.clone();
-                async move {
-                    LeaseClient::new(ch)
-                        .grant(req)
-                        .await
-                        .map(|r| r.into_inner())
-                }
-            })
-            .await;
-        Ok(pending.answered().settle(answer)?.id)
+        let reply = pending.send(&self.inner.endpoints, self.deadline, &req);
+        Ok(reply.await?.id)
     }
 
     /// Renews a lease; answers the TTL it now has from when this call was
@@ -152,21 +139,8 @@ impl Client {
             id: lease,
         };
         let pending = Pending::new(self, Call::Revoke(req.clone()), request_id, open);
-        let answer = self
-            .inner
-            .endpoints
-            .call(self.deadline, |ch| {
-                pending.sending(0);
-                let req = req.clone();
-                async move {
-                    LeaseClient::new(ch)
-                        .revoke(req)
-                        .await
-                        .map(|r| r.into_inner())
-                }
-            })
-            .await;
-        Ok(pending.answered().settle(answer)?.released)
+        let reply = pending.send(&self.inner.endpoints, self.deadline, &req);
+        Ok(reply.await?.released)
     }
 
     /// Revokes every lease of `account` (an operator call: the admin role

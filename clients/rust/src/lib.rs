@@ -32,7 +32,8 @@
 //!   silent endpoint) and exactly-once request ids;
 //! - `abandoned`: a dropped acquire, campaign or lease grant finished in
 //!   the background (its outcome learnt, its grant given back), and the
-//!   count of such cleanups that [`Client::close`] waits for;
+//!   count of such cleanups that [`Client::close`] waits for; `unary`:
+//!   the one generic send of such a call, as it is or as numbered attempts;
 //! - `connect_failure`: why a node could not be reached or spoken to, in
 //!   words; `cert_validity`: a certificate's dates.
 
@@ -95,6 +96,7 @@ mod semaphore;
 mod session;
 mod task_lock;
 mod tls;
+mod unary;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -279,6 +281,12 @@ impl Client {
             session: self.session.clone(),
             deadline: endpoints::earliest(deadline, self.deadline),
         }
+    }
+
+    /// This client for one call bounded by `timeout` from now if it
+    /// `wait`s (a try is bounded by the client's deadline alone).
+    pub(crate) fn until_waited(&self, wait: bool, timeout: Option<Duration>) -> Client {
+        self.until(wait.then(|| self.deadline_after(timeout)).flatten())
     }
 
     /// The deadline of a call that waits at most `timeout` from now, or

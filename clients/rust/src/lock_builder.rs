@@ -164,10 +164,7 @@ impl LockBuilder {
             .unwrap_or_else(|| Uuid::new_v4().to_string());
         // A timeout bounds the whole acquire: granting the session,
         // connecting and retrying as well as the wait in the queue.
-        let deadline = wait
-            .then(|| self.client.deadline_after(self.timeout))
-            .flatten();
-        let bounded = self.client.until(deadline);
+        let bounded = self.client.until_waited(wait, self.timeout);
         let mut retried = false;
         loop {
             let session = match self.ttl {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::abandoned::{Call, Pending};
-use super::request_ids::WaitAttempts;
+use super::unary::Unary;
 use super::{Client, LeaseId, LockInfo, LockMode};
 use crate::error::Error;
 use crate::pb;
@@ -78,29 +78,11 @@ impl Client {
         };
         // The wait, connecting and retries all end by the caller's timeout.
         let deadline = self.deadline_after(spec.timeout);
-        let mut attempts = WaitAttempts::new(deadline);
         // Dropped before its answer, the call is finished in the background.
         let pending = Pending::new(self, Call::Acquire(req.clone()), request_id.clone(), open);
-        let answer = self
-            .inner
-            .endpoints
-            .call(deadline, |ch| {
-                let (id, wait_ms) = attempts.next(&request_id);
-                pending.sending(id.attempt);
-                let req = pb::AcquireRequest {
-                    request_id: Some(id),
-                    wait_timeout_ms: wait_ms,
-                    ..req.clone()
-                };
-                async move {
-                    LockClient::new(ch)
-                        .acquire(req)
-                        .await
-                        .map(|r| r.into_inner())
-                }
-            })
-            .await;
-        let r = pending.answered().settle(answer)?;
+        let r = pending
+            .send_attempts(&self.inner.endpoints, deadline, &req, &request_id)
+            .await?;
         Ok(r.acquired.then_some(Acquired {
             fence: r.fence,
             count: r.count,
@@ -143,24 +125,10 @@ impl Client {
         };
         // Dropped before its answer, the call is finished in the background.
         let pending = Pending::new(self, Call::Acquire(req.clone()), request_id.clone(), open);
-        let answer = self
-            .inner
-            .endpoints
-            .call(self.deadline, |ch| {
-                pending.sending(0);
-                let req = pb::AcquireRequest {
-                    request_id: Some(request_id.clone()),
-                    ..req.clone()
-                };
-                async move {
-                    LockClient::new(ch)
-                        .acquire(req)
-                        .await
-                        .map(|r| r.into_inner())
-                }
-            })
-            .await;
-        let r = pending.answered().settle(answer)?;
+        let sent = req.with_id(&request_id);
+        let r = pending
+            .send(&self.inner.endpoints, self.deadline, &sent)
+            .await?;
         Ok(r.acquired.then_some((
             r.lease,
             Acquired {
@@ -183,21 +151,8 @@ impl Client {
         // Dropped before its answer, the release is completed in the
         // background (under the same id: it never applies twice).
         let pending = Pending::new(self, Call::Release(req.clone()), request_id, open);
-        let answer = self
-            .inner
-            .endpoints
-            .call(self.deadline, |ch| {
-                pending.sending(0);
-                let req = req.clone();
-                async move {
-                    LockClient::new(ch)
-                        .release(req)
-                        .await
-                        .map(|r| r.into_inner())
-                }
-            })
-            .await;
-        Ok(pending.answered().settle(answer)?.remaining)
+        let reply = pending.send(&self.inner.endpoints, self.deadline, &req);
+        Ok(reply.await?.remaining)
     }
 
     /// Leaves the queue or releases entirely; answers "dequeued",

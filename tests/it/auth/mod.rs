@@ -33,8 +33,8 @@ mod sessions;
 use raw::{victim, Raw};
 
 const JOBS_TOKEN: &str = "jobs-token-0123456789";
-const BILLING_TOKEN: &str = "billing-token-0123456789";
-const OPS_TOKEN: &str = "ops-token-0123456789";
+pub(crate) const BILLING_TOKEN: &str = "billing-token-0123456789";
+pub(crate) const OPS_TOKEN: &str = "ops-token-0123456789";
 
 /// The auth file of the test clusters: `jobs` may use `jobs/*` and
 /// `shared/*`, `billing` may use `billing/*` and `shared/*`, `ops` is an
@@ -77,10 +77,54 @@ fn auth_file(dir: &std::path::Path) -> PathBuf {
 }
 
 /// A 3-node cluster that authenticates clients with [`auth_file`].
-async fn cluster(dir: &tempfile::TempDir) -> TestCluster {
+pub(crate) async fn cluster(dir: &tempfile::TempDir) -> TestCluster {
     let mut base = test_config();
     base.serving.auth_file = Some(auth_file(dir.path()));
     TestCluster::with_config(3, base).await
+}
+
+/// An attack's scene on a cluster with [`auth_file`]: `jobs`, a raw
+/// client of the leader, holds a lease, a lock and a candidacy (`victim`).
+/// Answers the temp dir holding the auth file, the cluster, its leader, a
+/// follower, `jobs`, the victim, and the leader's leases and locks then.
+async fn attack_scene() -> (
+    tempfile::TempDir,
+    TestCluster,
+    u64,
+    u64,
+    Raw,
+    raw::Victim,
+    (Vec<Lease>, Vec<Lock>),
+) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cluster = cluster(&dir).await;
+    let leader = cluster.wait_for_leader().await;
+    let follower = cluster.others(leader)[0];
+    let jobs = Raw::new(&cluster, leader, Some(JOBS_TOKEN));
+    let victim = victim(&jobs).await;
+    let before = leases_and_locks(&cluster, leader).await;
+    (dir, cluster, leader, follower, jobs, victim, before)
+}
+
+/// `client`, with `jobs`'s role, locks `mine` and is refused `theirs`
+/// (`PERMISSION_DENIED`); the guard of `mine`.
+async fn assert_jobs_role(
+    client: &Client,
+    mine: &str,
+    theirs: &str,
+) -> raftlock::client::LockGuard {
+    let guard = client
+        .lock(mine)
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{mine} is within the role: {e}"));
+    let err = client
+        .lock(theirs)
+        .acquire()
+        .await
+        .expect_err("a name outside the role");
+    assert!(matches!(err, Error::PermissionDenied(_)), "{err:?}");
+    guard
 }
 
 /// The leases and locks on `node`, once it applied everything.
@@ -101,13 +145,7 @@ async fn leases_and_locks(cluster: &TestCluster, node: u64) -> (Vec<Lease>, Vec<
 /// removes node 3.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_rpc_needs_a_known_identity() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let cluster = cluster(&dir).await;
-    let leader = cluster.wait_for_leader().await;
-    let follower = cluster.others(leader)[0];
-    let jobs = Raw::new(&cluster, leader, Some(JOBS_TOKEN));
-    let victim = victim(&jobs).await;
-    let before = leases_and_locks(&cluster, leader).await;
+    let (_dir, cluster, leader, follower, jobs, victim, before) = attack_scene().await;
 
     for token in [None, Some("not-a-token"), Some("")] {
         let attacker = Raw::new(&cluster, follower, token);
@@ -148,13 +186,7 @@ async fn every_rpc_needs_a_known_identity() {
 /// removes node 3.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_client_cannot_act_beyond_its_roles() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let cluster = cluster(&dir).await;
-    let leader = cluster.wait_for_leader().await;
-    let follower = cluster.others(leader)[0];
-    let jobs = Raw::new(&cluster, leader, Some(JOBS_TOKEN));
-    let victim = victim(&jobs).await;
-    let before = leases_and_locks(&cluster, leader).await;
+    let (_dir, cluster, leader, follower, jobs, victim, before) = attack_scene().await;
 
     let billing = Raw::new(&cluster, follower, Some(BILLING_TOKEN));
     let allowed = [
@@ -251,17 +283,7 @@ async fn the_client_authenticates_with_its_token() {
     let jobs = Client::connect_with(endpoints.clone(), with(Some(JOBS_TOKEN)))
         .await
         .expect("client");
-    let guard = jobs
-        .lock("jobs/nightly")
-        .acquire()
-        .await
-        .expect("jobs locks its name");
-    let err = jobs
-        .lock("billing/invoices")
-        .acquire()
-        .await
-        .expect_err("a name outside its roles");
-    assert!(matches!(err, Error::PermissionDenied(_)), "{err:?}");
+    let guard = assert_jobs_role(&jobs, "jobs/nightly", "billing/invoices").await;
     let anonymous = Client::connect_with(endpoints, with(None))
         .await
         .expect("client");
@@ -287,17 +309,7 @@ async fn a_client_certificate_is_an_identity() {
     base.serving.auth_file = Some(auth_file(dir.path()));
     let cluster = TestCluster::with_tls_config(3, base).await;
     let client = cluster.client().await;
-    let guard = client
-        .lock("jobs/cert")
-        .acquire()
-        .await
-        .expect("test locks jobs/cert");
-    let err = client
-        .lock("billing/cert")
-        .acquire()
-        .await
-        .expect_err("outside the role");
-    assert!(matches!(err, Error::PermissionDenied(_)), "{err:?}");
+    let guard = assert_jobs_role(&client, "jobs/cert", "billing/cert").await;
     let node_client = cluster.node(1).client().await.expect("node client");
     let released = node_client
         .force_release("jobs/cert")

@@ -6,118 +6,58 @@
 //! `--timeout` ends first (in-process clusters, whose links a test can
 //! hold back).
 
-use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
-use raftlock::ClusterKey;
-use raftlock_testkit::ports::Reserved;
-use raftlock_testkit::{initial_cluster, NodeProcess, ServeFlags};
-use tokio::process::Command;
+use super::process_cluster::ProcessCluster;
+use super::{describe, stderr_of};
+use crate::cluster::TestCluster;
 
-use super::{describe, stderr_of, BIN};
-
-/// Three `raftlock serve` processes of one cluster, with a join token.
-struct Processes {
-    dir: tempfile::TempDir,
-    nodes: Vec<NodeProcess>,
-    token: String,
+/// Node `id`'s client address.
+fn client_addr(cluster: &ProcessCluster, id: usize) -> &str {
+    &cluster.clients[id - 1]
 }
 
-impl Processes {
-    /// Three nodes, started, with a leader.
-    async fn start() -> Processes {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut ports = Reserved::new();
-        let mut addrs = Vec::new();
-        for _ in 0..3 {
-            let client = ports.take().expect("free port").to_string();
-            let peer = ports.take().expect("free port").to_string();
-            addrs.push((client, peer));
+/// Runs the CLI with `endpoints` and the cluster's join token.
+async fn cli_at(cluster: &ProcessCluster, endpoints: &[&str], args: &[&str]) -> Output {
+    let token = [("RAFTLOCK_JOIN_TOKEN", cluster.token.as_str())];
+    cluster.cli_at(endpoints, &token, args).await
+}
+
+/// The CLI against nodes 1 to 3.
+async fn cli(cluster: &ProcessCluster, args: &[&str]) -> Output {
+    let all = [
+        client_addr(cluster, 1),
+        client_addr(cluster, 2),
+        client_addr(cluster, 3),
+    ];
+    cli_at(cluster, &all, args).await
+}
+
+/// Waits until `cluster status` and `endpoint health --cluster` pass.
+async fn wait_healthy(cluster: &ProcessCluster) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = cli(cluster, &["cluster", "status"]).await;
+        let health = cli(cluster, &["endpoint", "health", "--cluster"]).await;
+        if status.status.success() && health.status.success() {
+            return;
         }
-        let members = initial_cluster(
-            addrs
-                .iter()
-                .zip(1..)
-                .map(|((client, peer), id)| (id, peer.as_str(), client.as_str())),
+        assert!(
+            Instant::now() < deadline,
+            "never healthy: {} / {}",
+            describe(&status),
+            describe(&health)
         );
-        let token = ClusterKey::generate().to_token();
-        let mut nodes = Vec::new();
-        for ((client, peer), id) in addrs.iter().zip(1u64..) {
-            let mut flags = ServeFlags::new(
-                id,
-                dir.path().join(format!("node{id}")),
-                client.clone(),
-                peer.clone(),
-                members.clone(),
-            );
-            flags.join_token = Some(token.clone());
-            nodes.push(flags.process(Path::new(BIN), dir.path().join(format!("node{id}.log"))));
-        }
-        ports.release();
-        for node in &mut nodes {
-            node.start().expect("start raftlock serve");
-        }
-        let cluster = Processes { dir, nodes, token };
-        cluster.wait_healthy().await;
-        cluster
+        tokio::time::sleep(Duration::from_millis(300)).await;
     }
+}
 
-    fn client_addr(&self, id: usize) -> &str {
-        &self.nodes[id - 1].client_addr
-    }
-
-    /// Runs the CLI with `endpoints`, from an empty working directory and
-    /// with nothing of the caller's `RAFTLOCK_*` settings.
-    async fn cli_at(&self, endpoints: &[&str], args: &[&str]) -> Output {
-        let cwd = self.dir.path().join("cwd");
-        std::fs::create_dir_all(&cwd).expect("cwd");
-        let mut cmd = Command::new(BIN);
-        cmd.args(args)
-            .current_dir(&cwd)
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("RAFTLOCK_") {
-                cmd.env_remove(name);
-            }
-        }
-        cmd.env("RAFTLOCK_ENDPOINTS", endpoints.join(","))
-            .env("RAFTLOCK_JOIN_TOKEN", &self.token);
-        tokio::time::timeout(Duration::from_secs(60), cmd.output())
-            .await
-            .unwrap_or_else(|_| panic!("raftlock {args:?} did not finish in 60 s"))
-            .expect("run raftlock")
-    }
-
-    /// The CLI against nodes 1 to 3.
-    async fn cli(&self, args: &[&str]) -> Output {
-        let all = [
-            self.client_addr(1),
-            self.client_addr(2),
-            self.client_addr(3),
-        ];
-        self.cli_at(&all, args).await
-    }
-
-    /// Waits until `cluster status` and `endpoint health --cluster` pass.
-    async fn wait_healthy(&self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let status = self.cli(&["cluster", "status"]).await;
-            let health = self.cli(&["endpoint", "health", "--cluster"]).await;
-            if status.status.success() && health.status.success() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "never healthy: {} / {}",
-                describe(&status),
-                describe(&health)
-            );
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        }
-    }
+/// Three nodes, started, with a leader, healthy.
+async fn healthy_cluster() -> ProcessCluster {
+    let cluster = ProcessCluster::start().await;
+    wait_healthy(&cluster).await;
+    cluster
 }
 
 /// Issue 38's replay: 2 of 3 nodes SIGSTOPped. `cluster status` still
@@ -131,8 +71,8 @@ impl Processes {
 /// node that still believes it leads would be called healthy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_and_health_fail_while_two_of_three_nodes_are_stopped() {
-    let mut cluster = Processes::start().await;
-    let out = cluster.cli(&["endpoint", "health"]).await;
+    let mut cluster = healthy_cluster().await;
+    let out = cli(&cluster, &["endpoint", "health"]).await;
     assert!(out.status.success(), "{}", describe(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.matches(" is healthy: ").count(), 3, "{text}");
@@ -141,11 +81,11 @@ async fn status_and_health_fail_while_two_of_three_nodes_are_stopped() {
         node.pause(true).expect("SIGSTOP");
     }
     let stopped_first = [
-        cluster.client_addr(2),
-        cluster.client_addr(3),
-        cluster.client_addr(1),
+        client_addr(&cluster, 2),
+        client_addr(&cluster, 3),
+        client_addr(&cluster, 1),
     ];
-    let out = cluster.cli_at(&stopped_first, &["cluster", "status"]).await;
+    let out = cli_at(&cluster, &stopped_first, &["cluster", "status"]).await;
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let err = stderr_of(&out);
     assert!(
@@ -159,21 +99,15 @@ async fn status_and_health_fail_while_two_of_three_nodes_are_stopped() {
         describe(&out)
     );
 
-    let out = cluster
-        .cli_at(
-            &stopped_first,
-            &["endpoint", "health", "--command-timeout", "2s"],
-        )
-        .await;
+    let health = ["endpoint", "health", "--command-timeout", "2s"];
+    let out = cli_at(&cluster, &stopped_first, &health).await;
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let err = stderr_of(&out);
     assert_eq!(err.matches(" is unhealthy: ").count(), 3, "{err}");
     assert!(err.contains("unhealthy cluster: 3 of 3"), "{err}");
     // The node that answers still fails: it cannot confirm a read.
-    let live = cluster.client_addr(1).to_string();
-    let out = cluster
-        .cli_at(&[&live], &["endpoint", "health", "--command-timeout", "2s"])
-        .await;
+    let live = client_addr(&cluster, 1).to_string();
+    let out = cli_at(&cluster, &[&live], &health).await;
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     assert!(
         stderr_of(&out).contains(&format!("{live} is unhealthy")),
@@ -184,7 +118,7 @@ async fn status_and_health_fail_while_two_of_three_nodes_are_stopped() {
     for node in &mut cluster.nodes[1..3] {
         node.pause(false).expect("SIGCONT");
     }
-    cluster.wait_healthy().await;
+    wait_healthy(&cluster).await;
 }
 
 /// `cluster promote` of a learner that answers but is behind the leader
@@ -197,21 +131,11 @@ async fn status_and_health_fail_while_two_of_three_nodes_are_stopped() {
 /// up (seen: exit 0).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn promote_waits_for_a_lagging_learner_within_its_timeout() {
-    let mut cluster = crate::cluster::TestCluster::new(3).await;
+    let mut cluster = TestCluster::new(3).await;
     let leader = cluster.wait_for_leader().await;
     cluster.start_joining(4).await;
-    let addr = cluster.node_addr(4);
     let dir = super::node_dir(&cluster);
-    let add = [
-        "cluster",
-        "add-learner",
-        "4",
-        &addr.peer_addr,
-        &addr.client_addr,
-        "--data-dir",
-        &dir,
-    ];
-    let out = super::run(&cluster, &add).await;
+    let out = add_learner_4(&cluster, &dir, &[]).await;
     assert!(out.status.success(), "{}", describe(&out));
 
     cluster.filter.hold_entries(leader, 4);
@@ -257,23 +181,13 @@ async fn promote_waits_for_a_lagging_learner_within_its_timeout() {
 /// client, `membership::a_learner_added_to_a_long_log_is_promoted_at_once`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn add_learner_then_promote_at_once_on_a_long_log() {
-    let mut cluster = crate::cluster::TestCluster::new(3).await;
+    let mut cluster = TestCluster::new(3).await;
     let leader = cluster.wait_for_leader().await;
     let client = cluster.admin_client().await;
     crate::membership::fill_log(&cluster, &client, leader, 2_500).await;
     cluster.start_joining(4).await;
-    let addr = cluster.node_addr(4);
     let dir = super::node_dir(&cluster);
-    let add = [
-        "cluster",
-        "add-learner",
-        "4",
-        &addr.peer_addr,
-        &addr.client_addr,
-        "--data-dir",
-        &dir,
-    ];
-    let out = super::run(&cluster, &add).await;
+    let out = add_learner_4(&cluster, &dir, &[]).await;
     assert!(out.status.success(), "{}", describe(&out));
     let holds = cluster.node(4).status().last_log_index;
     assert!(
@@ -304,24 +218,12 @@ async fn add_learner_then_promote_at_once_on_a_long_log() {
 /// leader's few seconds, with the learner at index 0 (seen).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn add_learner_waits_and_says_so_when_its_timeout_ends() {
-    let mut cluster = crate::cluster::TestCluster::new(3).await;
+    let mut cluster = TestCluster::new(3).await;
     let leader = cluster.wait_for_leader().await;
     cluster.start_joining(4).await;
     cluster.filter.hold_entries(leader, 4);
-    let addr = cluster.node_addr(4);
     let dir = super::node_dir(&cluster);
-    let add = [
-        "cluster",
-        "add-learner",
-        "4",
-        &addr.peer_addr,
-        &addr.client_addr,
-        "--data-dir",
-        &dir,
-        "--timeout",
-        "5s",
-    ];
-    let out = super::run(&cluster, &add).await;
+    let out = add_learner_4(&cluster, &dir, &["--timeout", "5s"]).await;
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let err = stderr_of(&out);
     assert!(
@@ -335,10 +237,27 @@ async fn add_learner_waits_and_says_so_when_its_timeout_ends() {
     assert!(err.contains("raftlock cluster status"), "{err}");
 
     cluster.filter.heal();
-    let out = super::run(&cluster, &add).await;
+    let out = add_learner_4(&cluster, &dir, &["--timeout", "5s"]).await;
     assert!(out.status.success(), "{}", describe(&out));
     let promote = ["cluster", "promote", "4", "--data-dir", &dir];
     let out = super::run(&cluster, &promote).await;
     assert!(out.status.success(), "{}", describe(&out));
     cluster.shutdown().await;
+}
+
+/// `raftlock cluster add-learner 4` for node 4 of `cluster`, as an
+/// operator on node 1's host (`--data-dir dir`), then `extra`.
+async fn add_learner_4(cluster: &TestCluster, dir: &str, extra: &[&str]) -> Output {
+    let addr = cluster.node_addr(4);
+    let mut add = vec![
+        "cluster",
+        "add-learner",
+        "4",
+        &addr.peer_addr,
+        &addr.client_addr,
+        "--data-dir",
+        dir,
+    ];
+    add.extend_from_slice(extra);
+    super::run(cluster, &add).await
 }

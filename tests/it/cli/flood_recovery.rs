@@ -13,7 +13,7 @@ use raftlock::pb;
 use raftlock_storage::limits::DEFAULT_QUOTA_CLIENTS;
 use tonic::Code;
 
-use super::{json, node_dir};
+use super::{force_release, json, node_dir};
 use crate::cluster::TestCluster;
 use crate::connection_attacks::channel_from;
 
@@ -175,21 +175,9 @@ async fn ten_flooding_sources_leave_room_and_an_admin_recovers() {
     }
     assert_eq!(revoked, DEFAULT_QUOTA_CLIENTS);
 
-    let node_dir = node_dir(&cluster);
-    let released = json(
-        &cluster,
-        &[
-            "locks",
-            "force-release",
-            "flooded/held",
-            "--data-dir",
-            &node_dir,
-            "--output",
-            "json",
-        ],
-    )
-    .await;
+    let released = force_release(&cluster, "flooded/held").await;
     assert_eq!(released["holders"], 1);
+    let node_dir = node_dir(&cluster);
     let done = json(
         &cluster,
         &[

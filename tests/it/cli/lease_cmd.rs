@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use raftlock::auth::policy::token_sha256;
 use raftlock::client::{Acquire, ClientOptions};
 use raftlock::Client;
 use serde_json::Value;
 
 use super::{describe, json, node_dir, raftlock, run, stderr_of, TTL};
-use crate::cluster::{test_config, TestCluster};
+use crate::auth::{self, BILLING_TOKEN, OPS_TOKEN};
+use crate::cluster::TestCluster;
 
 #[tokio::test]
 async fn cli_lease_grant_keepalive_ttl_list_revoke() {
@@ -90,9 +90,6 @@ async fn cli_lease_grant_keepalive_ttl_list_revoke() {
     cluster.shutdown().await;
 }
 
-pub(super) const OPS_TOKEN: &str = "ops-token-0123456789";
-pub(super) const BILLING_TOKEN: &str = "billing-token-0123456789";
-
 /// Runs the CLI with `token` (RAFTLOCK_TOKEN) to completion.
 pub(super) async fn run_as(
     cluster: &TestCluster,
@@ -108,34 +105,6 @@ pub(super) async fn run_as(
         .expect("run raftlock")
 }
 
-/// A 3-node cluster whose auth file knows `ops` (admin) and `billing`
-/// (names `billing/*`).
-pub(super) async fn auth_cluster(dir: &tempfile::TempDir) -> TestCluster {
-    let text = format!(
-        r#"
-        [roles.billing]
-        names = ["billing/*"]
-
-        [[users]]
-        name = "ops"
-        token_sha256 = "{}"
-        roles = ["admin"]
-
-        [[users]]
-        name = "billing"
-        token_sha256 = "{}"
-        roles = ["billing"]
-        "#,
-        token_sha256(OPS_TOKEN),
-        token_sha256(BILLING_TOKEN),
-    );
-    let path = dir.path().join("auth.toml");
-    std::fs::write(&path, text).expect("write the auth file");
-    let mut base = test_config();
-    base.serving.auth_file = Some(path);
-    TestCluster::with_config(3, base).await
-}
-
 /// `raftlock lease revoke --identity billing`, as an admin, revokes every
 /// lease `billing` holds and prints how many (and the holds released),
 /// as JSON and as a table; as `billing` itself it is refused for want of
@@ -144,7 +113,7 @@ pub(super) async fn auth_cluster(dir: &tempfile::TempDir) -> TestCluster {
 #[tokio::test]
 async fn cli_lease_revoke_identity_revokes_every_lease_of_it() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let cluster = auth_cluster(&dir).await;
+    let cluster = auth::cluster(&dir).await;
     let endpoints: Vec<String> = cluster.addrs.values().map(|(c, _)| c.to_string()).collect();
     let options = ClientOptions {
         token: Some(BILLING_TOKEN.to_string()),

@@ -3,20 +3,13 @@
 use raftlock::client::Acquire;
 use serde_json::Value;
 
-use super::{describe, json, node_dir, run, stderr_of, TTL};
+use super::{describe, force_release, hold_jobs_a, json, run, stderr_of};
 use crate::cluster::TestCluster;
 
 #[tokio::test]
 async fn cli_locks_list_describe_check_force_release() {
     let cluster = TestCluster::new(3).await;
-    let client = cluster.client().await;
-    let lease = client.grant_lease(TTL).await.unwrap();
-    let fence = client
-        .acquire(&Acquire::exclusive("jobs/a", "owner-a", lease))
-        .await
-        .unwrap()
-        .unwrap()
-        .fence;
+    let (client, lease, fence) = hold_jobs_a(&cluster).await;
     client
         .acquire(&Acquire::exclusive("other", "owner-b", lease))
         .await
@@ -48,20 +41,7 @@ async fn cli_locks_list_describe_check_force_release() {
     let invalid = run(&cluster, &["locks", "check", "jobs/a", &stale]).await;
     assert_eq!(invalid.status.code(), Some(1), "{}", describe(&invalid));
 
-    let node_dir = node_dir(&cluster);
-    let released = json(
-        &cluster,
-        &[
-            "locks",
-            "force-release",
-            "jobs/a",
-            "--data-dir",
-            &node_dir,
-            "--output",
-            "json",
-        ],
-    )
-    .await;
+    let released = force_release(&cluster, "jobs/a").await;
     assert_eq!(released["holders"], 1);
     let after = run(&cluster, &["locks", "check", "jobs/a", &fence_arg]).await;
     assert_eq!(after.status.code(), Some(1), "{}", describe(&after));
@@ -85,14 +65,7 @@ async fn cli_locks_list_describe_check_force_release() {
 #[tokio::test]
 async fn cli_locks_check_exits_2_without_a_quorum() {
     let mut cluster = TestCluster::new(3).await;
-    let client = cluster.client().await;
-    let lease = client.grant_lease(TTL).await.unwrap();
-    let fence = client
-        .acquire(&Acquire::exclusive("jobs/a", "owner-a", lease))
-        .await
-        .unwrap()
-        .unwrap()
-        .fence;
+    let (_client, _lease, fence) = hold_jobs_a(&cluster).await;
     let fence_arg = fence.to_string();
     let held = run(&cluster, &["locks", "check", "jobs/a", &fence_arg]).await;
     assert_eq!(held.status.code(), Some(0), "{}", describe(&held));

@@ -32,6 +32,7 @@ mod systemd_recipe;
 use std::process::{ExitStatus, Output, Stdio};
 use std::time::Duration;
 
+use raftlock::client::Acquire;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
@@ -71,6 +72,19 @@ fn raftlock(cluster: &TestCluster, args: &[&str]) -> Command {
     cmd
 }
 
+/// `raftlock serve` with nothing of the caller's log filter, no stdin and
+/// its output dropped (a test pipes what it reads), killed when dropped.
+fn serve_command() -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("serve")
+        .env_remove("RAFTLOCK_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    cmd
+}
+
 /// Node 1's data dir: an operator command on its host reads the cluster's
 /// admin credential from there (`--data-dir`, docs/security.md).
 pub(crate) fn node_dir(cluster: &TestCluster) -> String {
@@ -83,6 +97,36 @@ pub(crate) async fn run(cluster: &TestCluster, args: &[&str]) -> Output {
         .await
         .unwrap_or_else(|_| panic!("raftlock {args:?} did not finish in 60 s"))
         .expect("run raftlock")
+}
+
+/// A client of `cluster` that holds `jobs/a` as `owner-a` on a lease of
+/// its own: the client, the lease and the fencing token.
+async fn hold_jobs_a(cluster: &TestCluster) -> (raftlock::Client, u64, u64) {
+    let client = cluster.client().await;
+    let lease = client.grant_lease(TTL).await.unwrap();
+    let fence = client
+        .acquire(&Acquire::exclusive("jobs/a", "owner-a", lease))
+        .await
+        .unwrap()
+        .unwrap()
+        .fence;
+    (client, lease, fence)
+}
+
+/// `raftlock locks force-release name` as an operator on node 1's host
+/// (`--data-dir`); what it prints as JSON.
+async fn force_release(cluster: &TestCluster, name: &str) -> Value {
+    let node_dir = node_dir(cluster);
+    let args = [
+        "locks",
+        "force-release",
+        name,
+        "--data-dir",
+        &node_dir,
+        "--output",
+        "json",
+    ];
+    json(cluster, &args).await
 }
 
 /// Runs the CLI, expects success, and parses its stdout as JSON.

@@ -5,13 +5,12 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use raftlock::client::Acquire;
 use tokio::process::{Child, Command};
 
-use super::{describe, terminate, wait_exit, BIN};
+use super::{describe, serve_command, terminate, wait_exit, BIN};
 
 fn free_addr() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -47,16 +46,11 @@ fn walk(path: &Path, found: &mut Vec<(PathBuf, u32)>, count: &mut usize) {
 /// `raftlock serve` on `dir` at `(client, peer)`; its client address.
 fn serve(dir: &Path, (client, peer): (&str, &str)) -> (Child, String) {
     let client = client.to_string();
-    let child = Command::new(BIN)
-        .args(["serve", "--admin-addr", "off", "--snapshot-after", "20"])
+    let child = serve_command()
+        .args(["--admin-addr", "off", "--snapshot-after", "20"])
         .arg("--data-dir")
         .arg(dir)
         .args(["--client-addr", &client, "--peer-addr", peer])
-        .env_remove("RAFTLOCK_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
         .spawn()
         .expect("spawn raftlock serve");
     (child, client)

@@ -1,44 +1,87 @@
 //! Three `raftlock serve` processes on loopback, started as an operator
-//! starts them (a join token, no admin listener), for the tests that
-//! signal whole processes: SIGTERM to all at once, SIGSTOP duty cycles.
+//! starts them (a join token, an admin listener if asked), for the tests that
+//! signal whole processes (SIGTERM to all at once, SIGSTOP duty cycles)
+//! and run the CLI against them.
 
 use std::path::Path;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use raftlock::ClusterKey;
 use raftlock_client::{Client, ClientOptions};
 use raftlock_testkit::ports::Reserved;
 use raftlock_testkit::{initial_cluster, NodeProcess, ServeFlags};
+use tokio::process::Command;
 
 use super::BIN;
 
+/// How the nodes of a [`ProcessCluster`] run.
+pub(crate) struct Launch {
+    /// `--heartbeat-ms` and `--election-timeout-ms` of node `id`
+    /// (`None`: the defaults).
+    pub(crate) timing: fn(u64) -> Option<(u64, u64)>,
+    /// Whether each node serves an admin listener, on a port of its own.
+    pub(crate) admin: bool,
+    /// The nodes' log filter (`RAFTLOCK_LOG`).
+    pub(crate) log_filter: &'static str,
+}
+
+impl Default for Launch {
+    fn default() -> Self {
+        Launch {
+            timing: |_| None,
+            admin: false,
+            log_filter: "info,openraft=warn,sled=warn",
+        }
+    }
+}
+
 /// A running three-node cluster of processes; killed when dropped.
 pub(crate) struct ProcessCluster {
-    /// Holds the data dirs and logs until the cluster is dropped.
-    _dir: tempfile::TempDir,
+    /// The data dirs (`node{id}`) and logs (`node{id}.log`); removed when
+    /// the cluster is dropped.
+    pub(crate) dir: tempfile::TempDir,
     /// Node `id` is `nodes[id - 1]`.
     pub(crate) nodes: Vec<NodeProcess>,
     /// Client addresses, by node.
     pub(crate) clients: Vec<String>,
+    /// Admin listener addresses, by node (none without `Launch::admin`).
+    pub(crate) admins: Vec<String>,
+    /// The join token the nodes share.
+    pub(crate) token: String,
 }
 
 impl ProcessCluster {
     /// Starts three nodes with the default timing and waits until one of
     /// them leads.
     pub(crate) async fn start() -> ProcessCluster {
-        ProcessCluster::start_with(|_| None).await
+        ProcessCluster::launch(Launch::default()).await
     }
 
     /// [`start`](Self::start) with `--heartbeat-ms` and
     /// `--election-timeout-ms` of each node (`timing(id)`; `None`: the
     /// defaults).
     pub(crate) async fn start_with(timing: fn(u64) -> Option<(u64, u64)>) -> ProcessCluster {
+        ProcessCluster::launch(Launch {
+            timing,
+            ..Launch::default()
+        })
+        .await
+    }
+
+    /// Starts three nodes as `launch` says, with a join token, and waits
+    /// until one of them leads.
+    pub(crate) async fn launch(launch: Launch) -> ProcessCluster {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut ports = Reserved::new();
         let mut addrs = Vec::new();
+        let mut admins = Vec::new();
         for _ in 0..3 {
             let take = |p: &mut Reserved| p.take().expect("free port").to_string();
             addrs.push((take(&mut ports), take(&mut ports)));
+            if launch.admin {
+                admins.push(take(&mut ports));
+            }
         }
         let members = initial_cluster(
             addrs
@@ -57,8 +100,11 @@ impl ProcessCluster {
                 members.clone(),
             );
             flags.join_token = Some(token.clone());
-            flags.timing = timing(id);
-            flags.log_filter = Some("info,openraft=warn,sled=warn".into());
+            flags.timing = (launch.timing)(id);
+            if let Some(admin) = admins.get(id as usize - 1) {
+                flags.admin_addr = admin.clone();
+            }
+            flags.log_filter = Some(launch.log_filter.into());
             nodes.push(flags.process(Path::new(BIN), dir.path().join(format!("node{id}.log"))));
         }
         ports.release();
@@ -67,11 +113,51 @@ impl ProcessCluster {
         }
         let cluster = ProcessCluster {
             clients: addrs.into_iter().map(|a| a.0).collect(),
-            _dir: dir,
+            admins,
+            dir,
             nodes,
+            token,
         };
         cluster.wait_for_leader(Duration::from_secs(60)).await;
         cluster
+    }
+
+    /// Node `id`'s data dir.
+    pub(crate) fn node_dir(&self, id: u64) -> String {
+        self.dir
+            .path()
+            .join(format!("node{id}"))
+            .display()
+            .to_string()
+    }
+
+    /// Runs the CLI with `RAFTLOCK_ENDPOINTS` set to `endpoints` and the
+    /// settings in `env`, from an empty working directory and with nothing
+    /// else of the caller's `RAFTLOCK_*` settings; within 60 s.
+    pub(crate) async fn cli_at(
+        &self,
+        endpoints: &[&str],
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> Output {
+        let cwd = self.dir.path().join("cwd");
+        std::fs::create_dir_all(&cwd).expect("cwd");
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .current_dir(&cwd)
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("RAFTLOCK_") {
+                cmd.env_remove(name);
+            }
+        }
+        cmd.env("RAFTLOCK_ENDPOINTS", endpoints.join(","));
+        cmd.envs(env.iter().copied());
+        tokio::time::timeout(Duration::from_secs(60), cmd.output())
+            .await
+            .unwrap_or_else(|_| panic!("raftlock {args:?} did not finish in 60 s"))
+            .expect("run raftlock")
     }
 
     /// A client of the nodes `ids` only, whose calls give up after

@@ -10,147 +10,52 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use raftlock::{AdminCredential, ClusterKey};
-use raftlock_testkit::ports::Reserved;
-use raftlock_testkit::{initial_cluster, NodeProcess, ServeFlags};
-use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::process::Command;
 
+use super::process_cluster::{Launch, ProcessCluster};
+use super::serve::http_get;
 use super::{describe, BIN};
 
-/// Three `raftlock serve` processes with a join token and admin listeners.
-struct ProcessCluster {
-    dir: tempfile::TempDir,
-    nodes: Vec<NodeProcess>,
-    clients: Vec<String>,
-    admins: Vec<String>,
-    token: String,
+/// Three `raftlock serve` processes with a join token, admin listeners
+/// and DEBUG logs.
+async fn start_cluster() -> ProcessCluster {
+    ProcessCluster::launch(Launch {
+        admin: true,
+        log_filter: DEBUG_LOG,
+        ..Launch::default()
+    })
+    .await
 }
 
-impl ProcessCluster {
-    async fn start() -> ProcessCluster {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut ports = Reserved::new();
-        let mut addrs = Vec::new();
-        for _ in 0..3 {
-            let take = |p: &mut Reserved| p.take().expect("free port").to_string();
-            addrs.push((take(&mut ports), take(&mut ports), take(&mut ports)));
-        }
-        let members = initial_cluster(
-            addrs
-                .iter()
-                .zip(1..)
-                .map(|((client, peer, _), id)| (id, peer.as_str(), client.as_str())),
+/// The nodes' log filter: everything a secret could slip into.
+const DEBUG_LOG: &str = "debug,openraft=info,sled=info,h2=info,tower=info";
+
+/// Runs the CLI against the cluster with no credential of the caller's.
+async fn cli(cluster: &ProcessCluster, args: &[&str]) -> Output {
+    let all: Vec<&str> = cluster.clients.iter().map(String::as_str).collect();
+    cluster.cli_at(&all, &[], args).await
+}
+
+/// Everything a secret must not be found in, as text.
+fn secrets(cluster: &ProcessCluster) -> Vec<String> {
+    let key = ClusterKey::from_token(&cluster.token).expect("token");
+    let hex = cluster.token.trim_start_matches("rlj1-").to_string();
+    let credential = AdminCredential::derive(&key).to_bearer();
+    vec![
+        "rlj1-".into(),
+        hex[..32].to_string(),
+        hex[32..].to_string(),
+        credential.trim_start_matches("rla1-")[..32].to_string(),
+    ]
+}
+
+fn assert_no_secret(cluster: &ProcessCluster, what: &str, text: &str) {
+    for secret in secrets(cluster) {
+        assert!(
+            !text.contains(&secret),
+            "{what} carries a secret ({secret:?}):\n{text}"
         );
-        let token = ClusterKey::generate().to_token();
-        let mut nodes = Vec::new();
-        for ((client, peer, admin), id) in addrs.iter().zip(1u64..) {
-            let mut flags = ServeFlags::new(
-                id,
-                dir.path().join(format!("node{id}")),
-                client.clone(),
-                peer.clone(),
-                members.clone(),
-            );
-            flags.join_token = Some(token.clone());
-            flags.admin_addr = admin.clone();
-            flags.log_filter = Some("debug,openraft=info,sled=info,h2=info,tower=info".into());
-            nodes.push(flags.process(Path::new(BIN), dir.path().join(format!("node{id}.log"))));
-        }
-        ports.release();
-        for node in &mut nodes {
-            node.start().expect("start raftlock serve");
-        }
-        let cluster = ProcessCluster {
-            clients: addrs.iter().map(|a| a.0.clone()).collect(),
-            admins: addrs.iter().map(|a| a.2.clone()).collect(),
-            dir,
-            nodes,
-            token,
-        };
-        cluster.wait_for_leader().await;
-        cluster
     }
-
-    fn node_dir(&self, id: u64) -> String {
-        self.dir
-            .path()
-            .join(format!("node{id}"))
-            .display()
-            .to_string()
-    }
-
-    /// Runs the CLI against the cluster from an empty working directory,
-    /// with nothing of the caller's `RAFTLOCK_*` settings.
-    async fn cli(&self, args: &[&str]) -> Output {
-        let cwd = self.dir.path().join("cwd");
-        std::fs::create_dir_all(&cwd).expect("cwd");
-        let mut cmd = Command::new(BIN);
-        cmd.args(args)
-            .current_dir(&cwd)
-            .env("RAFTLOCK_ENDPOINTS", self.clients.join(","))
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("RAFTLOCK_") && name != "RAFTLOCK_ENDPOINTS" {
-                cmd.env_remove(name);
-            }
-        }
-        tokio::time::timeout(Duration::from_secs(60), cmd.output())
-            .await
-            .unwrap_or_else(|_| panic!("raftlock {args:?} did not finish in 60 s"))
-            .expect("run raftlock")
-    }
-
-    async fn wait_for_leader(&self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let out = self.cli(&["cluster", "status", "--output", "json"]).await;
-            if out.status.success() {
-                let status: Value = serde_json::from_slice(&out.stdout).expect("status json");
-                if !status["leader"].is_null() {
-                    return;
-                }
-            }
-            assert!(Instant::now() < deadline, "no leader: {}", describe(&out));
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-
-    /// Everything a secret must not be found in, as text.
-    fn secrets(&self) -> Vec<String> {
-        let key = ClusterKey::from_token(&self.token).expect("token");
-        let hex = self.token.trim_start_matches("rlj1-").to_string();
-        let credential = AdminCredential::derive(&key).to_bearer();
-        vec![
-            "rlj1-".into(),
-            hex[..32].to_string(),
-            hex[32..].to_string(),
-            credential.trim_start_matches("rla1-")[..32].to_string(),
-        ]
-    }
-
-    fn assert_no_secret(&self, what: &str, text: &str) {
-        for secret in self.secrets() {
-            assert!(
-                !text.contains(&secret),
-                "{what} carries a secret ({secret:?}):\n{text}"
-            );
-        }
-    }
-}
-
-/// The raw answer to `GET path` at `addr`, with `Host: addr`.
-async fn http_get(addr: &str, path: &str) -> String {
-    let mut stream = TcpStream::connect(addr)
-        .await
-        .unwrap_or_else(|e| panic!("no admin listener on {addr}: {e}"));
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("send");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.expect("read");
-    String::from_utf8_lossy(&raw).into_owned()
 }
 
 /// A loopback address nothing listens on.
@@ -172,7 +77,7 @@ fn unused_addr() -> String {
 /// `--join-token rlj1-…` in the message (seen).
 #[tokio::test]
 async fn no_answer_log_status_page_or_metric_carries_the_join_token() {
-    let mut cluster = ProcessCluster::start().await;
+    let mut cluster = start_cluster().await;
     let node1 = cluster.node_dir(1);
     let (peer9, client9) = (unused_addr(), unused_addr());
     let mut outputs: Vec<(String, Output)> = Vec::new();
@@ -184,21 +89,25 @@ async fn no_answer_log_status_page_or_metric_carries_the_join_token() {
         args.into_iter().map(String::from).collect::<Vec<_>>()
     };
     let args = add(&["--data-dir", &node1]);
-    let out = cluster
-        .cli(&args.iter().map(String::as_str).collect::<Vec<_>>())
-        .await;
+    let out = cli(
+        &cluster,
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
+    .await;
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!out.status.success(), "{}", describe(&out));
-    cluster.assert_no_secret("add-learner's error", &err);
+    assert_no_secret(&cluster, "add-learner's error", &err);
     assert!(err.contains("--join-token-file FILE"), "{err}");
     assert!(err.contains("start node 9 first"), "{err}");
     outputs.push(("add-learner as admin".into(), out));
 
     // Without a credential: refused, naming what is needed.
     let args = add(&[]);
-    let out = cluster
-        .cli(&args.iter().map(String::as_str).collect::<Vec<_>>())
-        .await;
+    let out = cli(
+        &cluster,
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
+    .await;
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(err.contains("permission denied"), "{err}");
     assert!(err.contains("--data-dir"), "{err}");
@@ -209,13 +118,15 @@ async fn no_answer_log_status_page_or_metric_carries_the_join_token() {
     std::fs::write(&wrong, ClusterKey::generate().to_token()).expect("write");
     let wrong_arg = wrong.display().to_string();
     let args = add(&["--join-token-file", &wrong_arg]);
-    let out = cluster
-        .cli(&args.iter().map(String::as_str).collect::<Vec<_>>())
-        .await;
+    let out = cli(
+        &cluster,
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
+    .await;
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(err.contains("unauthenticated"), "{err}");
     outputs.push(("add-learner with a wrong credential".into(), out));
-    let out = cluster.cli(&["locks", "force-release", "x"]).await;
+    let out = cli(&cluster, &["locks", "force-release", "x"]).await;
     assert!(!out.status.success(), "{}", describe(&out));
     outputs.push(("force-release without a credential".into(), out));
 
@@ -237,7 +148,7 @@ async fn no_answer_log_status_page_or_metric_carries_the_join_token() {
         &node1,
     ];
     loop {
-        let out = cluster.cli(&add4).await;
+        let out = cli(&cluster, &add4).await;
         let done = out.status.success();
         assert!(
             done || Instant::now() < deadline,
@@ -251,9 +162,7 @@ async fn no_answer_log_status_page_or_metric_carries_the_join_token() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     loop {
-        let out = cluster
-            .cli(&["cluster", "promote", "4", "--data-dir", &node1])
-            .await;
+        let out = cli(&cluster, &["cluster", "promote", "4", "--data-dir", &node1]).await;
         let done = out.status.success();
         outputs.push(("promote 4".into(), out));
         if done {
@@ -262,23 +171,21 @@ async fn no_answer_log_status_page_or_metric_carries_the_join_token() {
         assert!(Instant::now() < deadline, "learner 4 was never promoted");
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let out = cluster
-        .cli(&["cluster", "remove", "4", "--data-dir", &node1])
-        .await;
+    let out = cli(&cluster, &["cluster", "remove", "4", "--data-dir", &node1]).await;
     assert!(out.status.success(), "{}", describe(&out));
     outputs.push(("remove 4".into(), out));
-    let out = cluster.cli(&["cluster", "status"]).await;
+    let out = cli(&cluster, &["cluster", "status"]).await;
     outputs.push(("cluster status".into(), out));
 
     for (what, out) in &outputs {
-        cluster.assert_no_secret(what, &String::from_utf8_lossy(&out.stdout));
-        cluster.assert_no_secret(what, &String::from_utf8_lossy(&out.stderr));
+        assert_no_secret(&cluster, what, &String::from_utf8_lossy(&out.stdout));
+        assert_no_secret(&cluster, what, &String::from_utf8_lossy(&out.stderr));
     }
     for admin in cluster.admins.clone() {
         for path in ["/", "/metrics", "/healthz", "/readyz"] {
             let page = http_get(&admin, path).await;
             assert!(page.starts_with("HTTP/1.1 200"), "{path}: {page}");
-            cluster.assert_no_secret(&format!("{admin}{path}"), &page);
+            assert_no_secret(&cluster, &format!("{admin}{path}"), &page);
         }
     }
     drop(node4);
@@ -292,7 +199,7 @@ async fn no_answer_log_status_page_or_metric_carries_the_join_token() {
     for log in logs {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         assert!(!text.is_empty(), "{} is empty", log.display());
-        cluster.assert_no_secret(&log.display().to_string(), &text);
+        assert_no_secret(&cluster, &log.display().to_string(), &text);
     }
 }
 
@@ -312,10 +219,7 @@ fn join_node(
         .args(["--peer-addr", peer, "--client-addr", client])
         .arg("--join-token-file")
         .arg(token_file)
-        .env(
-            "RAFTLOCK_LOG",
-            "debug,openraft=info,sled=info,h2=info,tower=info",
-        )
+        .env("RAFTLOCK_LOG", DEBUG_LOG)
         .stdin(Stdio::null())
         .stdout(log_file.try_clone().expect("log"))
         .stderr(log_file)
@@ -325,9 +229,6 @@ fn join_node(
             cmd.env_remove(name);
         }
     }
-    cmd.env(
-        "RAFTLOCK_LOG",
-        "debug,openraft=info,sled=info,h2=info,tower=info",
-    );
+    cmd.env("RAFTLOCK_LOG", DEBUG_LOG);
     cmd.spawn().expect("spawn node 4")
 }

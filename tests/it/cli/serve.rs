@@ -10,7 +10,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::process::Command;
 
-use super::{describe, terminate, wait_exit, BIN};
+use super::{describe, serve_command, terminate, wait_exit, BIN};
+use crate::small_disk::SmallDisk;
 
 #[tokio::test]
 async fn cli_serve_without_flags_is_a_ready_one_node_cluster() {
@@ -18,14 +19,8 @@ async fn cli_serve_without_flags_is_a_ready_one_node_cluster() {
     if std::net::TcpListener::bind("127.0.0.1:7379").is_err() {
         panic!("port 127.0.0.1:7379 is taken; `raftlock serve` without flags needs it");
     }
-    let mut serve = Command::new(BIN)
-        .arg("serve")
+    let mut serve = serve_command()
         .current_dir(cwd.path())
-        .env_remove("RAFTLOCK_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
         .spawn()
         .expect("spawn raftlock serve");
 
@@ -82,7 +77,7 @@ async fn cli_serve_without_flags_is_a_ready_one_node_cluster() {
     assert_eq!(exit.code(), Some(0), "{exit}");
 }
 
-/// The raw answer to `GET path` at `addr`.
+/// The raw answer to `GET path` at `addr`, with `Host: addr`.
 pub(super) async fn http_get(addr: &str, path: &str) -> String {
     let mut stream = TcpStream::connect(addr)
         .await
@@ -92,34 +87,6 @@ pub(super) async fn http_get(addr: &str, path: &str) -> String {
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).await.expect("read");
     String::from_utf8_lossy(&raw).into_owned()
-}
-
-/// A tmpfs of a few MiB mounted for one test (needs root, as CI runs),
-/// unmounted on drop.
-struct SmallDisk {
-    dir: tempfile::TempDir,
-}
-
-impl SmallDisk {
-    fn mount(size: &str) -> SmallDisk {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "cannot mount a tmpfs (this test needs root, as CI has)");
-        SmallDisk { dir }
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(self.dir.path())
-            .status();
-    }
 }
 
 /// A node whose disk fills up logs an ERROR naming the cause and exits
@@ -140,18 +107,13 @@ async fn cli_serve_exits_non_zero_when_its_disk_fills() {
         l.local_addr().expect("addr").port()
     };
     let client_addr = format!("127.0.0.1:{port}");
-    let serve = Command::new(BIN)
-        .arg("serve")
+    let serve = serve_command()
         .arg("--data-dir")
-        .arg(disk.dir.path().join("data"))
+        .arg(disk.path().join("data"))
         .args(["--client-addr", &client_addr])
         .args(["--peer-addr", &format!("127.0.0.1:{peer}")])
         .args(["--admin-addr", "off"])
-        .env_remove("RAFTLOCK_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .expect("spawn raftlock serve");
     let client = raftlock::Client::connect_with_retry([client_addr], Duration::from_secs(30))

@@ -9,8 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, SystemTime};
 
-use raftlock_raft::pb::peer_client::PeerClient;
-use raftlock_raft::pb::Blob;
 use rcgen::{
     CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair,
     KeyUsagePurpose, SanType,
@@ -19,9 +17,9 @@ use time::OffsetDateTime;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
-use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+use tonic::transport::{Certificate, ClientTlsConfig, Identity};
 
-use super::{describe, terminate, wait_exit, BIN};
+use super::{describe, serve_command, terminate, wait_exit, BIN};
 
 /// A `raftlock serve` process and the lines of its stderr.
 pub(super) struct Serve {
@@ -46,16 +44,11 @@ impl Serve {
     /// its admin listener at `admin` ("off": none), without waiting.
     pub(super) fn spawn(args: &[&str], admin: &str) -> Serve {
         let (client_addr, peer_addr) = (free_addr(), free_addr());
-        let mut child = Command::new(BIN)
-            .arg("serve")
+        let mut child = serve_command()
             .args(["--client-addr", &client_addr, "--peer-addr", &peer_addr])
             .args(["--admin-addr", admin])
             .args(args)
-            .env_remove("RAFTLOCK_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
             .spawn()
             .expect("spawn raftlock serve");
         let stderr = child.stderr.take().expect("piped stderr");
@@ -271,15 +264,7 @@ async fn dial(addr: &str, certs: &Path, identity: Identity) {
         .ca_certificate(Certificate::from_pem(ca))
         .domain_name("node-1.raftlock")
         .identity(identity);
-    let channel = Endpoint::from_shared(format!("https://{addr}"))
-        .expect("endpoint")
-        .tls_config(tls)
-        .expect("TLS settings")
-        .connect_timeout(Duration::from_secs(2))
-        .connect_lazy();
-    let mut req = tonic::Request::new(Blob::default());
-    req.set_timeout(Duration::from_secs(5));
-    let answer = PeerClient::new(channel).identify(req).await;
+    let answer = crate::tls::identify_over_tls(addr, tls).await;
     assert!(answer.is_err(), "a refused certificate got an answer");
 }
 

@@ -8,8 +8,11 @@ use std::time::{Duration, Instant};
 use raftlock::client::Acquire;
 use tokio::process::Command;
 
-use super::lease_cmd::{auth_cluster, run_as, BILLING_TOKEN, OPS_TOKEN};
-use super::{describe, json, node_dir, run, stderr_of, terminate, wait_exit, BIN, TTL};
+use super::lease_cmd::run_as;
+use super::{
+    describe, hold_jobs_a, json, node_dir, run, stderr_of, terminate, wait_exit, BIN, TTL,
+};
+use crate::auth::{self, BILLING_TOKEN, OPS_TOKEN};
 use crate::cluster::TestCluster;
 
 /// A port free now (bound and released).
@@ -21,14 +24,7 @@ fn free_port() -> u16 {
 #[tokio::test]
 async fn cli_snapshot_save_status_restore_serve() {
     let cluster = TestCluster::new(3).await;
-    let client = cluster.client().await;
-    let lease = client.grant_lease(TTL).await.unwrap();
-    let fence = client
-        .acquire(&Acquire::exclusive("jobs/a", "owner-a", lease))
-        .await
-        .unwrap()
-        .unwrap()
-        .fence;
+    let (_client, _lease, fence) = hold_jobs_a(&cluster).await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("cluster.backup");
     let file_arg = file.display().to_string();
@@ -136,7 +132,7 @@ async fn cli_snapshot_save_status_restore_serve() {
 #[tokio::test]
 async fn cli_snapshot_save_needs_the_admin_role() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let cluster = auth_cluster(&dir).await;
+    let cluster = auth::cluster(&dir).await;
     let endpoints: Vec<String> = cluster.addrs.values().map(|(c, _)| c.to_string()).collect();
     let options = raftlock::client::ClientOptions {
         token: Some(BILLING_TOKEN.into()),
