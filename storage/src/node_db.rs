@@ -26,7 +26,7 @@ use crate::disk_sync::{DiskSync, SyncMode};
 use crate::error::Error;
 use crate::event::Applied;
 use crate::identity::{Bootstrap, Floor, FloorKeeper, Identity, IDENTITY_FILE};
-use crate::log_store::LogStore;
+use crate::log_store::{upgrade, LogStore, WAL_DIR};
 use crate::sled_snap_files;
 use crate::sm_store::StateMachineStore;
 use crate::types::NodeId;
@@ -161,8 +161,18 @@ pub fn open(
                 }
             })?;
         let sync = Arc::new(DiskSync::new(db.clone(), dir, options.sync)?);
-        let log = LogStore::open(&db, sync.clone())
-            .map_err(|e| refuse(db_path.clone(), e.to_string()))?;
+        let wal_path = dir.join(WAL_DIR);
+        upgrade::move_from_sled(&db, dir, &sync).map_err(|e| match e {
+            Error::Io { kind, .. } if is_disk_full(kind) => disk_full(dir, &e),
+            e => refuse(
+                db_path.clone(),
+                format!("cannot move the Raft log out of sled: {e}"),
+            ),
+        })?;
+        let log = LogStore::open(dir, sync.clone()).map_err(|e| match e {
+            Error::Io { kind, .. } if is_disk_full(kind) => disk_full(dir, &e),
+            e => refuse(wal_path.clone(), e.to_string()),
+        })?;
         let sm = StateMachineStore::open(&db, sync.clone(), events)
             .map_err(|e| refuse(db_path.clone(), e.to_string()))?;
         let held = Held::read(&log, &sm).map_err(|e| refuse(db_path.clone(), e.to_string()))?;
