@@ -241,6 +241,22 @@ fn a_rotation_interrupted_before_its_start_record_reopens() -> TestResult {
     Ok(())
 }
 
+/// A log whose first segment a crash left empty (the node's first start
+/// interrupted before the segment's start record was synced) opens as a
+/// new log instead of refusing the dir.
+#[test]
+fn a_first_segment_left_empty_by_a_crash_opens_as_a_new_log() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    drop(open(dir.path())?);
+    std::fs::write(segment(dir.path(), 1), b"")?;
+    let mut wal = open(dir.path())?;
+    assert!(indexes(&wal).is_empty());
+    append(&mut wal, 1, 1, 10)?;
+    drop(wal);
+    assert_eq!(indexes(&open(dir.path())?), vec![1]);
+    Ok(())
+}
+
 /// A file that is not a segment in the log's directory is refused rather
 /// than ignored.
 #[test]

@@ -31,7 +31,12 @@ use crate::error::Error;
 pub const WAL_DIR: &str = "wal";
 
 /// The size past which the next write starts a new segment.
+#[cfg(not(feature = "small-wal-segments"))]
 pub(super) const SEGMENT_BYTES: u64 = 16 << 20;
+/// The size past which the next write starts a new segment: small, so
+/// that the power-loss test cuts inside rotations (test builds only).
+#[cfg(feature = "small-wal-segments")]
+pub(super) const SEGMENT_BYTES: u64 = 64 << 10;
 
 /// One segment file.
 #[derive(Debug)]
@@ -135,10 +140,11 @@ impl Wal {
                     reads: FORMAT,
                 })
             }
-            // A segment whose creation a crash interrupted: nothing in it
-            // was ever acknowledged, as nothing is written to a segment
-            // before its start is synced.
-            None if last && !first => {
+            // A segment whose creation a crash interrupted (a rotation, or
+            // the log's very first segment): nothing in it was ever
+            // acknowledged, as nothing is written to a segment before its
+            // start is synced.
+            None if last && (!first || seq == 1) => {
                 std::fs::remove_file(&path).map_err(|e| io_error(&path, "remove", e))?;
                 return self.sync_dir(&self.dir.clone());
             }
