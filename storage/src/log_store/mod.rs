@@ -4,7 +4,7 @@
 //! Every change — an appended entry, the vote, the committed and last
 //! purged log ids, a truncation — is a checksummed record appended to the
 //! last segment file with one `pwrite`; a sync is one `fdatasync` of that
-//! file ([`wal`]). The store keeps where each entry's record is and reads
+//! file (`wal.rs`). The store keeps where each entry's record is and reads
 //! entries back with `pread`. Everything openraft must be able to trust
 //! after a power loss is synced before openraft hears it was done. sled
 //! keeps only the state machine's snapshots ([`crate::sm_store`]).
@@ -80,7 +80,7 @@ pub struct LogStore {
 
 impl LogStore {
     /// Opens the log in `dir` (creating it in a new dir), replaying and
-    /// checking every record: see [`wal`]. `sync` is the node's sled
+    /// checking every record: see `wal.rs`. `sync` is the node's sled
     /// database, synced by [`LogStore::flush`] with the log.
     pub(crate) fn open(dir: &Path, sync: Arc<DiskSync>) -> Result<Self, Error> {
         let wal = Wal::open(dir, sync.mode())?;
