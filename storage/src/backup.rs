@@ -264,7 +264,7 @@ pub fn restore(dir: &Path, backup_bytes: &[u8], seed: &Seed) -> Result<Restored,
         last_membership: membership,
     };
     SnapshotStore::open(&db)?.store(&meta, &payload.encode(Some(cluster_id))?)?;
-    LogStore::open(&db, sync.clone())?.seed_purged(log_id)?;
+    LogStore::open(dir, sync.clone())?.seed_purged(log_id)?;
     sync.sync()?;
     sync.sync_all_files(dir)?;
     drop(db);

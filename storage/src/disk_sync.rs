@@ -209,7 +209,7 @@ pub(crate) fn write_file_durably(path: &Path, bytes: &[u8]) -> Result<(), Error>
 }
 
 /// `fsync` of a file or directory by path.
-fn fsync_path(path: &Path) -> Result<(), Error> {
+pub(crate) fn fsync_path(path: &Path) -> Result<(), Error> {
     File::open(path)
         .and_then(|f| f.sync_all())
         .map_err(|e| io_error(path, "fsync", e))

@@ -13,7 +13,7 @@
 //!   validation and the state machine's own checks, and the per-account
 //!   [`Quotas`].
 //! - [`state`]: the lock state machine itself. Pure logic: no IO, no clock.
-//! - [`node_db`]: the node's one sled database and [`open`],
+//! - [`node_db`]: the node's data dir (its log and its sled database) and [`open`],
 //!   which refuses a data dir that lost or damaged acknowledged state.
 //! - [`codec`]: how records are framed on disk (format byte, CRC32C).
 //! - [`dir_lock`]: who has a data dir open (the holder of sled's lock).
@@ -22,8 +22,9 @@
 //! - [`disk_sync`]: sled's flush plus the `fsync`/`fdatasync` that make it
 //!   durable.
 //! - [`identity`]: the data dir's identity file and state floor.
-//! - [`log_store`]: the sled Raft log and vote store, and the thread that
-//!   syncs its appends.
+//! - [`log_store`]: the Raft log and vote store on a write-ahead log of
+//!   segment files (`wal/`), the thread that syncs its appends, and the
+//!   move of an earlier dir's log out of sled.
 //! - [`sm_store`]: the state machine, durable through snapshots and the log;
 //!   [`sm_store::snapshot`]: snapshot bytes, the stored current snapshot,
 //!   the builder.

@@ -1,10 +1,7 @@
-//! One sled database per node directory: which trees it holds and how a node
-//! opens its two stores from it.
+//! One node directory: the Raft log in `wal/` ([`crate::log_store`]) and
+//! one sled database, and how a node opens its two stores from them.
 //!
-//! Trees:
-//! - `log`: the Raft log, big-endian `u64` index → [`openraft::Entry`]
-//!   (postcard, framed with a checksum: [`crate::codec`]);
-//! - `raft_meta`: vote, committed log id, last purged log id;
+//! sled's tree:
 //! - `snapshot`: the current snapshot (meta + bytes) and the snapshot
 //!   counter. The snapshot is the state machine's only on-disk form: the
 //!   state after it is rebuilt from the log (see [`crate::sm_store`]).
@@ -14,7 +11,9 @@
 //! trees against it. Every write is made durable by [`DiskSync`].
 //!
 //! Earlier builds also kept an `sm` tree with one record per lease, lock and
-//! client session; [`open`] refuses a directory that still has one.
+//! client session; [`open`] refuses a directory that still has one. Builds
+//! before the write-ahead log kept the log in sled's `log` and `raft_meta`
+//! trees; [`open`] moves it across ([`crate::log_store::upgrade`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,7 +25,7 @@ use crate::disk_sync::{DiskSync, SyncMode};
 use crate::error::Error;
 use crate::event::Applied;
 use crate::identity::{Bootstrap, Floor, FloorKeeper, Identity, IDENTITY_FILE};
-use crate::log_store::LogStore;
+use crate::log_store::{upgrade, LogStore, WAL_DIR};
 use crate::sled_snap_files;
 use crate::sm_store::StateMachineStore;
 use crate::types::NodeId;
@@ -76,8 +75,9 @@ const REJOIN: &str = "If the other members are healthy, move this directory asid
 /// dir to finish closing.
 const OWN_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Opens (or creates) the node's sled database in `dir`, checks that it
-/// holds at least the state the node acknowledged, and loads both stores.
+/// Opens (or creates) the node's log and sled database in `dir` (moving
+/// the log of an earlier layout out of sled first), checks that they hold
+/// at least the state the node acknowledged, and loads both stores.
 ///
 /// Refuses (with [`Error::DataDir`], naming the file, the problem and what
 /// to do) a dir whose records fail their checksums or do not decode, whose
@@ -161,8 +161,18 @@ pub fn open(
                 }
             })?;
         let sync = Arc::new(DiskSync::new(db.clone(), dir, options.sync)?);
-        let log = LogStore::open(&db, sync.clone())
-            .map_err(|e| refuse(db_path.clone(), e.to_string()))?;
+        let wal_path = dir.join(WAL_DIR);
+        upgrade::move_from_sled(&db, dir, &sync).map_err(|e| match e {
+            Error::Io { kind, .. } if is_disk_full(kind) => disk_full(dir, &e),
+            e => refuse(
+                db_path.clone(),
+                format!("cannot move the Raft log out of sled: {e}"),
+            ),
+        })?;
+        let log = LogStore::open(dir, sync.clone()).map_err(|e| match e {
+            Error::Io { kind, .. } if is_disk_full(kind) => disk_full(dir, &e),
+            e => refuse(wal_path.clone(), e.to_string()),
+        })?;
         let sm = StateMachineStore::open(&db, sync.clone(), events)
             .map_err(|e| refuse(db_path.clone(), e.to_string()))?;
         let held = Held::read(&log, &sm).map_err(|e| refuse(db_path.clone(), e.to_string()))?;

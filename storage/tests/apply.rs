@@ -51,12 +51,7 @@ async fn apply_reports_events_per_entry_and_writes_nothing_to_disk() -> TestResu
     trees.sort();
     assert_eq!(
         trees,
-        vec![
-            b"__sled__default".to_vec(),
-            b"log".to_vec(),
-            b"raft_meta".to_vec(),
-            b"snapshot".to_vec()
-        ]
+        vec![b"__sled__default".to_vec(), b"snapshot".to_vec()]
     );
     let (_log, mut sm, _rx) = open_dir(dir.path())?;
     assert_eq!(parts(&sm), StateParts::default());

@@ -1,4 +1,4 @@
-//! The sled stores keep what they promise across a restart: log, vote,
+//! The stores keep what they promise across a restart: log, vote,
 //! committed id and purge point; the state machine comes back at its
 //! snapshot and replaying the log after it rebuilds the rest; corrupt bytes
 //! and directories of earlier builds are errors, not panics.
@@ -154,16 +154,15 @@ async fn corrupt_bytes_are_errors_not_panics() -> TestResult {
         assert!(sm.install_snapshot(&meta, garbage).await.is_err());
         assert!(sm.get_current_snapshot().await?.is_none());
     }
+    let segment = entry_frame(dir.path(), 1)?.path;
+    let whole = std::fs::read(&segment)?;
+    let mut broken = whole.clone();
+    broken.extend_from_slice(b"{broken record}");
+    std::fs::write(&segment, broken)?;
+    assert_refused(dir.path(), "a record length of")?;
+    std::fs::write(&segment, whole)?;
     {
         let db = open_sled(dir.path())?;
-        db.open_tree("log")?
-            .insert(2u64.to_be_bytes(), b"{broken".to_vec())?;
-        db.flush()?;
-    }
-    assert_refused(dir.path(), "log entry 2 is in record format 123")?;
-    {
-        let db = open_sled(dir.path())?;
-        db.open_tree("log")?.remove(2u64.to_be_bytes())?;
         let snapshots = db.open_tree("snapshot")?;
         snapshots.insert(b"meta", b"{broken".to_vec())?;
         snapshots.insert(b"data", b"{broken".to_vec())?;
@@ -182,16 +181,11 @@ async fn a_flipped_bit_in_a_log_entry_is_refused() -> TestResult {
         )
         .await?;
     }
-    {
-        let db = open_sled(dir.path())?;
-        let tree = db.open_tree("log")?;
-        let mut value = tree.get(3u64.to_be_bytes())?.ok_or("entry 3")?.to_vec();
-        let last = value.len() - 1;
-        value[last] ^= 0x10;
-        tree.insert(3u64.to_be_bytes(), value)?;
-        db.flush()?;
-    }
-    assert_refused(dir.path(), "log entry 3: checksum mismatch")
+    let frame = entry_frame(dir.path(), 3)?;
+    let mut bytes = std::fs::read(&frame.path)?;
+    bytes[frame.offset + frame.len - 1] ^= 0x10;
+    std::fs::write(&frame.path, bytes)?;
+    assert_refused(dir.path(), "checksum mismatch")
 }
 
 #[tokio::test]
@@ -206,8 +200,9 @@ async fn a_directory_with_per_record_state_from_an_earlier_build_is_refused() ->
     assert_refused(dir.path(), "earlier raftlock build")
 }
 
-/// Without the gap check in `LogStore::verify`, the store opens and serves
-/// a log with entries missing in the middle.
+/// Without the check that each entry follows the one before
+/// (`LogState::check_next`, run on replay), the store opens and serves a
+/// log with entries missing in the middle.
 #[tokio::test]
 async fn a_gap_in_the_log_is_refused() -> TestResult {
     let dir = tempfile::tempdir()?;
@@ -217,7 +212,7 @@ async fn a_gap_in_the_log_is_refused() -> TestResult {
     }
     // Entry 5 lost, 6..=10 kept: not what a crash leaves (a prefix).
     lose_log_entry(dir.path(), 5)?;
-    assert_refused(dir.path(), "jumps from index 4 to 6")
+    assert_refused(dir.path(), "entry 6 does not follow the log's last index 4")
 }
 
 #[tokio::test]
@@ -231,5 +226,5 @@ async fn a_gap_right_after_the_purge_point_is_refused() -> TestResult {
         log.purge(log_id(1, 1, 3)).await?;
     }
     lose_log_entry(dir.path(), 4)?;
-    assert_refused(dir.path(), "jumps from index 3 to 5")
+    assert_refused(dir.path(), "entry 5 does not follow the log's last index 3")
 }

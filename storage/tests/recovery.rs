@@ -143,11 +143,9 @@ async fn a_log_shorter_than_at_a_clean_shutdown_is_refused() -> TestResult {
         log.blocking_append((1..=10).map(blank)).await?;
         log.close().await?;
     }
-    // The last entries gone, as when sled stops its recovery at a damaged
-    // record: a prefix, so the log itself looks whole.
-    for index in 8..=10 {
-        lose_log_entry(dir.path(), index)?;
-    }
+    // The last entries gone, as when a damaged tail is cut: a prefix, so
+    // the log itself looks whole.
+    cut_log_at_entry(dir.path(), 8)?;
     refused(
         open_as(dir.path(), &OpenOptions::new(1, Bootstrap::SingleNode)),
         "it ended at 10 when the node last stopped cleanly",
@@ -168,14 +166,8 @@ async fn a_log_that_lost_committed_entries_after_a_crash_is_refused() -> TestRes
     }
     let floor = Identity::read(dir.path())?.ok_or("no identity")?.floor;
     assert_eq!(floor.committed, 5, "{floor:?}");
-    for index in 4..=6 {
-        lose_log_entry(dir.path(), index)?;
-    }
-    // sled's own committed record is removed too, as a truncated sled log
-    // would lose it with the entries.
-    open_sled(dir.path())?
-        .open_tree("raft_meta")?
-        .remove("committed")?;
+    // The log's committed records after entry 4 go with the entries.
+    cut_log_at_entry(dir.path(), 4)?;
     refused(
         open_as(dir.path(), &OpenOptions::new(1, Bootstrap::SingleNode)),
         "index 5 was committed and stored here",

@@ -1,37 +1,46 @@
-//! The Raft log and vote store in sled, for openraft's storage-v2 API.
+//! The Raft log and vote store for openraft's storage-v2 API, on a
+//! write-ahead log of its own (the data dir's `wal/` directory).
 //!
-//! Keys in the `log` tree are big-endian `u64` indexes (so sled's byte order
-//! is log order); values are the [`Entry`], framed with a checksum by
-//! [`crate::codec`]. Vote, committed and last purged log ids live in the
-//! `raft_meta` tree. Everything openraft must be able to trust after a power
-//! loss is synced ([`DiskSync`]) before openraft hears it was done.
+//! Every change — an appended entry, the vote, the committed and last
+//! purged log ids, a truncation — is a checksummed record appended to the
+//! last segment file with one `pwrite`; a sync is one `fdatasync` of that
+//! file (`wal.rs`). The store keeps where each entry's record is and reads
+//! entries back with `pread`. Everything openraft must be able to trust
+//! after a power loss is synced before openraft hears it was done. sled
+//! keeps only the state machine's snapshots ([`crate::sm_store`]).
+//!
+//! A data dir of the earlier layout (the log in sled's `log` and
+//! `raft_meta` trees) is moved across when it is opened: [`upgrade`].
 
 mod flusher;
+mod reader;
+mod record;
+mod state;
+#[cfg(test)]
+mod tests;
+pub mod upgrade;
+mod wal;
 
 use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use openraft::storage::{IOFlushed, RaftLogStorage};
 use openraft::{LogState, OptionalSend, RaftLogReader};
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 
-use crate::codec::{decode, encode};
-use crate::disk_sync::DiskSync;
+use crate::disk_sync::{io_error, DiskSync};
 use crate::error::Error;
 use crate::identity::FloorKeeper;
-use crate::trees::{LOG_TREE, RAFT_META_TREE};
 use crate::types::{Entry, EntryPayload, LogId, Membership, NodeId, TypeConfig, Vote};
 pub use flusher::AppendTimer;
 use flusher::Flusher;
-
-const VOTE_KEY: &[u8] = b"vote";
-const COMMITTED_KEY: &[u8] = b"committed";
-const LAST_PURGED_KEY: &[u8] = b"last_purged";
+use record::Record;
+use wal::Wal;
+pub use wal::WAL_DIR;
 
 /// A data dir's place in Raft, as [`LogStore::position`] reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,8 +53,8 @@ pub struct Position {
     pub last_log_index: Option<u64>,
 }
 
-/// The sled-backed Raft log. Cheap to clone: every clone shares the same sled
-/// trees, which is how openraft's log reader is made.
+/// The Raft log. Cheap to clone: every clone shares the same log, which is
+/// how openraft's log reader is made.
 #[derive(Debug, Clone)]
 pub struct LogStore {
     /// Syncs appends on its own thread; started by the first append. Not
@@ -53,7 +62,8 @@ pub struct LogStore {
     flusher: FlusherSlot,
     /// Told how long each append took to become durable.
     pub(crate) append_timer: Option<AppendTimer>,
-    /// Syncs the whole database (sled flushes every tree at once).
+    /// Syncs sled's database (the snapshots): [`LogStore::flush`] and
+    /// [`LogStore::abandon`] cover the whole node.
     sync: Arc<DiskSync>,
     /// Raises the identity file's floor as votes and commits are synced.
     /// `None` only inside [`crate::node_db::open`], which attaches it once
@@ -64,30 +74,26 @@ pub struct LogStore {
     /// The node this store belongs to, once known: entries another node
     /// proposed are synced in place (see [`LogStore::append`]).
     own_id: Option<NodeId>,
-    /// Index → entry.
-    log: sled::Tree,
-    /// Vote, committed and last purged log ids.
-    meta: sled::Tree,
+    /// The write-ahead log: its files and what it holds.
+    wal: Arc<Mutex<Wal>>,
 }
 
 impl LogStore {
-    /// Opens the log trees of `db` and checks every entry (see
-    /// [`LogStore::verify`]).
-    pub(crate) fn open(db: &sled::Db, sync: Arc<DiskSync>) -> Result<Self, Error> {
-        let store = Self {
+    /// Opens the log in `dir` (creating it in a new dir), replaying and
+    /// checking every record: see `wal.rs`. `sync` is the node's sled
+    /// database, synced by [`LogStore::flush`] with the log.
+    pub(crate) fn open(dir: &Path, sync: Arc<DiskSync>) -> Result<Self, Error> {
+        let wal = Wal::open(dir, sync.mode())?;
+        let committed = wal.state.committed.map_or(0, |c| c.index);
+        Ok(Self {
             flusher: FlusherSlot(None),
             append_timer: None,
             sync,
             floor: None,
-            committed: Arc::default(),
+            committed: Arc::new(AtomicU64::new(committed)),
             own_id: None,
-            log: db.open_tree(LOG_TREE)?,
-            meta: db.open_tree(RAFT_META_TREE)?,
-        };
-        store.verify()?;
-        let committed = store.read_committed_id()?.map_or(0, |c| c.index);
-        store.committed.store(committed, Ordering::SeqCst);
-        Ok(store)
+            wal: Arc::new(Mutex::new(wal)),
+        })
     }
 
     /// Tells `timer` how long each append takes to become durable.
@@ -104,50 +110,41 @@ impl LogStore {
         self
     }
 
-    /// Reads every entry once, checking its checksum, that it decodes and
-    /// sits under its own index, and that the indexes after the purge point
-    /// follow each other without a gap.
-    ///
-    /// A gap, or an entry that fails its checksum, cannot come from a crash
-    /// or a power loss: entries are inserted in index order and synced
-    /// before openraft hears of them, and sled recovers its log up to the
-    /// first incomplete write, so a crash leaves a prefix. Either is damage,
-    /// and the entries involved may have been acknowledged, so the store is
-    /// refused rather than repaired.
-    fn verify(&self) -> Result<(), Error> {
-        let purged = self.last_purged()?.map(|id| id.index);
-        let from = purged.map_or(Bound::Unbounded, |p| Bound::Excluded(index_key(p)));
-        let mut expected = purged.map(|p| p + 1);
-        for item in self.log.range((from, Bound::Unbounded)) {
-            let (key, value) = item?;
-            let index = decode_entry(&key, &value)?.log_id.index;
-            if let Some(e) = expected.filter(|e| *e != index) {
-                return Err(Error::Corrupt(format!(
-                    "the Raft log jumps from index {} to {index}: entries are missing",
-                    e.saturating_sub(1)
-                )));
-            }
-            expected = Some(index + 1);
-        }
-        Ok(())
-    }
-
     /// The newest membership in the log, if the log (after its last purge)
     /// holds one. Reads backwards from the end; for checks at start.
     pub fn last_membership(&self) -> Result<Option<Membership>, Error> {
-        for item in self.log.iter().rev() {
-            let (key, value) = item?;
-            if let EntryPayload::Membership(m) = decode_entry(&key, &value)?.payload {
+        let Some(mut index) = self.last_entry_id()?.map(|l| l.index) else {
+            return Ok(None);
+        };
+        loop {
+            let Some(entry) = self.read_entries(index, index)?.pop() else {
+                return Ok(None);
+            };
+            if let EntryPayload::Membership(m) = entry.payload {
                 return Ok(Some(m));
             }
+            match index.checked_sub(1) {
+                Some(i) => index = i,
+                None => return Ok(None),
+            }
         }
-        Ok(None)
     }
 
-    /// Makes every write so far durable (the whole node database, not only
-    /// the log).
+    /// Makes every write so far durable: the log, then sled's database.
     pub async fn flush(&self) -> Result<(), Error> {
+        self.blocking(LogStore::sync_log).await?;
         self.sync.sync_async().await
+    }
+
+    /// Runs `work` on a clone of the store on tokio's blocking pool.
+    async fn blocking<F>(&self, work: F) -> Result<(), Error>
+    where
+        F: FnOnce(&LogStore) -> Result<(), Error> + Send + 'static,
+    {
+        let store = self.reader();
+        tokio::task::spawn_blocking(move || work(&store))
+            .await
+            .map_err(|e| Error::Worker(e.to_string()))?
     }
 
     /// Makes every write durable and records the exact floor of a clean
@@ -246,94 +243,103 @@ impl LogStore {
             .map_err(|e| Error::Worker(e.to_string()))?
     }
 
-    /// Syncs, then hands the identity file's floor keeper to `raise`
-    /// (which a store without one skips). Blocks.
+    /// Syncs the log, then hands the identity file's floor keeper to
+    /// `raise` (which a store without one skips). Blocks.
     pub(crate) fn sync_with<F>(&self, raise: F) -> Result<(), Error>
     where
         F: FnOnce(&LogStore, &FloorKeeper) -> Result<(), Error>,
     {
-        self.sync.sync()?;
+        self.sync_log()?;
         match &self.floor {
             Some(floor) => raise(self, floor),
             None => Ok(()),
         }
     }
 
-    fn read_meta<T: DeserializeOwned>(&self, key: &[u8], what: &str) -> Result<Option<T>, Error> {
-        match self.meta.get(key)? {
-            Some(bytes) => Ok(Some(decode(what, &bytes)?)),
-            None => Ok(None),
+    /// Makes every record written so far durable: one `fdatasync` of the
+    /// last segment (rotation synced the ones before it), outside the
+    /// log's lock so appends go on meanwhile. Blocks.
+    fn sync_log(&self) -> Result<(), Error> {
+        let target = self.locked()?.to_sync()?;
+        match target {
+            Some((file, path)) => file
+                .sync_data()
+                .map_err(|e| io_error(&path, "fdatasync", e)),
+            None => Ok(()),
         }
     }
 
-    fn write_meta<T: Serialize>(&self, key: &[u8], what: &str, value: &T) -> Result<(), Error> {
-        self.meta.insert(key, encode(what, value)?)?;
-        Ok(())
+    /// The log, locked.
+    fn locked(&self) -> Result<MutexGuard<'_, Wal>, Error> {
+        self.wal.lock().map_err(|_| Error::Poisoned)
+    }
+
+    /// Records the log as purged up to `log_id` in a new dir whose snapshot
+    /// covers it (a restore), durably.
+    pub(crate) fn seed_purged(&self, log_id: LogId) -> Result<(), Error> {
+        self.locked()?.write(vec![Record::Purged(log_id)])?;
+        self.sync_log()
     }
 
     /// The last purged log id: entries up to it are covered by a snapshot.
-    /// Records the log as purged up to `log_id` in a new dir whose snapshot
-    /// covers it (a restore). Not synced: the caller syncs.
-    pub(crate) fn seed_purged(&self, log_id: LogId) -> Result<(), Error> {
-        self.write_meta(LAST_PURGED_KEY, "last purged log id", &log_id)
-    }
-
     pub(crate) fn last_purged(&self) -> Result<Option<LogId>, Error> {
-        self.read_meta(LAST_PURGED_KEY, "last purged log id")
+        Ok(self.locked()?.state.purged)
     }
 
     /// The saved vote.
     pub(crate) fn vote(&self) -> Result<Option<Vote>, Error> {
-        self.read_meta(VOTE_KEY, "vote")
+        Ok(self.locked()?.state.vote)
     }
 
     /// The committed log id openraft last saved.
     pub(crate) fn read_committed_id(&self) -> Result<Option<LogId>, Error> {
-        let committed: Option<Option<LogId>> = self.read_meta(COMMITTED_KEY, "committed log id")?;
-        Ok(committed.flatten())
+        Ok(self.locked()?.state.committed)
     }
 
-    /// The log id of the newest entry still in the tree.
+    /// The log id of the newest entry still in the log.
     pub(crate) fn last_entry_id(&self) -> Result<Option<LogId>, Error> {
-        match self.log.last()? {
-            Some((key, value)) => Ok(Some(decode_entry(&key, &value)?.log_id)),
-            None => Ok(None),
-        }
+        Ok(self.locked()?.state.entries.back().map(|l| l.log_id))
     }
 
-    /// Removes every entry whose key falls in `range`, as one batch.
-    fn remove_range<R: RangeBounds<[u8; 8]>>(&self, range: R) -> Result<(), Error> {
-        let mut batch = sled::Batch::default();
-        for item in self.log.range(range) {
-            let (key, _) = item?;
-            batch.remove(key);
-        }
-        self.log.apply_batch(batch)?;
-        Ok(())
+    /// The entries from `from` to `to` (both included) the log holds, read
+    /// and checked outside the log's lock.
+    fn read_entries(&self, from: u64, to: u64) -> Result<Vec<Entry>, Error> {
+        let located = self.locked()?.locate(from, to);
+        reader::read(&located)
     }
 
-    /// Inserts `entries` one by one, in index order; the caller flushes.
-    /// Returns the last index inserted and how many entries.
-    ///
-    /// Not a `sled::Batch`: sled's `apply_batch` seals and writes the
-    /// current IO buffer before and after its batch manifest, so a
-    /// one-entry append cost three IO-buffer writes (three `pwrite` +
-    /// `sync_file_range`, each handed to sled's IO thread pool) instead of
-    /// the one its flush needs. Atomicity is not needed: openraft hears of
-    /// the entries only after the flush, and a crash before it leaves a
-    /// prefix of them ([`LogStore::verify`] refuses anything else).
+    /// Writes `entries`, in index order, with one `pwrite`; the caller
+    /// syncs. Returns the last id written and how many entries. Refuses,
+    /// before writing anything, entries that do not follow the log's last.
     fn insert_entries<I: IntoIterator<Item = Entry>>(
         &self,
         entries: I,
     ) -> Result<(Option<LogId>, usize), Error> {
-        let mut last = None;
-        let mut count = 0;
-        for entry in entries {
-            last = Some(entry.log_id);
-            count += 1;
-            let index = entry.log_id.index;
-            self.log
-                .insert(index_key(index), encode(&entry_name(index), &entry)?)?;
+        let records: Vec<Record> = entries.into_iter().map(Record::Entry).collect();
+        let last = records.iter().rev().find_map(|r| match r {
+            Record::Entry(e) => Some(e.log_id),
+            _ => None,
+        });
+        let count = records.len();
+        let mut wal = self.locked()?;
+        let mut previous: Option<u64> = None;
+        for record in &records {
+            if let Record::Entry(e) = record {
+                let index = e.log_id.index;
+                match previous {
+                    None => wal.state.check_next(index).map_err(Error::Corrupt)?,
+                    Some(p) if p.checked_add(1) == Some(index) => {}
+                    Some(p) => {
+                        return Err(Error::Corrupt(format!(
+                            "entry {index} appended after entry {p}: the log would have a gap"
+                        )))
+                    }
+                }
+                previous = Some(index);
+            }
+        }
+        if count > 0 {
+            wal.write(records)?;
         }
         Ok((last, count))
     }
@@ -351,42 +357,19 @@ impl Clone for FlusherSlot {
     }
 }
 
-/// How errors name the entry at `index`.
-fn entry_name(index: u64) -> String {
-    format!("log entry {index}")
-}
-
-/// The sled key of log index `index`.
-fn index_key(index: u64) -> [u8; 8] {
-    index.to_be_bytes()
-}
-
-fn key_bound(bound: Bound<&u64>) -> Bound<[u8; 8]> {
-    match bound {
-        Bound::Included(i) => Bound::Included(index_key(*i)),
-        Bound::Excluded(i) => Bound::Excluded(index_key(*i)),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
-/// The log index a `log` tree key stands for.
-fn decode_index(key: &[u8]) -> Result<u64, Error> {
-    <[u8; 8]>::try_from(key)
-        .map(u64::from_be_bytes)
-        .map_err(|_| Error::Corrupt(format!("log key of {} bytes", key.len())))
-}
-
-/// Decodes a stored entry and checks it sits under its own index.
-fn decode_entry(key: &[u8], value: &[u8]) -> Result<Entry, Error> {
-    let index = decode_index(key)?;
-    let entry: Entry = decode(&entry_name(index), value)?;
-    if entry.log_id.index != index {
-        return Err(Error::Corrupt(format!(
-            "log entry {} stored under index {index}",
-            entry.log_id.index
-        )));
-    }
-    Ok(entry)
+/// The first and last index a range of indexes covers, if any.
+fn index_bounds<RB: RangeBounds<u64>>(range: &RB) -> Option<(u64, u64)> {
+    let from = match range.start_bound() {
+        Bound::Included(i) => *i,
+        Bound::Excluded(i) => i.checked_add(1)?,
+        Bound::Unbounded => 0,
+    };
+    let to = match range.end_bound() {
+        Bound::Included(i) => *i,
+        Bound::Excluded(i) => i.checked_sub(1)?,
+        Bound::Unbounded => u64::MAX,
+    };
+    (from <= to).then_some((from, to))
 }
 
 impl RaftLogReader<TypeConfig> for LogStore {
@@ -394,13 +377,10 @@ impl RaftLogReader<TypeConfig> for LogStore {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, io::Error> {
-        let keys = (key_bound(range.start_bound()), key_bound(range.end_bound()));
-        let mut entries = Vec::new();
-        for item in self.log.range(keys) {
-            let (key, value) = item.map_err(Error::from)?;
-            entries.push(decode_entry(&key, &value)?);
+        match index_bounds(&range) {
+            Some((from, to)) => Ok(self.read_entries(from, to)?),
+            None => Ok(Vec::new()),
         }
-        Ok(entries)
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
@@ -414,9 +394,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, io::Error> {
         let last_purged_log_id = self.last_purged()?;
         let last_entry = self.last_entry_id()?;
-        // After a purge the tree may be empty; the purged id is then the last.
-        // (`None` orders below any `Some`, and a purge interrupted before its
-        // removals landed can leave entries at or below the purged id.)
+        // After a purge the log may be empty; the purged id is then the last.
         let last_log_id = std::cmp::max(last_entry, last_purged_log_id);
         Ok(LogState {
             last_purged_log_id,
@@ -429,29 +407,30 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
-        self.write_meta(VOTE_KEY, "vote", vote)?;
+        self.locked()?.write(vec![Record::Vote(*vote)])?;
         let term = vote.leader_id().term;
         Ok(self
             .sync_then(move |_, floor| floor.vote_synced(term))
             .await?)
     }
 
-    /// Not synced on its own: a committed id lost in a crash is only a hint
-    /// lost (openraft re-learns it), and the next log sync persists it. The
+    /// Written, not synced on its own: a committed id lost in a crash is
+    /// only a hint lost (openraft re-learns it), and the next log sync
+    /// persists it. The
     /// identity file's floor, which open checks the log against, only ever
     /// records a committed index whose entry was synced here.
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
         if let Some(c) = committed {
             self.committed.fetch_max(c.index, Ordering::SeqCst);
         }
-        Ok(self.write_meta(COMMITTED_KEY, "committed log id", &committed)?)
+        Ok(self.locked()?.write(vec![Record::Committed(committed)])?)
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
         Ok(self.read_committed_id()?)
     }
 
-    /// Inserts the entries and has them synced; `callback` tells openraft
+    /// Writes the entries and has them synced; `callback` tells openraft
     /// once they are on stable storage, and nothing counts towards a commit
     /// before it fires.
     ///
@@ -484,17 +463,21 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     /// Removes every entry after `last_log_id` (all of them for `None`),
     /// durably.
     async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
-        let from = last_log_id.map_or(0, |id| id.index + 1);
-        self.remove_range(index_key(from)..)?;
-        Ok(self.flush().await?)
+        self.locked()?
+            .write(vec![Record::TruncatedAfter(last_log_id)])?;
+        Ok(self.blocking(LogStore::sync_log).await?)
     }
 
-    /// Records `log_id` as the last purged id, then removes every entry up
-    /// to and including it. The id is written first so that a crash in
-    /// between never leaves the log state without its purge point.
+    /// Records `log_id` as the last purged id durably, then deletes the
+    /// segments that hold nothing after it. A crash in between leaves
+    /// segments whose entries the replay drops again.
     async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
-        self.write_meta(LAST_PURGED_KEY, "last purged log id", &log_id)?;
-        self.remove_range(..=index_key(log_id.index))?;
-        Ok(self.flush().await?)
+        self.locked()?.write(vec![Record::Purged(log_id)])?;
+        Ok(self
+            .blocking(|store| {
+                store.sync_log()?;
+                store.locked()?.remove_purged_segments()
+            })
+            .await?)
     }
 }

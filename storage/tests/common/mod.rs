@@ -145,12 +145,80 @@ pub fn tree_names(dir: &Path) -> Result<Vec<Vec<u8>>, sled::Error> {
     Ok(db.tree_names().iter().map(|n| n.to_vec()).collect())
 }
 
-/// Removes log entry `index` straight from sled (stores closed), as a crash
-/// in the middle of an append could leave the log.
-pub fn lose_log_entry(dir: &Path, index: u64) -> Result<(), sled::Error> {
-    let db = open_sled(dir)?;
-    db.open_tree("log")?.remove(index.to_be_bytes())?;
-    db.flush()?;
+/// One record frame of the write-ahead log, as the tests see it.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    /// The segment file.
+    pub path: std::path::PathBuf,
+    /// The frame's offset in it.
+    pub offset: usize,
+    /// The frame's length (length and checksum words included).
+    pub len: usize,
+    /// The entry's index, when the record is an entry.
+    pub entry: Option<u64>,
+}
+
+/// Every record frame of the log in `dir` (stores closed), segment by
+/// segment. Frames are `length` (u32 LE), `CRC32C` (u32 LE), then the
+/// body: a postcard enum whose variant 1 is an entry.
+pub fn wal_frames(dir: &Path) -> Result<Vec<Frame>, Box<dyn std::error::Error>> {
+    let mut paths: Vec<_> = std::fs::read_dir(dir.join(raftlock_storage::log_store::WAL_DIR))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    paths.sort();
+    let mut frames = Vec::new();
+    for path in paths {
+        let bytes = std::fs::read(&path)?;
+        let mut at = 0;
+        while at + 8 <= bytes.len() {
+            let len = u32::from_le_bytes(bytes[at..at + 4].try_into()?) as usize;
+            if len == 0 {
+                break;
+            }
+            let body = &bytes[at + 8..at + 8 + len];
+            let entry = match body.split_first() {
+                Some((1, rest)) => Some(postcard::from_bytes::<Entry>(rest)?.log_id.index),
+                _ => None,
+            };
+            frames.push(Frame {
+                path: path.clone(),
+                offset: at,
+                len: 8 + len,
+                entry,
+            });
+            at += 8 + len;
+        }
+    }
+    Ok(frames)
+}
+
+/// The frame of log entry `index` (its last one: a truncation may have
+/// left older ones).
+pub fn entry_frame(dir: &Path, index: u64) -> Result<Frame, Box<dyn std::error::Error>> {
+    wal_frames(dir)?
+        .into_iter()
+        .rev()
+        .find(|f| f.entry == Some(index))
+        .ok_or_else(|| format!("no frame of entry {index}").into())
+}
+
+/// Removes log entry `index`'s record from its segment (stores closed), as
+/// damage that takes one record out could leave the log.
+pub fn lose_log_entry(dir: &Path, index: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let frame = entry_frame(dir, index)?;
+    let mut bytes = std::fs::read(&frame.path)?;
+    bytes.drain(frame.offset..frame.offset + frame.len);
+    std::fs::write(&frame.path, bytes)?;
+    Ok(())
+}
+
+/// Cuts the log's segment at log entry `index`'s record (stores closed):
+/// that record and everything written after it are gone, as a crash with
+/// a damaged tail could leave the log.
+pub fn cut_log_at_entry(dir: &Path, index: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let frame = entry_frame(dir, index)?;
+    let file = std::fs::OpenOptions::new().write(true).open(&frame.path)?;
+    file.set_len(frame.offset as u64)?;
     Ok(())
 }
 
