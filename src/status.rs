@@ -17,7 +17,8 @@ pub use raftlock_client::metadata::{LEADER_ADDR_KEY, LEADER_ID_KEY, OUTCOME_KEY,
 /// puts those words back in front (`client::error`).
 pub fn to_status(e: Error) -> Status {
     let message = match &e {
-        Error::InvalidArgument(m) | Error::Unavailable(m) => m.clone(),
+        Error::InvalidArgument(v) => v.to_string(),
+        Error::Unavailable(u) => u.to_string(),
         Error::Rejected(CommandError::InvalidArgument(m)) => m.clone(),
         other => other.to_string(),
     };
@@ -53,10 +54,12 @@ pub fn to_status(e: Error) -> Status {
 /// sees: a wait that ran out of time is DEADLINE_EXCEEDED, one that ended
 /// otherwise ABORTED.
 pub fn wait_status(e: WaitError) -> Status {
+    let message = e.message();
     match e {
         WaitError::Replica(e) => to_status(e),
-        WaitError::Timeout(m) => Status::deadline_exceeded(m),
-        WaitError::Ended(m) => Status::aborted(m),
+        WaitError::Timeout { .. } => Status::deadline_exceeded(message),
+        WaitError::Ended { .. } => Status::aborted(message),
+        WaitError::Unsettled { .. } | WaitError::Stopping => Status::unavailable(message),
     }
 }
 
@@ -89,7 +92,13 @@ fn outcome_unknown(e: &CommandError) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use raftlock_raft::error::{Internal, Problem, Unavailable, ValidationError};
+    use raftlock_storage::EndReason;
+
     use super::*;
+    use crate::serving::grant_wait::{Unsettle, WaitEnd};
 
     #[test]
     fn not_leader_names_the_leader() {
@@ -233,10 +242,13 @@ mod tests {
                 },
                 Code::Unavailable,
             ),
-            (Error::Unavailable("no leader".into()), Code::Unavailable),
-            (Error::InvalidArgument("x".into()), Code::InvalidArgument),
+            (Unavailable::NoLeader.into(), Code::Unavailable),
+            (
+                ValidationError::field("x", Problem::Missing).into(),
+                Code::InvalidArgument,
+            ),
             (Error::ShuttingDown, Code::Unavailable),
-            (Error::Internal("x".into()), Code::Internal),
+            (Internal::RaftPanicked.into(), Code::Internal),
         ];
         let listed: std::collections::BTreeSet<usize> =
             cases.iter().map(|(e, _)| error_index(e)).collect();
@@ -263,22 +275,43 @@ mod tests {
     /// the test fails to compile when one is added.
     #[test]
     fn every_wait_error_has_its_code() {
+        let (name, waited) = ("a".to_string(), Duration::from_secs(1));
         let cases = [
             (
-                WaitError::Replica(Error::Unavailable("no leader".into())),
+                WaitError::Replica(Unavailable::NoLeader.into()),
                 Code::Unavailable,
             ),
             (
-                WaitError::Timeout("waited 1s".into()),
+                WaitError::Timeout {
+                    name: name.clone(),
+                    waited,
+                },
                 Code::DeadlineExceeded,
             ),
-            (WaitError::Ended("lease expired".into()), Code::Aborted),
+            (
+                WaitError::Ended {
+                    name: name.clone(),
+                    why: WaitEnd::Ended(EndReason::LeaseExpired),
+                },
+                Code::Aborted,
+            ),
+            (
+                WaitError::Unsettled {
+                    name,
+                    waited,
+                    why: Unsettle::Superseded,
+                },
+                Code::Unavailable,
+            ),
+            (WaitError::Stopping, Code::Unavailable),
         ];
         for (e, code) in cases {
             let index = match &e {
                 WaitError::Replica(_) => 0,
-                WaitError::Timeout(_) => 1,
-                WaitError::Ended(_) => 2,
+                WaitError::Timeout { .. } => 1,
+                WaitError::Ended { .. } => 2,
+                WaitError::Unsettled { .. } => 3,
+                WaitError::Stopping => 4,
             };
             let status = wait_status(e.clone());
             assert_eq!(status.code(), code, "{e} ({index})");
