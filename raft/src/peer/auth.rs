@@ -69,7 +69,9 @@ impl ClusterKey {
 
     /// Reads a join token (`rlj1-` and 64 hex digits).
     pub fn from_token(token: &str) -> Result<Self, KeyError> {
-        join_token::parse(token).map(ClusterKey).map_err(KeyError)
+        join_token::parse(token)
+            .map(ClusterKey)
+            .map_err(|e| KeyError(e.to_string()))
     }
 
     /// The secret's bytes, for what is derived from it (the admin
