@@ -271,6 +271,50 @@ mod tests {
         }
     }
 
+    /// The typed reasons reach the client in the words it always read:
+    /// once, without the code's own words in front.
+    #[test]
+    fn typed_reasons_give_the_words_clients_read() {
+        let cases = [
+            (Unavailable::NoLeader.into(), "no leader elected"),
+            (
+                ValidationError::field("request_id.seq", Problem::AtLeast { min: 1 }).into(),
+                "request_id.seq must be at least 1",
+            ),
+            (
+                Internal::RaftPanicked.into(),
+                "internal error: the Raft core panicked",
+            ),
+        ];
+        for (e, words) in cases {
+            let e: Error = e;
+            assert_eq!(to_status(e).message(), words);
+        }
+        let unsettled = WaitError::Unsettled {
+            name: "jobs".into(),
+            waited: Duration::from_secs(2),
+            why: Unsettle::CancelFailed(Box::new(Unavailable::NoLeader.into())),
+        };
+        assert_eq!(
+            wait_status(unsettled).message(),
+            "waited 2s for jobs, but could not cancel the wait (unavailable: no leader \
+             elected): it may still be queued or granted; retry with a higher attempt to \
+             learn how it ended"
+        );
+        assert_eq!(
+            wait_status(WaitError::Stopping).message(),
+            "node is shutting down; retry on another node"
+        );
+        let ended = WaitError::Ended {
+            name: "jobs".into(),
+            why: WaitEnd::Ended(EndReason::ForceReleased),
+        };
+        assert_eq!(
+            wait_status(ended).message(),
+            "wait for jobs ended: force-released"
+        );
+    }
+
     /// Every way a wait ends without a grant, with its code; the match in
     /// the test fails to compile when one is added.
     #[test]

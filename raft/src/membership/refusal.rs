@@ -141,3 +141,34 @@ impl fmt::Display for NewLearner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words an operator reads, kept from before the refusals were
+    /// typed.
+    #[test]
+    fn refusals_keep_their_words() {
+        assert_eq!(
+            MembershipRefusal::LearnerSilent { id: 4 }.to_string(),
+            "learner 4 has not answered the leader since it was added; is it running? Start \
+             it (or fix its address), watch `raftlock cluster status`, then promote it"
+        );
+        let refusal = MembershipRefusal::NewLearner(NewLearner {
+            id: 4,
+            node: NodeAddr {
+                peer_addr: "10.0.0.4:7380".into(),
+                client_addr: "10.0.0.4:7379".into(),
+            },
+            secret: false,
+            found: Found::Unreachable("connection refused".into()),
+        });
+        assert_eq!(
+            refusal.to_string(),
+            "no raftlock node answers at peer address 10.0.0.4:7380 (connection refused); \
+             start node 4 first (`raftlock serve --id 4 --join --peer-addr 10.0.0.4:7380 \
+             --client-addr 10.0.0.4:7379`), then add it"
+        );
+    }
+}
