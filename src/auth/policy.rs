@@ -129,7 +129,7 @@ impl Policy {
         let file: PolicyFile =
             toml::from_str(text).map_err(|e| PolicyProblem::Toml(Source::new(e)))?;
         if file.roles.contains_key(ADMIN_ROLE) {
-            return Err(PolicyProblem::AdminDefined);
+            return Err(PolicyProblem::AdminDefined { role: ADMIN_ROLE });
         }
         for (role, r) in &file.roles {
             if r.names.is_empty() {

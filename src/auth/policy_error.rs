@@ -7,8 +7,6 @@ use std::path::PathBuf;
 
 use raftlock_raft::error::Source;
 
-use super::policy::ADMIN_ROLE;
-
 /// An auth file that cannot be used; the node does not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthFileError {
@@ -30,8 +28,8 @@ pub enum PolicyProblem {
     #[error("{0}")]
     Toml(Source),
     /// The built-in admin role is defined again.
-    #[error("role {ADMIN_ROLE:?} is built in and cannot be defined")]
-    AdminDefined,
+    #[error("role {role:?} is built in and cannot be defined")]
+    AdminDefined { role: &'static str },
     /// A role that names no lock names.
     #[error("role {role:?} lists no names")]
     EmptyRole { role: String },

@@ -4,8 +4,8 @@
 
 use std::fmt;
 
+use super::MembershipRefusal;
 use super::Source;
-use crate::membership::refusal::MembershipRefusal;
 
 /// Bad input, refused before it reached the log; nothing changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

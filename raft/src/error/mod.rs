@@ -7,6 +7,7 @@
 //! # Layout
 //! - [`unavailable`]: why a call cannot be served right now (retry).
 //! - [`invalid`]: why a request is refused as bad input.
+//! - [`membership`]: a membership change the leader refuses.
 //! - [`internal`]: a broken invariant or a failed library call, with its
 //!   source.
 //! - [`source`]: a foreign error kept whole, shareable and comparable.
@@ -17,18 +18,18 @@ use serde::{Deserialize, Serialize};
 
 use raftlock_storage::{CommandError, NodeId};
 
-use crate::membership::refusal::MembershipRefusal;
-
 pub mod internal;
 pub mod invalid;
+pub mod membership;
 pub mod source;
 pub mod unavailable;
 mod wire;
 
 pub use internal::{Asked, Internal, Step};
 pub use invalid::{Problem, ValidationError};
+pub use membership::{Found, MembershipRefusal, NewLearner};
 pub use source::{Dump, Source};
-pub use unavailable::Unavailable;
+pub use unavailable::{ForwardFailure, Unavailable};
 
 /// Why a replicated call did not produce an answer.
 ///

@@ -6,7 +6,6 @@ use std::time::Duration;
 use raftlock_storage::{LeaseId, NodeId};
 
 use super::Source;
-use crate::peer::network::ForwardFailure;
 
 /// Why a call cannot be served right now.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -97,6 +96,17 @@ pub enum Unavailable {
     /// (the wire carries kind and words, not the reason; see `wire`).
     #[error("{0}")]
     Relayed(String),
+}
+
+/// Why a forwarded call got no answer from the leader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForwardFailure {
+    /// The leader's guard refused this node's message (this node is no
+    /// member of its cluster, say, just removed): the same call from this
+    /// node is refused again, so the caller should ask another node.
+    pub refused: bool,
+    /// What happened, naming the leader.
+    pub reason: String,
 }
 
 fn list(ids: &[NodeId]) -> String {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use raftlock_storage::{NodeAddr, NodeId};
 
 use crate::error::Error;
-use crate::membership::refusal::{Found, MembershipRefusal, NewLearner};
+use crate::error::{Found, MembershipRefusal, NewLearner};
 use crate::peer::network::PeerNetwork;
 use crate::peer::probe::{probe, PeerProbe};
 

@@ -5,5 +5,4 @@
 
 pub mod catch_up;
 pub mod checks;
-pub mod refusal;
 pub(crate) mod removal;

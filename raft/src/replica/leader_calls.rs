@@ -16,10 +16,9 @@ use tokio::time::Instant;
 
 use raftlock_storage::{NodeAddr, NodeId, Request, Response};
 
-use crate::error::{Asked, Error, Internal, Source, Unavailable};
+use crate::error::{Asked, Error, Internal, MembershipRefusal, Source, Unavailable};
 use crate::membership::catch_up;
 use crate::membership::checks::{check_new_learner, check_promotable, Candidate};
-use crate::membership::refusal::MembershipRefusal;
 use crate::peer::forward::{ForwardReply, ForwardResult, Forwarded};
 use crate::replica::Replica;
 

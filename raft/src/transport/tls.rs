@@ -310,6 +310,7 @@ fn check_node_cert(
         _ => Err(TlsError::NoNodeName {
             cert: cert_path.to_path_buf(),
             id,
+            dns_name: node_dns_name(id),
         }),
     }
 }

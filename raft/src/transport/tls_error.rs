@@ -82,7 +82,12 @@ pub enum TlsError {
         "tls_cert {} does not name node {id} (DNS name {}); create one with \
          `raftlock certs create-node --id {id}`",
         cert.display(),
-        super::tls::node_dns_name(*id)
+        dns_name
     )]
-    NoNodeName { cert: PathBuf, id: NodeId },
+    NoNodeName {
+        cert: PathBuf,
+        id: NodeId,
+        /// The DNS name a certificate of node `id` carries.
+        dns_name: String,
+    },
 }

@@ -55,7 +55,10 @@ pub enum Refusal {
     #[error("the certificate of node {certified} claims to send as node {claimed}")]
     CertificateMismatch { certified: NodeId, claimed: NodeId },
     #[error("its {what} fails a check: {why}")]
-    Content { what: String, why: String },
+    Content {
+        what: &'static str,
+        why: crate::peer::content_refusal::ContentRefusal,
+    },
     #[error("cannot record the cluster id: {0}")]
     Storage(Source),
 }
