@@ -272,7 +272,9 @@ mod tests {
     }
 
     /// The typed reasons reach the client in the words it always read:
-    /// once, without the code's own words in front.
+    /// once, without the code's own words in front. With the whole error's
+    /// words as the message (no arm for `Unavailable`), it fails on
+    /// "unavailable: no leader elected".
     #[test]
     fn typed_reasons_give_the_words_clients_read() {
         let cases = [
