@@ -49,7 +49,7 @@ impl ConfigLayers {
     pub fn file(self, path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError::ReadFile {
             path: path.display().to_string(),
-            reason: e.to_string(),
+            source: raftlock_raft::error::Source::new(e),
         })?;
         self.toml(&format!("config file {}", path.display()), &text)
     }

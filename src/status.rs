@@ -17,7 +17,8 @@ pub use raftlock_client::metadata::{LEADER_ADDR_KEY, LEADER_ID_KEY, OUTCOME_KEY,
 /// puts those words back in front (`client::error`).
 pub fn to_status(e: Error) -> Status {
     let message = match &e {
-        Error::InvalidArgument(m) | Error::Unavailable(m) => m.clone(),
+        Error::InvalidArgument(v) => v.to_string(),
+        Error::Unavailable(u) => u.to_string(),
         Error::Rejected(CommandError::InvalidArgument(m)) => m.clone(),
         other => other.to_string(),
     };
@@ -53,10 +54,12 @@ pub fn to_status(e: Error) -> Status {
 /// sees: a wait that ran out of time is DEADLINE_EXCEEDED, one that ended
 /// otherwise ABORTED.
 pub fn wait_status(e: WaitError) -> Status {
+    let message = e.message();
     match e {
         WaitError::Replica(e) => to_status(e),
-        WaitError::Timeout(m) => Status::deadline_exceeded(m),
-        WaitError::Ended(m) => Status::aborted(m),
+        WaitError::Timeout { .. } => Status::deadline_exceeded(message),
+        WaitError::Ended { .. } => Status::aborted(message),
+        WaitError::Unsettled { .. } | WaitError::Stopping => Status::unavailable(message),
     }
 }
 
@@ -89,7 +92,13 @@ fn outcome_unknown(e: &CommandError) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use raftlock_raft::error::{Internal, Problem, Unavailable, ValidationError};
+    use raftlock_storage::EndReason;
+
     use super::*;
+    use crate::serving::grant_wait::{Unsettle, WaitEnd};
 
     #[test]
     fn not_leader_names_the_leader() {
@@ -233,10 +242,13 @@ mod tests {
                 },
                 Code::Unavailable,
             ),
-            (Error::Unavailable("no leader".into()), Code::Unavailable),
-            (Error::InvalidArgument("x".into()), Code::InvalidArgument),
+            (Unavailable::NoLeader.into(), Code::Unavailable),
+            (
+                ValidationError::field("x", Problem::Missing).into(),
+                Code::InvalidArgument,
+            ),
             (Error::ShuttingDown, Code::Unavailable),
-            (Error::Internal("x".into()), Code::Internal),
+            (Internal::RaftPanicked.into(), Code::Internal),
         ];
         let listed: std::collections::BTreeSet<usize> =
             cases.iter().map(|(e, _)| error_index(e)).collect();
@@ -259,26 +271,93 @@ mod tests {
         }
     }
 
+    /// The typed reasons reach the client in the words it always read:
+    /// once, without the code's own words in front. With the whole error's
+    /// words as the message (no arm for `Unavailable`), it fails on
+    /// "unavailable: no leader elected".
+    #[test]
+    fn typed_reasons_give_the_words_clients_read() {
+        let cases = [
+            (Unavailable::NoLeader.into(), "no leader elected"),
+            (
+                ValidationError::field("request_id.seq", Problem::AtLeast { min: 1 }).into(),
+                "request_id.seq must be at least 1",
+            ),
+            (
+                Internal::RaftPanicked.into(),
+                "internal error: the Raft core panicked",
+            ),
+        ];
+        for (e, words) in cases {
+            let e: Error = e;
+            assert_eq!(to_status(e).message(), words);
+        }
+        let unsettled = WaitError::Unsettled {
+            name: "jobs".into(),
+            waited: Duration::from_secs(2),
+            why: Unsettle::CancelFailed(Box::new(Unavailable::NoLeader.into())),
+        };
+        assert_eq!(
+            wait_status(unsettled).message(),
+            "waited 2s for jobs, but could not cancel the wait (unavailable: no leader \
+             elected): it may still be queued or granted; retry with a higher attempt to \
+             learn how it ended"
+        );
+        assert_eq!(
+            wait_status(WaitError::Stopping).message(),
+            "node is shutting down; retry on another node"
+        );
+        let ended = WaitError::Ended {
+            name: "jobs".into(),
+            why: WaitEnd::Ended(EndReason::ForceReleased),
+        };
+        assert_eq!(
+            wait_status(ended).message(),
+            "wait for jobs ended: force-released"
+        );
+    }
+
     /// Every way a wait ends without a grant, with its code; the match in
     /// the test fails to compile when one is added.
     #[test]
     fn every_wait_error_has_its_code() {
+        let (name, waited) = ("a".to_string(), Duration::from_secs(1));
         let cases = [
             (
-                WaitError::Replica(Error::Unavailable("no leader".into())),
+                WaitError::Replica(Unavailable::NoLeader.into()),
                 Code::Unavailable,
             ),
             (
-                WaitError::Timeout("waited 1s".into()),
+                WaitError::Timeout {
+                    name: name.clone(),
+                    waited,
+                },
                 Code::DeadlineExceeded,
             ),
-            (WaitError::Ended("lease expired".into()), Code::Aborted),
+            (
+                WaitError::Ended {
+                    name: name.clone(),
+                    why: WaitEnd::Ended(EndReason::LeaseExpired),
+                },
+                Code::Aborted,
+            ),
+            (
+                WaitError::Unsettled {
+                    name,
+                    waited,
+                    why: Unsettle::Superseded,
+                },
+                Code::Unavailable,
+            ),
+            (WaitError::Stopping, Code::Unavailable),
         ];
         for (e, code) in cases {
             let index = match &e {
                 WaitError::Replica(_) => 0,
-                WaitError::Timeout(_) => 1,
-                WaitError::Ended(_) => 2,
+                WaitError::Timeout { .. } => 1,
+                WaitError::Ended { .. } => 2,
+                WaitError::Unsettled { .. } => 3,
+                WaitError::Stopping => 4,
             };
             let status = wait_status(e.clone());
             assert_eq!(status.code(), code, "{e} ({index})");

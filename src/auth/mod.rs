@@ -19,6 +19,7 @@
 //! certificate; under `--insecure` they are open to all.
 
 pub mod policy;
+pub mod policy_error;
 
 use std::sync::Arc;
 

@@ -22,6 +22,10 @@ use std::path::Path;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use raftlock_raft::error::Source;
+
+use super::policy_error::{AuthFileError, PolicyProblem};
+
 /// The built-in role with every right.
 pub const ADMIN_ROLE: &str = "admin";
 
@@ -108,36 +112,41 @@ pub struct Policy {
 
 impl Policy {
     /// Reads and checks the file at `path`.
-    pub fn load(path: &Path) -> Result<Policy, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read auth file {}: {e}", path.display()))?;
-        Policy::parse(&text).map_err(|e| format!("auth file {}: {e}", path.display()))
+    pub fn load(path: &Path) -> Result<Policy, AuthFileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| AuthFileError::Read {
+            path: path.to_path_buf(),
+            source: Source::new(e),
+        })?;
+        Policy::parse(&text).map_err(|problem| AuthFileError::Invalid {
+            path: path.to_path_buf(),
+            problem,
+        })
     }
 
     /// Checks a file's text: unknown keys, unknown roles, duplicate users
     /// or tokens and malformed hashes are refused.
-    pub fn parse(text: &str) -> Result<Policy, String> {
-        let file: PolicyFile = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<Policy, PolicyProblem> {
+        let file: PolicyFile =
+            toml::from_str(text).map_err(|e| PolicyProblem::Toml(Source::new(e)))?;
         if file.roles.contains_key(ADMIN_ROLE) {
-            return Err(format!(
-                "role {ADMIN_ROLE:?} is built in and cannot be defined"
-            ));
+            return Err(PolicyProblem::AdminDefined { role: ADMIN_ROLE });
         }
         for (role, r) in &file.roles {
             if r.names.is_empty() {
-                return Err(format!("role {role:?} lists no names"));
+                let role = role.clone();
+                return Err(PolicyProblem::EmptyRole { role });
             }
         }
         let mut policy = Policy::default();
         for u in file.users {
             if u.name.is_empty() {
-                return Err("a user has an empty name".into());
+                return Err(PolicyProblem::EmptyUserName);
             }
             if policy.users.contains_key(&u.name) {
-                return Err(format!("user {:?} is listed twice", u.name));
+                return Err(PolicyProblem::DuplicateUser { user: u.name });
             }
             if u.roles.is_empty() {
-                return Err(format!("user {:?} has no roles", u.name));
+                return Err(PolicyProblem::NoRoles { user: u.name });
             }
             let mut user = User {
                 name: u.name.clone(),
@@ -149,25 +158,24 @@ impl Policy {
                     user.admin = true;
                     continue;
                 }
-                let r = file.roles.get(role).ok_or_else(|| {
-                    format!("user {:?} has role {role:?}, which is not defined", u.name)
-                })?;
+                let r = file
+                    .roles
+                    .get(role)
+                    .ok_or_else(|| PolicyProblem::UnknownRole {
+                        user: u.name.clone(),
+                        role: role.clone(),
+                    })?;
                 user.names
                     .extend(r.names.iter().map(|n| NamePattern::parse(n)));
             }
             if let Some(hash) = u.token_sha256 {
                 let hash = hash.to_ascii_lowercase();
                 if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return Err(format!(
-                        "user {:?}: token_sha256 must be 64 hex digits (`raftlock auth create-token`)",
-                        u.name
-                    ));
+                    return Err(PolicyProblem::BadTokenHash { user: u.name });
                 }
-                if let Some(other) = policy.tokens.insert(hash, u.name.clone()) {
-                    return Err(format!(
-                        "users {other:?} and {:?} have the same token",
-                        u.name
-                    ));
+                if let Some(first) = policy.tokens.insert(hash, u.name.clone()) {
+                    let second = u.name;
+                    return Err(PolicyProblem::SharedToken { first, second });
                 }
             }
             policy.users.insert(u.name, user);
@@ -263,7 +271,7 @@ mod tests {
             (format!("{}\nextra = 1", file()), "extra"),
         ];
         for (text, needle) in cases {
-            let err = Policy::parse(&text).expect_err(needle);
+            let err = Policy::parse(&text).expect_err(needle).to_string();
             assert!(err.contains(needle), "{needle}: {err}");
         }
     }

@@ -55,7 +55,7 @@ pub fn run(args: AuthArgs) -> Result<u8, String> {
             auth_file,
         } => create_token(&user, &roles, auth_file.as_deref()),
         AuthCommand::Check { auth_file } => {
-            let policy = Policy::load(&auth_file)?;
+            let policy = Policy::load(&auth_file).map_err(|e| e.to_string())?;
             let users = policy.user_names();
             out!(
                 "{}: {} user(s): {}",

@@ -10,8 +10,12 @@ pub enum NodeError {
     #[error("invalid settings: {0}")]
     Config(#[from] ConfigError),
     /// The auth file cannot be read, or says something that cannot work.
-    #[error("auth file {path}: {reason}")]
-    AuthFile { path: String, reason: String },
+    #[error("auth file {path}: {source}")]
+    AuthFile {
+        path: String,
+        /// What is wrong with it.
+        source: crate::auth::policy_error::AuthFileError,
+    },
     /// A listener (`client` or `admin`) could not bind or learn its address.
     #[error("cannot listen on {which} address {addr}: {source}")]
     Listen {

@@ -112,9 +112,9 @@ impl NodeBuilder {
         // Read the auth file before anything binds or opens: a mistake in
         // it must stop the node, never leave it serving without checks.
         let policy = match &serving_config.auth_file {
-            Some(path) => Some(Policy::load(path).map_err(|reason| NodeError::AuthFile {
+            Some(path) => Some(Policy::load(path).map_err(|source| NodeError::AuthFile {
                 path: path.display().to_string(),
-                reason,
+                source,
             })?),
             None => None,
         };

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio_stream::Stream;
 
-use raftlock_raft::Error;
+use raftlock_raft::error::{Internal, Problem, Step, ValidationError};
 use raftlock_raft::Replica;
 use raftlock_storage::NodeAddr;
 use tonic::{Request, Response as Reply, Status};
@@ -50,9 +50,8 @@ type BackupStream = Pin<Box<dyn Stream<Item = Result<pb::BackupChunk, Status>> +
 
 fn node_id(id: u64) -> Result<u64, Status> {
     if id == 0 {
-        return Err(to_status(Error::InvalidArgument(
-            "node id must be at least 1".into(),
-        )));
+        let problem = Problem::AtLeast { min: 1 };
+        return Err(to_status(ValidationError::field("node id", problem).into()));
     }
     Ok(id)
 }
@@ -95,9 +94,9 @@ impl pb::cluster_server::Cluster for ClusterService {
         let req = req.into_inner();
         let id = node_id(req.id)?;
         if req.peer_addr.is_empty() || req.client_addr.is_empty() {
-            return Err(to_status(Error::InvalidArgument(
-                "peer_addr and client_addr must be set".into(),
-            )));
+            let problem = Problem::Unset { hint: None };
+            let e = ValidationError::field("peer_addr and client_addr", problem);
+            return Err(to_status(e.into()));
         }
         let addr = NodeAddr {
             peer_addr: req.peer_addr,
@@ -148,8 +147,8 @@ impl pb::cluster_server::Cluster for ClusterService {
         let index = backup.index;
         let bytes = tokio::task::spawn_blocking(move || backup.encode())
             .await
-            .map_err(|e| to_status(Error::Internal(format!("backup worker: {e}"))))?
-            .map_err(|e| to_status(Error::Internal(format!("cannot encode the backup: {e}"))))?;
+            .map_err(|e| to_status(Internal::failed(Step::BackupWorker, e).into()))?
+            .map_err(|e| to_status(Internal::failed(Step::EncodeBackup, e).into()))?;
         let total_bytes = bytes.len() as u64;
         let chunks: Vec<Result<pb::BackupChunk, Status>> = bytes
             .chunks(BACKUP_CHUNK_BYTES)

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use crate::serving::stamp::stamped;
 use crate::serving::Serving;
+use raftlock_raft::error::{Asked, Internal};
 use raftlock_raft::Error;
 use raftlock_storage::state::LockState;
 use raftlock_storage::Response;
@@ -87,7 +88,5 @@ async fn read<T>(
 
 /// A state machine answer the call cannot have.
 fn unexpected(response: Response) -> Status {
-    to_status(Error::Internal(format!(
-        "unexpected state machine answer: {response:?}"
-    )))
+    to_status(Internal::unexpected(Asked::StateMachine, response).into())
 }

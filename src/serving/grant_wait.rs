@@ -19,14 +19,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use raftlock_raft::error::{Asked, Internal};
 use raftlock_raft::Error;
 use raftlock_storage::command::CancelOutcome;
 use raftlock_storage::command::{Acquire, Cancel};
-use raftlock_storage::{Caller, Claim, ClientSeq, Command, EndReason, Fence, Response};
+use raftlock_storage::{Caller, Claim, ClientSeq, Command, Fence, Response};
 use tokio::time::Instant;
 
 use super::event_router::Signal;
 use super::stamp::stamped;
+pub use super::wait_error::{Unsettle, WaitEnd, WaitError};
 use super::Serving;
 
 /// An Acquire as the server runs it: the command to replicate, and what
@@ -42,22 +44,6 @@ pub struct AcquireCall {
     pub origin: ClientSeq,
     /// Who asked; the server's own cancel of the wait acts for them too.
     pub caller: Caller,
-}
-
-/// Why an Acquire gave no grant: replication's refusal, or the wait's own
-/// end.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum WaitError {
-    /// Replication (or the state machine) refused or could not answer.
-    #[error(transparent)]
-    Replica(#[from] Error),
-    /// The wait ran past its timeout and was cancelled.
-    #[error("timed out: {0}")]
-    Timeout(String),
-    /// The wait ended without a grant: cancelled, its lease ended, or the
-    /// lock force-released.
-    #[error("{0}")]
-    Ended(String),
 }
 
 /// A grant.
@@ -106,11 +92,7 @@ impl Serving {
             Response::Busy => return Ok(None),
             Response::Rejected(e) => return Err(Error::from(e).into()),
             Response::Queued { .. } => {}
-            other => {
-                return Err(
-                    Error::Internal(format!("unexpected answer to acquire: {other:?}")).into(),
-                )
-            }
+            other => return Err(Error::from(Internal::unexpected(Asked::Acquire, other)).into()),
         }
 
         let mut cancel = CancelOnDrop {
@@ -140,10 +122,10 @@ impl Serving {
                 Standing::Waiting => {}
                 Standing::Gone => {
                     cancel.armed = false;
-                    return Err(WaitError::Ended(format!(
-                        "wait for {} ended without a grant",
-                        spec.command.name
-                    )));
+                    return Err(WaitError::Ended {
+                        name: spec.command.name.clone(),
+                        why: WaitEnd::NoGrant,
+                    });
                 }
             }
             let far = Instant::now() + Duration::from_secs(86_400);
@@ -151,7 +133,10 @@ impl Serving {
                 signal = watch.recv() => match signal {
                     Some(Signal::WaitEnded(reason)) => {
                         cancel.armed = false;
-                        return Err(WaitError::Ended(format!("wait for {} ended: {}", spec.command.name, describe(reason))));
+                        return Err(WaitError::Ended {
+                            name: spec.command.name.clone(),
+                            why: WaitEnd::Ended(reason),
+                        });
                     }
                     Some(_) => {} // granted, hold ended or snapshot: re-read the state
                     None => return Err(Error::ShuttingDown.into()),
@@ -160,7 +145,7 @@ impl Serving {
                     // The caller's retry (same request id) on another node
                     // finds its place in the queue again.
                     cancel.armed = false;
-                    return Err(Error::Unavailable("node is shutting down; retry on another node".into()).into());
+                    return Err(WaitError::Stopping);
                 }
                 _ = tokio::time::sleep_until(deadline.unwrap_or(far)) => {
                     cancel.armed = false;
@@ -192,23 +177,11 @@ fn standing(node: &Serving, name: &str, owner: &str) -> Standing {
     })
 }
 
-fn describe(reason: EndReason) -> &'static str {
-    match reason {
-        EndReason::Released => "cancelled",
-        EndReason::LeaseRevoked => "lease revoked",
-        EndReason::LeaseExpired => "lease expired",
-        EndReason::ForceReleased => "force-released",
-    }
-}
-
 /// Ends a call whose wait ran out of time: cancels on its behalf. Only a
 /// committed cancel makes the answer a definite `Timeout`.
 async fn timed_out(node: &Arc<Serving>, spec: &AcquireCall) -> WaitError {
-    let waited = format!(
-        "waited {:?} for {}",
-        spec.timeout.unwrap_or_default(),
-        spec.command.name
-    );
+    let name = spec.command.name.clone();
+    let waited = spec.timeout.unwrap_or_default();
     let call = Claim::of(&spec.origin);
     match cancel(
         node,
@@ -220,13 +193,13 @@ async fn timed_out(node: &Arc<Serving>, spec: &AcquireCall) -> WaitError {
     .await
     {
         Ok(CancelOutcome::Dequeued | CancelOutcome::Released | CancelOutcome::NotFound) => {
-            WaitError::Timeout(waited)
+            WaitError::Timeout { name, waited }
         }
-        Ok(CancelOutcome::Superseded) => Error::Unavailable(format!(
-            "{waited}; a later attempt of this request now owns the wait, \
-             retry with a higher attempt to learn how it ended"
-        ))
-        .into(),
+        Ok(CancelOutcome::Superseded) => WaitError::Unsettled {
+            name,
+            waited,
+            why: Unsettle::Superseded,
+        },
         Err(e) => {
             keep_cancelling(
                 node.clone(),
@@ -235,11 +208,11 @@ async fn timed_out(node: &Arc<Serving>, spec: &AcquireCall) -> WaitError {
                 call,
                 spec.caller.clone(),
             );
-            Error::Unavailable(format!(
-                "{waited}, but could not cancel the wait ({e}): it may still be \
-                 queued or granted; retry with a higher attempt to learn how it ended"
-            ))
-            .into()
+            WaitError::Unsettled {
+                name,
+                waited,
+                why: Unsettle::CancelFailed(Box::new(e)),
+            }
         }
     }
 }
@@ -263,9 +236,7 @@ async fn cancel(
     );
     match node.write(request).await? {
         (_, Response::Cancelled { outcome }) => Ok(outcome),
-        (_, other) => Err(Error::Internal(format!(
-            "unexpected answer to cancel: {other:?}"
-        ))),
+        (_, other) => Err(Internal::unexpected(Asked::Cancel, other).into()),
     }
 }
 

@@ -11,6 +11,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use raftlock_raft::error::{Asked, Internal, Source, Step, Unavailable, ValidationError};
 use raftlock_raft::{Error, LeaderService};
 use raftlock_storage::{Caller, Command, CommandError, LeaseId, Request, Response};
 
@@ -73,11 +74,11 @@ impl Serving {
     }
 
     async fn call_leader(&self, call: &LeaseCall) -> Result<LeaseReply, Error> {
-        let bytes = postcard::to_stdvec(call)
-            .map_err(|e| Error::Internal(format!("cannot encode a lease call: {e}")))?;
+        let bytes =
+            postcard::to_stdvec(call).map_err(|e| Internal::failed(Step::EncodeLeaseCall, e))?;
         let reply = self.replica.call_leader_service(bytes).await?;
         postcard::from_bytes(&reply)
-            .map_err(|e| Error::Internal(format!("the leader's lease answer is malformed: {e}")))
+            .map_err(|e| Internal::failed(Step::DecodeLeaseAnswer, e).into())
     }
 
     /// Serves `call` as the leader.
@@ -118,9 +119,10 @@ impl Serving {
             }
             LeaseCall::SetTtl(request) => {
                 let Command::SetLeaseTtl(SetLeaseTtl { id, ttl_ms }) = request.command else {
-                    return Err(Error::InvalidArgument(
-                        "a lease TTL change carries another command".into(),
-                    ));
+                    return Err(ValidationError::WrongCommand {
+                        call: "lease TTL change",
+                    }
+                    .into());
                 };
                 self.hold_for_ttl_change(id, ttl_ms)?;
                 let (index, response) = replica.propose_here(request).await?;
@@ -181,21 +183,22 @@ impl LeaderService for LeaseCalls {
     fn serve(&self, call: Vec<u8>) -> BoxFuture<'_, Result<Vec<u8>, Error>> {
         Box::pin(async move {
             let serving: Arc<Serving> = self.0.upgrade().ok_or(Error::ShuttingDown)?;
-            let call: LeaseCall = postcard::from_bytes(&call)
-                .map_err(|e| Error::InvalidArgument(format!("malformed lease call: {e}")))?;
+            let call: LeaseCall =
+                postcard::from_bytes(&call).map_err(|e| ValidationError::Malformed {
+                    what: "lease call",
+                    source: Source::new(e),
+                })?;
             let reply = serving.serve_lease_call(call).await?;
             postcard::to_stdvec(&reply)
-                .map_err(|e| Error::Internal(format!("cannot encode a lease answer: {e}")))
+                .map_err(|e| Internal::failed(Step::EncodeLeaseAnswer, e).into())
         })
     }
 }
 
 fn expiring(id: LeaseId) -> Error {
-    Error::Unavailable(format!(
-        "lease {id} is being expired; its outcome is not known yet"
-    ))
+    Unavailable::LeaseExpiring { lease: id }.into()
 }
 
 fn unexpected(reply: LeaseReply) -> Error {
-    Error::Internal(format!("the leader answered a lease call with {reply:?}"))
+    Internal::unexpected(Asked::LeaseCall, reply).into()
 }

@@ -32,6 +32,7 @@ pub mod lock_delay_timer;
 pub mod metrics;
 mod repeated_warning;
 pub mod stamp;
+mod wait_error;
 
 use raftlock_storage::command::SetLeaseTtl;
 use std::sync::Arc;
@@ -43,6 +44,7 @@ use tokio::time::Instant;
 
 use crate::config::ServingConfig;
 use metrics::{LockGauges, LockMetrics};
+use raftlock_raft::error::Internal;
 use raftlock_raft::{Error, Replica};
 use raftlock_storage::{Command, Request, Response};
 
@@ -92,9 +94,7 @@ impl Serving {
         replica: Arc<Replica>,
         config: ServingConfig,
     ) -> Result<(Arc<Serving>, ServingTasks), Error> {
-        let applied = replica.take_applied().ok_or_else(|| {
-            Error::Internal("the replica's applied stream is already taken".into())
-        })?;
+        let applied = replica.take_applied().ok_or(Internal::AppliedStreamTaken)?;
         let (changed, _) = broadcast::channel(CHANGES_BACKLOG);
         let serving = Arc::new(Serving {
             replica,

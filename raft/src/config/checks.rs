@@ -34,7 +34,7 @@ pub enum ConfigError {
         listed: String,
     },
     #[error("join token: {0}")]
-    JoinToken(String),
+    JoinToken(super::join_token::BadJoinToken),
     #[error("--join-token and --join-token-file exclude each other")]
     TwoJoinTokens,
     #[error("--insecure turns peer authentication off and cannot go with TLS, which authenticates peers by their certificates")]
@@ -59,8 +59,12 @@ pub enum ConfigError {
     #[error("handshake timeout ({handshake:?}) must be at least 100ms and idle timeout ({idle:?}) at least 1s")]
     ConnectionTimeouts { handshake: Duration, idle: Duration },
     /// A config file that cannot be read.
-    #[error("cannot read config file {path}: {reason}")]
-    ReadFile { path: String, reason: String },
+    #[error("cannot read config file {path}: {source}")]
+    ReadFile {
+        path: String,
+        /// The file system's error.
+        source: crate::error::Source,
+    },
     /// A layer of settings (a config file, or flags) that does not fit:
     /// an unknown key, or a value of the wrong type. `layer` names it.
     #[error("{layer}: {reason}")]

@@ -4,13 +4,15 @@
 
 const TOKEN_PREFIX: &str = "rlj1-";
 
+/// A join token that is not `rlj1-` and 64 hex digits. The token itself
+/// is not kept: it is a secret, and this error is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a join token is `rlj1-` and 64 hex digits (`raftlock certs create-join-token` makes one)")]
+pub struct BadJoinToken;
+
 /// Reads a join token's 32 secret bytes.
-pub fn parse(token: &str) -> Result<[u8; 32], String> {
-    let bad = || {
-        "a join token is `rlj1-` and 64 hex digits (`raftlock certs create-join-token` \
-         makes one)"
-            .to_string()
-    };
+pub fn parse(token: &str) -> Result<[u8; 32], BadJoinToken> {
+    let bad = || BadJoinToken;
     let hex = token.trim().strip_prefix(TOKEN_PREFIX).ok_or_else(bad)?;
     if hex.len() != 64 || !hex.is_ascii() {
         return Err(bad());

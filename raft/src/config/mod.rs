@@ -325,7 +325,7 @@ impl Config {
     }
 
     /// openraft's settings derived from ours.
-    pub(crate) fn raft_config(&self) -> Result<openraft::Config, String> {
+    pub(crate) fn raft_config(&self) -> Result<openraft::Config, openraft::ConfigError> {
         let hb = self.heartbeat.as_millis() as u64;
         let el = self.election_timeout.as_millis() as u64;
         let cfg = openraft::Config {
@@ -347,7 +347,7 @@ impl Config {
             enable_leader_restore: Some(false),
             ..Default::default()
         };
-        cfg.validate().map_err(|e| e.to_string())
+        cfg.validate()
     }
 }
 

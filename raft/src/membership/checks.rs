@@ -9,6 +9,7 @@ use std::time::Duration;
 use raftlock_storage::{NodeAddr, NodeId};
 
 use crate::error::Error;
+use crate::error::{Found, MembershipRefusal, NewLearner};
 use crate::peer::network::PeerNetwork;
 use crate::peer::probe::{probe, PeerProbe};
 
@@ -34,67 +35,41 @@ pub async fn check_new_learner(
 ) -> Result<(), Error> {
     let answer = probe(net, id, &node.peer_addr, PROBE_TIMEOUT).await;
     let secret = net.uses_join_token();
-    judge_probe(answer, cluster_id, secret, id, node).map_err(Error::InvalidArgument)
+    judge_probe(answer, cluster_id, secret, id, node).map_err(Error::from)
 }
 
 /// The verdict on what answered at a new learner's peer address.
 /// `secret`: peers use a join token, so the command that starts the node
-/// names a token file. The token itself is never written here: this
-/// message goes to whoever called, and the secret never leaves a node.
+/// names a token file.
 fn judge_probe(
     probe: PeerProbe,
     cluster_id: Option<&str>,
     secret: bool,
     id: NodeId,
     node: &NodeAddr,
-) -> Result<(), String> {
-    let (peer, client) = (&node.peer_addr, &node.client_addr);
-    let order = "`raftlock cluster add-learner` takes ID PEER_ADDR CLIENT_ADDR";
-    let token = match secret {
-        true => " --join-token-file FILE",
-        false => "",
-    };
-    let start = format!(
-        "`raftlock serve --id {id} --join{token} --peer-addr {peer} --client-addr {client}`"
-    );
-    let copy = match secret {
-        true => {
-            "; FILE holds the cluster's join token: copy a member's data-dir file \
-             raftlock.key to the new node's host"
-        }
-        false => "",
-    };
-    match probe {
-        PeerProbe::Unreachable(why) => Err(format!(
-            "no raftlock node answers at peer address {peer} ({why}); start node {id} first \
-             ({start}{copy}), then add it"
-        )),
-        PeerProbe::NoSecret(why) => Err(format!(
-            "the node at peer address {peer} does not hold this cluster's join token ({why}); \
-             start node {id} on an empty data dir with {start}{copy}, then add it"
-        )),
-        PeerProbe::NotPeerPort(why) => Err(format!(
-            "{peer} answers, but not as a raftlock peer port ({why}): is it a client port? \
-             {order}"
-        )),
-        PeerProbe::Node { id: other, .. } if other != id => Err(format!(
-            "the node at peer address {peer} is node {other}, not node {id}; give the id it \
-             was started with (--id), or the address of node {id}"
-        )),
+) -> Result<(), MembershipRefusal> {
+    let found = match probe {
+        PeerProbe::Unreachable(why) => Found::Unreachable(why),
+        PeerProbe::NoSecret(why) => Found::NoSecret(why),
+        PeerProbe::NotPeerPort(why) => Found::NotPeerPort(why),
+        PeerProbe::Node { id: other, .. } if other != id => Found::OtherNode(other),
         PeerProbe::Node {
             cluster_id: theirs, ..
-        } if !theirs.is_empty() && Some(theirs.as_str()) != cluster_id => Err(format!(
-            "node {id} at {peer} belongs to another cluster ({theirs}); a node joins with an \
-             empty data dir and --join"
-        )),
+        } if !theirs.is_empty() && Some(theirs.as_str()) != cluster_id => {
+            Found::OtherCluster(theirs)
+        }
         PeerProbe::Node {
             client_addr: Some(theirs),
             ..
-        } if &theirs != client => Err(format!(
-            "node {id} at {peer} serves clients at {theirs}, not at {client}; {order}"
-        )),
-        PeerProbe::Node { .. } => Ok(()),
-    }
+        } if theirs != node.client_addr => Found::OtherClientAddr(theirs),
+        PeerProbe::Node { .. } => return Ok(()),
+    };
+    Err(MembershipRefusal::NewLearner(NewLearner {
+        id,
+        node: node.clone(),
+        secret,
+        found,
+    }))
 }
 
 /// What the leader knows of a member it is asked to promote.
@@ -111,43 +86,28 @@ pub struct Candidate {
 }
 
 /// Checks that a member may become a voter now.
-pub fn check_promotable(id: NodeId, c: &Candidate) -> Result<(), Error> {
-    let status = "watch `raftlock cluster status`";
-    let refuse = |why: String| Err(Error::InvalidArgument(why));
+pub fn check_promotable(id: NodeId, c: &Candidate) -> Result<(), MembershipRefusal> {
     match c.voter {
-        None => {
-            return refuse(format!(
-                "node {id} is not a member; add it first with `raftlock cluster add-learner`"
-            ))
-        }
-        Some(true) => return refuse(format!("node {id} is already a voter")),
+        None => return Err(MembershipRefusal::PromoteNonMember { id }),
+        Some(true) => return Err(MembershipRefusal::AlreadyVoter { id }),
         Some(false) => {}
     }
     match c.last_ack {
-        None => {
-            return refuse(format!(
-                "learner {id} has not answered the leader since it was added; is it running? \
-                 Start it (or fix its address), {status}, then promote it"
-            ))
-        }
+        None => return Err(MembershipRefusal::LearnerSilent { id }),
         Some(ago) if ago > LEARNER_CONTACT => {
-            return refuse(format!(
-                "learner {id} last answered the leader {:.1} s ago: it looks down, and a \
-                 voter that is down counts against the quorum. Start it, {status}, then \
-                 promote it",
-                ago.as_secs_f64()
-            ))
+            return Err(MembershipRefusal::LearnerDown { id, ago })
         }
         Some(_) => {}
     }
     let matched = c.matched.unwrap_or(0);
     let behind = c.leader_last.saturating_sub(matched);
     if behind > MAX_PROMOTE_LAG {
-        return refuse(format!(
-            "learner {id} is {behind} entries behind the leader (it holds index {matched} of \
-             {}); wait until it catches up ({status}), then promote it",
-            c.leader_last
-        ));
+        return Err(MembershipRefusal::LearnerBehind {
+            id,
+            behind,
+            matched,
+            leader_last: c.leader_last,
+        });
     }
     Ok(())
 }
@@ -200,7 +160,9 @@ mod tests {
             ),
         ];
         for (probe, says) in cases {
-            let err = judge_probe(probe, ours, true, 4, &addr()).expect_err(says);
+            let err = judge_probe(probe, ours, true, 4, &addr())
+                .expect_err(says)
+                .to_string();
             assert!(err.contains(says), "{err}");
             assert!(!err.contains("rlj1-"), "a secret in {err}");
         }

@@ -95,9 +95,9 @@ impl RaftNode {
         filter: LinkFilter,
     ) -> Result<RaftNode, StartError> {
         config.validate()?;
-        let raft_config = config.raft_config().map_err(|reason| StartError::Raft {
+        let raft_config = config.raft_config().map_err(|e| StartError::Raft {
             doing: "take the Raft settings",
-            reason,
+            source: Box::new(e),
         })?;
         // Before the data dir is touched: a bad certificate is a start
         // error, not a node that cannot reach its peers.
@@ -191,7 +191,7 @@ impl RaftNode {
         .await
         .map_err(|e| StartError::Raft {
             doing: "start raft",
-            reason: e.to_string(),
+            source: Box::new(e),
         })?;
 
         let listener = match peer_listener {
@@ -267,7 +267,7 @@ impl RaftNode {
             .await
             .map_err(|e| StartError::Raft {
                 doing: "read whether the cluster is initialized",
-                reason: e.to_string(),
+                source: Box::new(e),
             })?;
         if initialized || inner.config.join {
             return Ok(());
@@ -294,7 +294,7 @@ impl RaftNode {
             .guard
             .create_cluster_id()
             .await
-            .map_err(|e| StartError::Refused(e.to_string()))?;
+            .map_err(StartError::ClusterId)?;
         tracing::info!(node = inner.id, cluster = %cluster, "initializing a new cluster");
         match inner.raft.initialize(members).await {
             Ok(()) => Ok(()),
@@ -303,7 +303,7 @@ impl RaftNode {
             )) => Ok(()),
             Err(e) => Err(StartError::Raft {
                 doing: "initialize cluster",
-                reason: e.to_string(),
+                source: Box::new(e),
             }),
         }
     }

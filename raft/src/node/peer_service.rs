@@ -14,11 +14,13 @@ use openraft::error::RaftError;
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse};
 use raftlock_storage::{verify_snapshot, NodeId, Snapshot, TypeConfig};
 
+use crate::error::Source;
 use crate::pb::peer_server::Peer;
 use crate::pb::Blob;
 use crate::peer::checks::{
     check_append, check_snapshot, check_snapshot_position, check_vote, Local,
 };
+use crate::peer::content_refusal::ContentRefusal;
 use crate::peer::guard::{Refusal, Sender};
 use crate::peer::payload::{decode, encode};
 use crate::peer::snapshot_transfer::{Assembly, SnapshotChunk};
@@ -115,7 +117,8 @@ impl PeerService {
         .await;
         let (meta, data, verified) =
             checked.map_err(|e| Status::internal(format!("snapshot check did not finish: {e}")))?;
-        self.check(from, "snapshot", verified.map_err(|e| e.to_string()))?;
+        let verified = verified.map_err(|e| ContentRefusal::Snapshot(Source::new(e)));
+        self.check(from, "snapshot", verified)?;
         Ok(Snapshot {
             meta,
             snapshot: std::io::Cursor::new(data),
@@ -203,13 +206,15 @@ impl PeerService {
 
     /// Refuses a message whose contents fail a check, counted and logged
     /// (rate-limited) as a `content` refusal.
-    fn check(&self, from: NodeId, what: &str, result: Result<(), String>) -> Result<(), Status> {
+    fn check(
+        &self,
+        from: NodeId,
+        what: &'static str,
+        result: Result<(), ContentRefusal>,
+    ) -> Result<(), Status> {
         result.map_err(|e| {
             let status = Status::invalid_argument(format!("refused {what}: {e}"));
-            let refusal = Refusal::Content {
-                what: what.to_string(),
-                why: e,
-            };
+            let refusal = Refusal::Content { what, why: e };
             self.node.guard.note_refused(from, "content", &refusal);
             status
         })

@@ -21,6 +21,7 @@
 //! while at least one peer that saw the newer state is up, the case where
 //! starting would do harm.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use raftlock_storage::{NodeId, Position};
@@ -40,52 +41,101 @@ pub const RECALL_TIMEOUT: Duration = Duration::from_secs(1);
 /// entry a follower acknowledged in term T stays in its log while its vote
 /// is still of term T: only a leader of a later term can overwrite it, and
 /// accepting that leader raises the vote.
-pub fn judge(node: NodeId, own: &Position, peer: NodeId, seen: &Seen) -> Option<String> {
+pub fn judge(node: NodeId, own: &Position, peer: NodeId, seen: &Seen) -> Option<Older> {
     if let Some(boot) = seen.boot.filter(|&boot| own.boots <= boot) {
-        return Some(format!(
-            "node {peer} saw node {node} on its start number {boot}, and this dir has \
-             only {} starts on record",
-            own.boots
-        ));
+        return Some(Older::Boot {
+            node,
+            peer,
+            seen: boot,
+            own: own.boots,
+        });
     }
     let terms = [seen.vote_term, seen.acked.map(|a| a.term)];
     if let Some(term) = terms.into_iter().flatten().max() {
         if own.vote_term < term {
-            return Some(format!(
-                "node {node} gave node {peer} its vote or acknowledged its entries in term \
-                 {term}, and this dir's saved vote is of term {}",
-                own.vote_term
-            ));
+            return Some(Older::Vote {
+                node,
+                peer,
+                term,
+                own: own.vote_term,
+            });
         }
     }
     if let Some(acked) = seen.acked {
         let last = own.last_log_index;
         if own.vote_term == acked.term && last.is_none_or(|last| last < acked.log_id.index) {
-            return Some(format!(
-                "node {node} acknowledged log entries up to index {} to node {peer} \
-                 (leader in term {}), and this dir's log ends at {}",
-                acked.log_id.index,
-                acked.term,
-                last.map_or_else(|| "no entry".to_string(), |i| format!("index {i}"))
-            ));
+            return Some(Older::Entries {
+                node,
+                peer,
+                index: acked.log_id.index,
+                term: acked.term,
+                own_last: last,
+            });
         }
     }
     None
 }
 
+/// What a peer saw of node `node` that its dir has forgotten.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Older {
+    /// A start number at least the dir's own count.
+    #[error(
+        "node {peer} saw node {node} on its start number {seen}, and this dir has only {own} \
+         starts on record"
+    )]
+    Boot {
+        node: NodeId,
+        peer: NodeId,
+        seen: u64,
+        own: u64,
+    },
+    /// A vote or acknowledgement in a term above the dir's saved vote.
+    #[error(
+        "node {node} gave node {peer} its vote or acknowledged its entries in term {term}, \
+         and this dir's saved vote is of term {own}"
+    )]
+    Vote {
+        node: NodeId,
+        peer: NodeId,
+        term: u64,
+        own: u64,
+    },
+    /// Entries acknowledged in the dir's own vote term past its log's end.
+    #[error(
+        "node {node} acknowledged log entries up to index {index} to node {peer} (leader in \
+         term {term}), and this dir's log ends at {}",
+        own_last.map_or_else(|| "no entry".to_string(), |i| format!("index {i}"))
+    )]
+    Entries {
+        node: NodeId,
+        peer: NodeId,
+        index: u64,
+        term: u64,
+        own_last: Option<u64>,
+    },
+}
+
 /// The refusal a node on an older dir stops with: what was found, and
 /// what to do.
-pub fn refusal(node: NodeId, data_dir: &std::path::Path, why: &str) -> String {
-    format!(
-        "data dir {} is older than what the cluster saw from node {node}: {why}. It was \
-         rolled back (a backup, a disk or VM snapshot, a copy put back); started on it, \
-         node {node} could vote twice in one term or lose entries a majority counted on. \
-         If a newer copy of this dir exists, put it back. Otherwise replace the node: \
-         run `raftlock cluster remove {node}` against the cluster, then add a node with \
-         a new id and an empty data dir (`raftlock serve --join`, `raftlock cluster \
-         add-learner`, `raftlock cluster promote`; README, \"Changing the membership\")",
-        data_dir.display()
-    )
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "data dir {} is older than what the cluster saw from node {node}: {why}. It was \
+     rolled back (a backup, a disk or VM snapshot, a copy put back); started on it, \
+     node {node} could vote twice in one term or lose entries a majority counted on. \
+     If a newer copy of this dir exists, put it back. Otherwise replace the node: \
+     run `raftlock cluster remove {node}` against the cluster, then add a node with \
+     a new id and an empty data dir (`raftlock serve --join`, `raftlock cluster \
+     add-learner`, `raftlock cluster promote`; README, \"Changing the membership\")",
+    data_dir.display()
+)]
+pub struct RolledBack {
+    /// This node.
+    pub node: NodeId,
+    /// Its data dir.
+    pub data_dir: PathBuf,
+    /// What a peer saw that the dir forgot.
+    pub why: Older,
 }
 
 /// Asks node `peer` at `addr` what it saw of this node; `None` when it
@@ -119,7 +169,7 @@ pub async fn check_peers(
     own: &Position,
     peers: Vec<(NodeId, String)>,
     data_dir: &std::path::Path,
-) -> Result<(), String> {
+) -> Result<(), RolledBack> {
     let answers = futures::future::join_all(
         peers
             .iter()
@@ -130,7 +180,11 @@ pub async fn check_peers(
     for (peer, seen) in answers {
         let Some(seen) = seen else { continue };
         if let Some(why) = judge(node, own, peer, &seen) {
-            return Err(refusal(node, data_dir, &why));
+            return Err(RolledBack {
+                node,
+                data_dir: data_dir.to_path_buf(),
+                why,
+            });
         }
         asked.push(peer);
     }
@@ -186,7 +240,9 @@ mod tests {
             boot: Some(5),
             ..Seen::default()
         };
-        let why = judge(2, &own(5, 9, Some(100)), 1, &seen).expect("refused");
+        let why = judge(2, &own(5, 9, Some(100)), 1, &seen)
+            .expect("refused")
+            .to_string();
         assert!(why.contains("start number 5"), "{why}");
         assert!(judge(2, &own(3, 9, Some(100)), 1, &seen).is_some());
     }
@@ -197,7 +253,9 @@ mod tests {
             vote_term: Some(8),
             ..Seen::default()
         };
-        let why = judge(2, &own(9, 7, Some(100)), 3, &seen).expect("refused");
+        let why = judge(2, &own(9, 7, Some(100)), 3, &seen)
+            .expect("refused")
+            .to_string();
         assert!(why.contains("term 8"), "{why}");
     }
 
@@ -207,7 +265,9 @@ mod tests {
             acked: acked(7, 100),
             ..Seen::default()
         };
-        let why = judge(2, &own(9, 7, Some(99)), 1, &seen).expect("refused");
+        let why = judge(2, &own(9, 7, Some(99)), 1, &seen)
+            .expect("refused")
+            .to_string();
         assert!(
             why.contains("index 100") && why.contains("index 99"),
             "{why}"

@@ -39,14 +39,14 @@ pub(crate) async fn refuse_if_running_elsewhere(
             boot,
             cluster_id,
             ..
-        } if id == config.id => Err(StartError::Refused(format!(
-            "node {id} is already running at {} (cluster {cluster_id}, boot {boot}), the \
-             address the cluster records for it; this process ({own}) would be a second \
-             node {id}. Is {} a copy of that node's data dir? Stop one of them; to move \
-             the node, stop the old process first",
-            recorded.peer_addr,
-            config.data_dir.display()
-        ))),
+        } if id == config.id => Err(StartError::AlreadyRunning {
+            id,
+            at: recorded.peer_addr.clone(),
+            cluster_id,
+            boot,
+            own,
+            data_dir: config.data_dir.clone(),
+        }),
         _ => Ok(()),
     }
 }
@@ -95,5 +95,5 @@ pub(crate) async fn refuse_if_rolled_back(
     })?;
     rollback::check_peers(net, config.id, &own, peers, &config.data_dir)
         .await
-        .map_err(StartError::Refused)
+        .map_err(StartError::from)
 }

@@ -5,8 +5,12 @@
 use std::io;
 use std::path::PathBuf;
 
+use raftlock_storage::NodeId;
+
 use crate::config::ConfigError;
+use crate::node::rollback::RolledBack;
 use crate::peer::auth::KeyError;
+use crate::peer::guard::Refusal;
 use crate::transport::tls::TlsError;
 
 /// Why [`RaftNode::start`](super::RaftNode::start) failed. Nothing was
@@ -38,10 +42,35 @@ pub enum StartError {
         /// What sled or the stores said.
         source: raftlock_storage::Error,
     },
-    /// A check before Raft starts refused: another live process with this
-    /// node's id, or a data dir older than what a peer saw.
-    #[error("{0}")]
-    Refused(String),
+    /// Another live process answers as this node at the peer address
+    /// the cluster records for it: this dir is a copy of a running node's.
+    #[error(
+        "node {id} is already running at {at} (cluster {cluster_id}, boot {boot}), the \
+         address the cluster records for it; this process ({own}) would be a second \
+         node {id}. Is {} a copy of that node's data dir? Stop one of them; to move \
+         the node, stop the old process first",
+        data_dir.display()
+    )]
+    AlreadyRunning {
+        /// This node's id.
+        id: NodeId,
+        /// The peer address the cluster records, where the other answers.
+        at: String,
+        /// The cluster the other process serves.
+        cluster_id: String,
+        /// The other process's start number.
+        boot: u64,
+        /// This process's own peer address.
+        own: String,
+        /// This process's data dir.
+        data_dir: PathBuf,
+    },
+    /// The data dir is older than what a peer saw of this node.
+    #[error(transparent)]
+    RolledBack(#[from] RolledBack),
+    /// The new cluster's id could not be created and saved.
+    #[error(transparent)]
+    ClusterId(Refusal),
     /// A file or socket operation failed.
     #[error("cannot {doing}: {source}")]
     Io {
@@ -51,12 +80,12 @@ pub enum StartError {
         source: io::Error,
     },
     /// openraft refused to start or to initialize the cluster.
-    #[error("internal error: cannot {doing}: {reason}")]
+    #[error("internal error: cannot {doing}: {source}")]
     Raft {
         /// "start raft" or "initialize cluster".
         doing: &'static str,
-        /// openraft's error, in its words.
-        reason: String,
+        /// openraft's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A start-up task ended without an answer.
     #[error("internal error: {doing} did not finish: {source}")]

@@ -126,6 +126,7 @@ mod tests {
         assert_eq!(AdminCredential::read(dir.path()), Ok(want.clone()));
         assert_eq!(AdminCredential::read(&token_file), Ok(want));
         let missing = AdminCredential::read(&dir.path().join("nothing")).unwrap_err();
-        assert!(missing.0.contains("cannot read"), "{missing}");
+        assert!(matches!(missing, KeyError::Read { .. }), "{missing}");
+        assert!(missing.to_string().contains("cannot read"), "{missing}");
     }
 }

@@ -26,7 +26,9 @@ use std::time::Duration;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::config::{join_token, Config};
+use crate::config::join_token::{self, BadJoinToken};
+use crate::config::Config;
+use crate::error::Source;
 use crate::pb::Blob;
 
 /// The secret's file in the data dir.
@@ -45,10 +47,41 @@ impl std::fmt::Debug for ClusterKey {
     }
 }
 
-/// Why a join token or key file cannot be used.
+/// Why a join token or key file cannot be used. No variant holds the
+/// token: the words are printed, and the secret never leaves a node.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct KeyError(pub String);
+pub enum KeyError {
+    /// The token given is not a join token.
+    #[error(transparent)]
+    Token(#[from] BadJoinToken),
+    /// The file cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: Source },
+    /// The file holds no join token.
+    #[error("{}: {source}", path.display())]
+    BadFile { path: PathBuf, source: BadJoinToken },
+    /// The file cannot be written durably.
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: Source },
+    /// The token given is not the one the data dir's cluster keeps (in
+    /// `kept`).
+    #[error(
+        "the join token given is not the one of the cluster this data dir belongs to (kept \
+         in {}); give that cluster's token, or none",
+        kept.display()
+    )]
+    OtherCluster { kept: PathBuf },
+    /// Several nodes, no peer authentication chosen.
+    #[error(
+        "a cluster of more than one node authenticates its peers: give every member the \
+         same join token (--join-token-file FILE, RAFTLOCK_JOIN_TOKEN or --join-token; \
+         `raftlock certs create-join-token` makes one, and for a joining node \
+         `raftlock cluster add-learner` prints the command with the cluster's), or \
+         use TLS (--tls-cert, --tls-key, --tls-ca), or pass --insecure to run without \
+         peer authentication"
+    )]
+    Needed,
+}
 
 /// Whether a message is a request or the reply to one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +102,9 @@ impl ClusterKey {
 
     /// Reads a join token (`rlj1-` and 64 hex digits).
     pub fn from_token(token: &str) -> Result<Self, KeyError> {
-        join_token::parse(token).map(ClusterKey).map_err(KeyError)
+        join_token::parse(token)
+            .map(ClusterKey)
+            .map_err(KeyError::from)
     }
 
     /// The secret's bytes, for what is derived from it (the admin
@@ -85,15 +120,24 @@ impl ClusterKey {
 
     /// Reads the token in `path` (a token file, or a data dir's key file).
     pub fn read_file(path: &Path) -> Result<Self, KeyError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| KeyError(format!("cannot read {}: {e}", path.display())))?;
-        Self::from_token(&text).map_err(|e| KeyError(format!("{}: {e}", path.display())))
+        let text = std::fs::read_to_string(path).map_err(|e| KeyError::Read {
+            path: path.to_path_buf(),
+            source: Source::new(e),
+        })?;
+        join_token::parse(&text)
+            .map(ClusterKey)
+            .map_err(|source| KeyError::BadFile {
+                path: path.to_path_buf(),
+                source,
+            })
     }
 
     /// Writes the token to `path` durably, readable by its owner only.
     pub fn write_file(&self, path: &Path) -> Result<(), KeyError> {
-        let fail =
-            |p: &Path, e: std::io::Error| KeyError(format!("cannot write {}: {e}", p.display()));
+        let fail = |p: &Path, e: std::io::Error| KeyError::Write {
+            path: p.to_path_buf(),
+            source: Source::new(e),
+        };
         let tmp = path.with_extension("tmp");
         let _ = std::fs::remove_file(&tmp);
         let mut file = std::fs::OpenOptions::new()
@@ -205,22 +249,12 @@ pub fn plan_key(config: &Config) -> Result<KeyPlan, KeyError> {
         (None, None) => None,
     };
     match (stored, given) {
-        (Some(stored), Some(given)) if stored != given => Err(KeyError(format!(
-            "the join token given is not the one of the cluster this data dir belongs to \
-             (kept in {}); give that cluster's token, or none",
-            path.display()
-        ))),
+        (Some(stored), Some(given)) if stored != given => {
+            Err(KeyError::OtherCluster { kept: path.clone() })
+        }
         (Some(stored), _) => Ok(KeyPlan::Stored(stored)),
         (None, Some(given)) => Ok(KeyPlan::New(given)),
-        (None, None) if config.join || config.initial_cluster.len() > 1 => Err(KeyError(
-            "a cluster of more than one node authenticates its peers: give every member the \
-             same join token (--join-token-file FILE, RAFTLOCK_JOIN_TOKEN or --join-token; \
-             `raftlock certs create-join-token` makes one, and for a joining node \
-             `raftlock cluster add-learner` prints the command with the cluster's), or \
-             use TLS (--tls-cert, --tls-key, --tls-ca), or pass --insecure to run without \
-             peer authentication"
-                .into(),
-        )),
+        (None, None) if config.join || config.initial_cluster.len() > 1 => Err(KeyError::Needed),
         (None, None) => Ok(KeyPlan::New(ClusterKey::generate())),
     }
 }

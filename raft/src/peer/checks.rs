@@ -22,6 +22,7 @@ pub struct Local {
     pub committed: Option<LogId>,
 }
 
+use crate::peer::content_refusal::ContentRefusal;
 use crate::peer::snapshot_transfer::SnapshotChunk;
 
 /// How far above this node's term a peer's term may be. A node cut off
@@ -34,18 +35,21 @@ pub const MAX_TERM_STEP: u64 = 1 << 20;
 pub const MAX_POSITION: u64 = u64::MAX >> 2;
 
 /// Checks a vote request from `from`, given what this node knows.
-pub fn check_vote(rpc: &VoteRequest<TypeConfig>, from: NodeId, local: Local) -> Result<(), String> {
+pub fn check_vote(
+    rpc: &VoteRequest<TypeConfig>,
+    from: NodeId,
+    local: Local,
+) -> Result<(), ContentRefusal> {
     check_vote_of(&rpc.vote, from, local.term, "candidate")?;
     let Some(id) = rpc.last_log_id.as_ref() else {
         return Ok(());
     };
     check_index(id, "last log id")?;
     if id.leader_id.term > rpc.vote.leader_id().term {
-        return Err(format!(
-            "last log id has term {}, after the candidate's term {}",
-            id.leader_id.term,
-            rpc.vote.leader_id().term
-        ));
+        return Err(ContentRefusal::LastLogAfterVote {
+            last: id.leader_id.term,
+            candidate: rpc.vote.leader_id().term,
+        });
     }
     Ok(())
 }
@@ -56,7 +60,7 @@ pub fn check_append(
     rpc: &AppendEntriesRequest<TypeConfig>,
     from: NodeId,
     local: Local,
-) -> Result<(), String> {
+) -> Result<(), ContentRefusal> {
     check_leader_vote(&rpc.vote, from, local.term)?;
     let leader = *rpc.vote.leader_id();
     check_log_id(rpc.prev_log_id.as_ref(), &leader, local, "prev log id")?;
@@ -67,17 +71,15 @@ pub fn check_append(
         let id = entry.log_id;
         check_log_id(Some(&id), &leader, local, "entry")?;
         if id.index != due {
-            return Err(format!(
-                "entries do not follow each other: index {} where {due} was due",
-                id.index
-            ));
+            return Err(ContentRefusal::Gap {
+                index: id.index,
+                due,
+            });
         }
         // Log ids only grow along a log: openraft asserts each one it
         // appends is above the one before.
         if before.is_some_and(|before| id.leader_id < before) {
-            return Err(format!(
-                "entry {id} is from an earlier leader than the entry before it"
-            ));
+            return Err(ContentRefusal::EarlierLeader { id });
         }
         before = Some(id.leader_id);
     }
@@ -89,65 +91,73 @@ pub fn check_append(
 pub const MAX_SNAPSHOT_BYTES: u64 = 1 << 30;
 
 /// Checks a snapshot piece from `from`, given what this node knows.
-pub fn check_snapshot(rpc: &SnapshotChunk, from: NodeId, local: Local) -> Result<(), String> {
+pub fn check_snapshot(
+    rpc: &SnapshotChunk,
+    from: NodeId,
+    local: Local,
+) -> Result<(), ContentRefusal> {
     check_leader_vote(&rpc.vote, from, local.term)?;
     check_snapshot_meta(&rpc.meta, rpc.vote.leader_id())?;
     check_snapshot_position(&rpc.meta, local)?;
     let end = rpc.offset.checked_add(rpc.data.len() as u64);
     if end.is_none_or(|end| end > MAX_SNAPSHOT_BYTES) {
-        return Err(format!(
-            "snapshot piece at offset {} of {} bytes ends past the {MAX_SNAPSHOT_BYTES}-byte limit",
-            rpc.offset,
-            rpc.data.len()
-        ));
+        return Err(ContentRefusal::SnapshotTooLarge {
+            offset: rpc.offset,
+            len: rpc.data.len(),
+            limit: MAX_SNAPSHOT_BYTES,
+        });
     }
     Ok(())
 }
 
 /// A leader's vote: committed, and the leader is the sender.
-fn check_leader_vote(vote: &Vote, from: NodeId, term: u64) -> Result<(), String> {
+fn check_leader_vote(vote: &Vote, from: NodeId, term: u64) -> Result<(), ContentRefusal> {
     if !vote.is_committed() {
-        return Err("a leader's message carries an uncommitted vote".into());
+        return Err(ContentRefusal::UncommittedVote);
     }
     check_vote_of(vote, from, term, "leader")
 }
 
 /// The vote names the sender, and its term is within reach of ours.
-fn check_vote_of(vote: &Vote, from: NodeId, term: u64, role: &str) -> Result<(), String> {
-    let voted_for = *vote.leader_id().node_id();
-    if voted_for != from {
-        return Err(format!(
-            "the {role} named in the message ({voted_for:?}) is not its sender (node {from})"
-        ));
+fn check_vote_of(
+    vote: &Vote,
+    from: NodeId,
+    term: u64,
+    role: &'static str,
+) -> Result<(), ContentRefusal> {
+    let named = *vote.leader_id().node_id();
+    if named != from {
+        return Err(ContentRefusal::NotSender { role, named, from });
     }
     check_term(vote.leader_id().term, term)
 }
 
-fn check_term(theirs: u64, ours: u64) -> Result<(), String> {
+fn check_term(theirs: u64, ours: u64) -> Result<(), ContentRefusal> {
     let limit = ours.saturating_add(MAX_TERM_STEP).min(MAX_POSITION);
     if theirs > limit {
-        return Err(format!(
-            "term {theirs} is implausibly far above this node's term {ours}"
-        ));
+        return Err(ContentRefusal::TermTooFar { theirs, ours });
     }
     Ok(())
 }
 
 /// A snapshot's meta: its last log id in range and not from a leader after
 /// the sender's vote, its membership from no later than that.
-fn check_snapshot_meta(meta: &SnapshotMeta, leader: &CommittedLeaderId) -> Result<(), String> {
+fn check_snapshot_meta(
+    meta: &SnapshotMeta,
+    leader: &CommittedLeaderId,
+) -> Result<(), ContentRefusal> {
     let Some(last) = meta.last_log_id.as_ref() else {
         return Ok(());
     };
     check_index(last, "snapshot's last log id")?;
     if last.leader_id > *leader {
-        return Err(format!(
-            "snapshot's last log id is from leader {}, after the sender's vote {leader}",
-            last.leader_id
-        ));
+        return Err(ContentRefusal::SnapshotAfterVote {
+            last: last.leader_id,
+            leader: *leader,
+        });
     }
     if meta.last_membership.log_id().is_some_and(|m| m > *last) {
-        return Err("snapshot's membership is from after its last log id".into());
+        return Err(ContentRefusal::MembershipAfterSnapshot);
     }
     Ok(())
 }
@@ -156,11 +166,14 @@ fn check_snapshot_meta(meta: &SnapshotMeta, leader: &CommittedLeaderId) -> Resul
 /// index (openraft asserts so): a snapshot from a later leader at a lower
 /// index would contradict entries this node committed. Run again on the
 /// whole snapshot just before it is installed, as the committed id moves.
-pub fn check_snapshot_position(meta: &SnapshotMeta, local: Local) -> Result<(), String> {
+pub fn check_snapshot_position(meta: &SnapshotMeta, local: Local) -> Result<(), ContentRefusal> {
     match (meta.last_log_id.as_ref(), local.committed.as_ref()) {
-        (Some(last), Some(committed)) if last > committed && last.index <= committed.index => Err(
-            format!("snapshot at {last} contradicts the entries committed here up to {committed}"),
-        ),
+        (Some(last), Some(committed)) if last > committed && last.index <= committed.index => {
+            Err(ContentRefusal::SnapshotContradicts {
+                last: *last,
+                committed: *committed,
+            })
+        }
         _ => Ok(()),
     }
 }
@@ -172,29 +185,35 @@ fn check_log_id(
     id: Option<&LogId>,
     leader: &CommittedLeaderId,
     local: Local,
-    what: &str,
-) -> Result<(), String> {
+    what: &'static str,
+) -> Result<(), ContentRefusal> {
     let Some(id) = id else { return Ok(()) };
     check_index(id, what)?;
     if id.leader_id > *leader {
-        return Err(format!(
-            "{what} is from leader {}, after the message's leader {leader}",
-            id.leader_id
-        ));
+        return Err(ContentRefusal::AfterLeader {
+            what,
+            leader: id.leader_id,
+            message: *leader,
+        });
     }
     if let Some(committed) = local.committed.as_ref() {
         if id.index <= committed.index && id > committed {
-            return Err(format!(
-                "{what} {id} contradicts the entries committed here up to {committed}"
-            ));
+            return Err(ContentRefusal::Contradicts {
+                what,
+                id: *id,
+                committed: *committed,
+            });
         }
     }
     Ok(())
 }
 
-fn check_index(id: &LogId, what: &str) -> Result<(), String> {
+fn check_index(id: &LogId, what: &'static str) -> Result<(), ContentRefusal> {
     if id.index > MAX_POSITION {
-        return Err(format!("{what} index {} is out of range", id.index));
+        return Err(ContentRefusal::OutOfRange {
+            what,
+            index: id.index,
+        });
     }
     Ok(())
 }
@@ -241,6 +260,7 @@ mod tests {
         let huge = VoteRequest::new(Vote::new(u64::MAX, 2), None);
         assert!(check_vote(&huge, 2, at(5))
             .unwrap_err()
+            .to_string()
             .contains("implausibly"));
         let next = VoteRequest::new(Vote::new(6, 2), Some(log_id(5, 10)));
         assert_eq!(check_vote(&next, 2, at(5)), Ok(()));
@@ -253,6 +273,7 @@ mod tests {
         let vote = VoteRequest::new(Vote::new(6, 2), None);
         assert!(check_vote(&vote, 3, at(5))
             .unwrap_err()
+            .to_string()
             .contains("not its sender"));
         assert!(check_append(&append(5, None, vec![]), 2, at(5)).is_err());
         assert_eq!(check_append(&append(5, None, vec![]), 1, at(5)), Ok(()));
@@ -263,10 +284,14 @@ mod tests {
         let ok = append(5, Some(3), vec![entry(5, 4), entry(5, 5)]);
         assert_eq!(check_append(&ok, 1, at(5)), Ok(()));
         let gap = append(5, Some(3), vec![entry(5, 4), entry(5, 6)]);
-        assert!(check_append(&gap, 1, at(5)).unwrap_err().contains("follow"));
+        assert!(check_append(&gap, 1, at(5))
+            .unwrap_err()
+            .to_string()
+            .contains("follow"));
         let backwards = append(5, Some(3), vec![entry(5, 4), entry(4, 5)]);
         assert!(check_append(&backwards, 1, at(5))
             .unwrap_err()
+            .to_string()
             .contains("earlier leader"));
         let mut other_leader = append(5, Some(3), vec![entry(5, 4), entry(5, 5)]);
         other_leader.prev_log_id = Some(LogId::new(CommittedLeaderId::new(3, 1), 3));
@@ -279,6 +304,7 @@ mod tests {
         let top = append(5, Some(u64::MAX - 1), vec![entry(5, u64::MAX)]);
         assert!(check_append(&top, 1, at(5))
             .unwrap_err()
+            .to_string()
             .contains("out of range"));
         let mut uncommitted = append(5, None, vec![]);
         uncommitted.vote = Vote::new(5, 1);
@@ -297,6 +323,7 @@ mod tests {
         assert_eq!(check_snapshot(&piece(0), 1, at(5)), Ok(()));
         assert!(check_snapshot(&piece(MAX_SNAPSHOT_BYTES), 1, at(5))
             .unwrap_err()
+            .to_string()
             .contains("limit"));
         assert!(check_snapshot(&piece(u64::MAX - 4), 1, at(5)).is_err());
         assert!(check_snapshot(&piece(0), 2, at(5)).is_err());
@@ -314,6 +341,7 @@ mod tests {
         from_two_later.entries[0].log_id = later_leader;
         assert!(check_append(&from_two_later, 1, at(5))
             .unwrap_err()
+            .to_string()
             .contains("after the message's leader"));
         let piece = |last: LogId| SnapshotChunk {
             vote: Vote::new_committed(5, 1),
@@ -336,6 +364,7 @@ mod tests {
         let rewrite = append(5, Some(8), vec![entry(5, 9)]);
         assert!(check_append(&rewrite, 1, local)
             .unwrap_err()
+            .to_string()
             .contains("committed"));
         let follow_on = AppendEntriesRequest {
             prev_log_id: Some(log_id(3, 10)),
@@ -345,6 +374,7 @@ mod tests {
         assert_eq!(check_append(&follow_on, 1, local), Ok(()));
         assert!(check_snapshot(&piece(log_id(5, 9)), 1, local)
             .unwrap_err()
+            .to_string()
             .contains("contradicts"));
         assert_eq!(check_snapshot(&piece(log_id(5, 11)), 1, local), Ok(()));
         // Older than what is committed: openraft ignores it, no refusal.

@@ -29,6 +29,8 @@ use tonic::transport::{Channel, Endpoint};
 
 use raftlock_storage::{NodeAddr, NodeId, Snapshot, SnapshotData, TypeConfig, Vote};
 
+pub use crate::error::ForwardFailure;
+
 use super::forward::{ForwardResult, Forwarded};
 use super::guard::PeerGuard;
 pub(crate) use super::link_filter::LinkFilter;
@@ -192,17 +194,6 @@ impl PeerNetwork {
         self.witness.saw_boot(target, reply.boot);
         decode(&reply.data).map_err(|e| lost(e.to_string()))
     }
-}
-
-/// Why a forwarded call got no answer from the leader.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ForwardFailure {
-    /// The leader's guard refused this node's message (this node is no
-    /// member of its cluster, say, just removed): the same call from this
-    /// node is refused again, so the caller should ask another node.
-    pub refused: bool,
-    /// What happened, naming the leader.
-    pub reason: String,
 }
 
 impl RaftNetworkFactory<TypeConfig> for PeerNetwork {

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use raftlock_storage::{NodeAddr, NodeId, Request, Response};
 
-use crate::error::Error;
+use crate::error::{Asked, Error, Internal, MembershipRefusal, Source, Unavailable};
 use crate::membership::catch_up;
 use crate::membership::checks::{check_new_learner, check_promotable, Candidate};
 use crate::peer::forward::{ForwardReply, ForwardResult, Forwarded};
@@ -58,7 +58,12 @@ impl Replica {
             .await
             .map(|_| ())
             .map_err(|e| {
-                Error::Unavailable(format!("node {} did not apply index {index}: {e}", self.id))
+                Unavailable::NotApplied {
+                    node: self.id,
+                    index,
+                    source: Source::new(e),
+                }
+                .into()
             })
     }
 
@@ -126,11 +131,7 @@ impl Replica {
                     tracing::debug!(node = self.id, "retrying after: {e}");
                     tokio::time::sleep(RETRY_PAUSE).await;
                 }
-                Err(Error::NotLeader { .. }) => {
-                    return Err(Error::Unavailable(
-                        "no leader reachable; retry later".to_string(),
-                    ))
-                }
+                Err(Error::NotLeader { .. }) => return Err(Unavailable::NoLeaderReachable.into()),
                 other => return other,
             }
         }
@@ -138,7 +139,7 @@ impl Replica {
 
     /// What a call to a stopping node answers.
     fn stopping_error(&self) -> Error {
-        Error::Unavailable(format!("node {} is stopping; try another node", self.id))
+        Unavailable::NodeStopping { node: self.id }.into()
     }
 
     /// One try of [`call_leader`](Self::call_leader): here, or forwarded.
@@ -160,17 +161,15 @@ impl Replica {
                 .await
             {
                 Ok(result) => Ok(result),
-                Err(e) if e.refused => Err(Error::Unavailable(format!(
-                    "node {} cannot forward to the leader ({}); ask another node",
-                    self.id, e.reason
-                ))),
-                Err(e) => Ok(Err(Error::Unavailable(format!(
-                    "cannot reach leader: {}",
-                    e.reason
-                )))),
+                Err(failure) if failure.refused => Err(Unavailable::ForwardRefused {
+                    node: self.id,
+                    failure,
+                }
+                .into()),
+                Err(failure) => Ok(Err(Unavailable::LeaderUnreachable(failure).into())),
             }
         } else {
-            Ok(Err(Error::Unavailable("no leader elected".to_string())))
+            Ok(Err(Unavailable::NoLeader.into()))
         }
     }
 
@@ -189,12 +188,11 @@ impl Replica {
         }
         match tokio::time::timeout_at(deadline, self.serve_as_leader(call.clone())).await {
             Ok(result) => result,
-            Err(_) => Err(Error::Unavailable(format!(
-                "no quorum within {:?}: node {} leads but a majority did not confirm; \
-                 the call may still take effect, and a retry with the same request id \
-                 is applied once",
-                self.config.leader_wait, self.id
-            ))),
+            Err(_) => Err(Unavailable::QuorumTimeout {
+                node: self.id,
+                waited: self.config.leader_wait,
+            }
+            .into()),
         }
     }
 
@@ -226,10 +224,7 @@ impl Replica {
             Forwarded::ReadIndex => Ok(ForwardReply::ReadIndex(self.read_index().await?)),
             Forwarded::Service(call) => match self.leader_service.get() {
                 Some(service) => Ok(ForwardReply::Service(service.serve(call).await?)),
-                None => Err(Error::Unavailable(format!(
-                    "node {} leads but does not serve clients yet",
-                    self.id
-                ))),
+                None => Err(Unavailable::LeaderNotServing { node: self.id }.into()),
             },
             Forwarded::AddLearner { id, node } => {
                 self.refuse_if_leaving()?;
@@ -259,9 +254,7 @@ impl Replica {
                 let change = match is_voter {
                     Some(true) => ChangeMembers::RemoveVoters(BTreeSet::from([id])),
                     Some(false) => ChangeMembers::RemoveNodes(BTreeSet::from([id])),
-                    None => {
-                        return Err(Error::InvalidArgument(format!("node {id} is not a member")))
-                    }
+                    None => return Err(MembershipRefusal::NotMember { id }.into()),
                 };
                 let r = self.raft.change_membership(change, false).await?;
                 Ok(ForwardReply::Membership {
@@ -280,10 +273,7 @@ impl Replica {
             state.is_retired(id)
         };
         if retired {
-            return Err(Error::InvalidArgument(format!(
-                "node id {id} was removed from this cluster and is never added again; \
-                 give the new node an id the cluster has not used"
-            )));
+            return Err(MembershipRefusal::Retired { id }.into());
         }
         Ok(())
     }
@@ -380,9 +370,7 @@ impl Replica {
     fn refuse_if_leaving(&self) -> Result<(), Error> {
         match self.status().members.get(&self.id) {
             Some((_, true)) => Ok(()),
-            _ => Err(Error::Unavailable(
-                "the leader is leaving the cluster; retry on its successor".into(),
-            )),
+            _ => Err(Unavailable::LeaderLeaving.into()),
         }
     }
 
@@ -394,13 +382,11 @@ impl Replica {
                 leader_id: id,
                 leader_addr: addr.client_addr,
             },
-            _ => Error::Unavailable("no leader elected".to_string()),
+            _ => Unavailable::NoLeader.into(),
         }
     }
 }
 
 fn unexpected(reply: ForwardReply) -> Error {
-    Error::Internal(format!(
-        "leader answered with an unexpected reply: {reply:?}"
-    ))
+    Internal::unexpected(Asked::Leader, reply).into()
 }

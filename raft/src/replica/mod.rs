@@ -31,7 +31,7 @@ use raftlock_storage::state::LockState;
 use raftlock_storage::{Applied, NodeAddr, NodeId, SharedState};
 
 use crate::config::Config;
-use crate::error::Error;
+use crate::error::{Error, Internal, Step};
 use crate::leader_service::{LeaderService, LeaderServiceSlot};
 use crate::membership::removal::Removal;
 use crate::metrics::NodeMetrics;
@@ -192,8 +192,8 @@ impl Replica {
             Backup::capture(&state, &applied, cluster_id, taken_at_ms)
         })
         .await
-        .map_err(|e| Error::Internal(format!("backup worker: {e}")))?
-        .map_err(|e| Error::Internal(format!("cannot copy the state: {e}")))
+        .map_err(|e| Internal::failed(Step::BackupWorker, e))?
+        .map_err(|e| Internal::failed(Step::CopyState, e).into())
     }
 
     /// This node's Prometheus metrics.
@@ -320,7 +320,7 @@ impl Replica {
     pub fn serve_leader_calls(&self, service: Arc<dyn LeaderService>) -> Result<(), Error> {
         self.leader_service
             .set(service)
-            .map_err(|_| Error::Internal("a leader service is already registered".into()))
+            .map_err(|_| Internal::LeaderServiceTaken.into())
     }
 
     /// Follows this node's leadership: see [`Leadership`].

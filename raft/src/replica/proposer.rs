@@ -27,7 +27,7 @@ use tokio::sync::{oneshot, watch, Notify};
 
 use raftlock_storage::{Proposal, Quotas, Reply, Request, Response};
 
-use crate::error::Error;
+use crate::error::{Error, Internal};
 use crate::metrics::NodeMetrics;
 use crate::Raft;
 
@@ -240,11 +240,11 @@ fn answer(replies: Vec<oneshot::Sender<Written>>, outcome: Result<(u64, Vec<Resp
             }
         }
         Ok((index, responses)) => {
-            let e = Error::Internal(format!(
-                "entry {index} answered {} responses for {} requests",
-                responses.len(),
-                replies.len()
-            ));
+            let e = Error::Internal(Internal::ResponseCount {
+                index,
+                responses: responses.len(),
+                requests: replies.len(),
+            });
             for reply in replies {
                 let _ = reply.send(Err(e.clone()));
             }

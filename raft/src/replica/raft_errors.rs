@@ -11,7 +11,7 @@ use openraft::error::{
 
 use raftlock_storage::TypeConfig;
 
-use crate::error::Error;
+use crate::error::{Error, Internal, Source, Unavailable, ValidationError};
 
 impl From<ForwardToLeader<TypeConfig>> for Error {
     /// Names the leader when openraft knows it; otherwise an election is
@@ -22,7 +22,7 @@ impl From<ForwardToLeader<TypeConfig>> for Error {
                 leader_id,
                 leader_addr: node.client_addr,
             },
-            _ => Error::Unavailable("no leader elected".to_string()),
+            _ => Unavailable::NoLeader.into(),
         }
     }
 }
@@ -36,7 +36,9 @@ impl From<ClientWriteError<TypeConfig>> for Error {
             ClientWriteError::ForwardToLeader(f) | ClientWriteError::LogEntryDiscarded(f) => {
                 f.into()
             }
-            ClientWriteError::PreconditionFailed(e) => Error::Internal(e.to_string()),
+            ClientWriteError::PreconditionFailed(e) => {
+                Internal::Precondition(Source::new(e)).into()
+            }
             ClientWriteError::ChangeMembershipError(e) => e.into(),
         }
     }
@@ -48,17 +50,15 @@ impl From<ChangeMembershipErrorOf<TypeConfig>> for Error {
     fn from(e: ChangeMembershipErrorOf<TypeConfig>) -> Self {
         match e {
             ChangeMembershipError::InProgress(e) => {
-                Error::Unavailable(format!("membership change in progress: {e}"))
+                Unavailable::MembershipChanging(Source::new(e)).into()
             }
-            ChangeMembershipError::EmptyMembership(e) => Error::InvalidArgument(e.to_string()),
-            ChangeMembershipError::LearnerNotFound(e) => Error::InvalidArgument(e.to_string()),
-            ChangeMembershipError::UnsupportedMembershipTransition(e) => {
-                Error::InvalidArgument(e.to_string())
-            }
-            ChangeMembershipError::NodeMetadataChanged(e) => Error::InvalidArgument(e.to_string()),
+            ChangeMembershipError::EmptyMembership(e) => rules(e),
+            ChangeMembershipError::LearnerNotFound(e) => rules(e),
+            ChangeMembershipError::UnsupportedMembershipTransition(e) => rules(e),
+            ChangeMembershipError::NodeMetadataChanged(e) => rules(e),
             // A new leader commits an entry of its own term first.
             ChangeMembershipError::UncommittedLeaderLog(e) => {
-                Error::Unavailable(format!("the new leader is not ready yet: {e}"))
+                Unavailable::LeaderNotReady(Source::new(e)).into()
             }
         }
     }
@@ -70,14 +70,10 @@ impl From<LinearizableReadError<TypeConfig>> for Error {
             LinearizableReadError::ForwardToLeader(f) => f.into(),
             // `e.cluster` is a debug dump of the membership: name the
             // nodes that answered instead.
-            LinearizableReadError::QuorumNotEnough(e) => Error::Unavailable(format!(
-                "no quorum: the leader heard only from node(s) {}",
-                e.got
-                    .iter()
-                    .map(|id| id.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+            LinearizableReadError::QuorumNotEnough(e) => Unavailable::NoQuorum {
+                heard_from: e.got.into_iter().collect(),
+            }
+            .into(),
         }
     }
 }
@@ -87,10 +83,16 @@ impl From<Fatal<TypeConfig>> for Error {
     fn from(e: Fatal<TypeConfig>) -> Self {
         match e {
             Fatal::Stopped => Error::ShuttingDown,
-            Fatal::StorageError(e) => Error::Internal(format!("storage failed: {e}")),
-            Fatal::Panicked => Error::Internal("the Raft core panicked".to_string()),
+            Fatal::StorageError(e) => Internal::Storage(Source::new(e)).into(),
+            Fatal::Panicked => Internal::RaftPanicked.into(),
         }
     }
+}
+
+/// openraft refused a membership change by its own rules: the caller's
+/// mistake.
+fn rules(e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    ValidationError::MembershipRules(Source::new(e)).into()
 }
 
 impl<E: Into<Error>> From<RaftError<TypeConfig, E>> for Error {
@@ -138,18 +140,28 @@ mod tests {
         let e: Error = ClientWriteError::LogEntryDiscarded(forward(Some(3))).into();
         assert!(matches!(e, Error::NotLeader { leader_id: 3, .. }), "{e:?}");
         let e: Error = ClientWriteError::ForwardToLeader(forward(None)).into();
-        assert!(matches!(e, Error::Unavailable(_)), "{e:?}");
+        assert_eq!(e, Error::Unavailable(Unavailable::NoLeader));
         let e: Error = LinearizableReadError::<TypeConfig>::QuorumNotEnough(QuorumNotEnough {
             cluster: "{1,2,3}".into(),
             got: Default::default(),
         })
         .into();
+        assert_eq!(
+            e,
+            Error::Unavailable(Unavailable::NoQuorum { heard_from: vec![] })
+        );
         assert!(e.is_retryable(), "{e:?}");
         let e: Error = ClientWriteError::<TypeConfig>::ChangeMembershipError(
             ChangeMembershipError::EmptyMembership(EmptyMembership {}),
         )
         .into();
-        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                Error::InvalidArgument(ValidationError::MembershipRules(_))
+            ),
+            "{e:?}"
+        );
         let e: Error =
             RaftError::<TypeConfig, LinearizableReadError<TypeConfig>>::Fatal(Fatal::Stopped)
                 .into();

@@ -121,6 +121,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::error::Unavailable;
 
     #[tokio::test(start_paused = true)]
     async fn callers_waiting_on_a_round_share_the_next_one() {
@@ -160,9 +161,9 @@ mod tests {
         // Failures are shared the same way and not cached for later callers.
         assert_eq!(
             rounds
-                .read_index(|| async { Err(Error::Unavailable("no quorum".into())) })
+                .read_index(|| async { Err(Error::Unavailable(Unavailable::NoLeader)) })
                 .await,
-            Err(Error::Unavailable("no quorum".into()))
+            Err(Error::Unavailable(Unavailable::NoLeader))
         );
         assert_eq!(rounds.read_index(|| async { Ok(9) }).await, Ok(9));
     }

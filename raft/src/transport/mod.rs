@@ -5,3 +5,4 @@ pub mod bounded_listener;
 pub mod message_codec;
 pub mod tls;
 pub mod tls_acceptor;
+pub mod tls_error;

@@ -25,14 +25,12 @@ use webpki::{EndEntityCert, KeyUsage};
 
 use raftlock_storage::NodeId;
 
+use crate::error::Source;
+
 use crate::config::Config;
 use crate::transport::tls_acceptor::{TlsAcceptor, HANDSHAKE_TIMEOUT};
 
-/// A TLS certificate, key or CA file that cannot be used: the node does not
-/// start. The message names the setting, the file and the problem.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct TlsError(pub String);
+pub use crate::transport::tls_error::TlsError;
 
 /// The DNS name under which node certificates name their node.
 const NODE_NAME_SUFFIX: &str = ".raftlock";
@@ -141,21 +139,18 @@ impl NodeTls {
         let ca_pem = read("tls_ca", ca)?;
         let chain = certs("tls_cert", cert, &cert_pem)?;
         let cas = certs("tls_ca", ca, &ca_pem)?;
-        let key_der = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
-            TlsError(format!(
-                "tls_key {}: no usable private key (PEM PKCS#8, PKCS#1 or SEC1): {e}",
-                key.display()
-            ))
+        let key_der = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| TlsError::NoKey {
+            path: key.clone(),
+            source: Source::new(e),
         })?;
         check_node_cert(config.id, cert, &chain, ca, &cas)?;
         let acceptor = |required| {
             TlsAcceptor::new(chain.clone(), key_der.clone_key(), &cas, required).map_err(|e| {
-                TlsError(format!(
-                    "tls_cert {} and tls_key {} cannot be used together (is the key the \
-                     certificate's?): {e}",
-                    cert.display(),
-                    key.display(),
-                ))
+                TlsError::KeyMismatch {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                    source: e,
+                }
             })
         };
         let tls = NodeTls {
@@ -233,21 +228,32 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-fn read(setting: &str, path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path)
-        .map_err(|e| TlsError(format!("cannot read {setting} {}: {e}", path.display())))
+fn read(setting: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|e| TlsError::Read {
+        setting,
+        path: path.to_path_buf(),
+        source: Source::new(e),
+    })
 }
 
 /// The certificates in a PEM file; at least one.
-fn certs(setting: &str, path: &Path, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+fn certs(
+    setting: &'static str,
+    path: &Path,
+    pem: &[u8],
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| TlsError(format!("{setting} {}: bad PEM: {e}", path.display())))?;
+        .map_err(|e| TlsError::BadPem {
+            setting,
+            path: path.to_path_buf(),
+            source: Source::new(e),
+        })?;
     if certs.is_empty() {
-        return Err(TlsError(format!(
-            "{setting} {}: no CERTIFICATE in this PEM file",
-            path.display()
-        )));
+        return Err(TlsError::NoCertificate {
+            setting,
+            path: path.to_path_buf(),
+        });
     }
     Ok(certs)
 }
@@ -261,21 +267,17 @@ fn check_node_cert(
     ca_path: &Path,
     cas: &[CertificateDer<'static>],
 ) -> Result<(), TlsError> {
-    let cert = EndEntityCert::try_from(&chain[0]).map_err(|e| {
-        TlsError(format!(
-            "tls_cert {}: not an X.509 certificate: {e}",
-            cert_path.display()
-        ))
+    let cert = EndEntityCert::try_from(&chain[0]).map_err(|e| TlsError::NotX509 {
+        path: cert_path.to_path_buf(),
+        source: Source::new(e),
     })?;
     let anchors = cas
         .iter()
         .map(|c| webpki::anchor_from_trusted_cert(c).map(|a| a.to_owned()))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| {
-            TlsError(format!(
-                "tls_ca {}: not a CA certificate: {e}",
-                ca_path.display()
-            ))
+        .map_err(|e| TlsError::NotCa {
+            path: ca_path.to_path_buf(),
+            source: Source::new(e),
         })?;
     let now = UnixTime::now();
     for (role, usage) in [
@@ -291,28 +293,25 @@ fn check_node_cert(
             None,
             None,
         )
-        .map_err(|e| {
-            TlsError(format!(
-                "tls_cert {} cannot be used as a node's TLS {role} certificate with tls_ca {}: \
-                 {e} (signed by another CA, expired, or not a node certificate? \
-                 `raftlock certs create-node` makes one)",
-                cert_path.display(),
-                ca_path.display()
-            ))
+        .map_err(|e| TlsError::Unverified {
+            cert: cert_path.to_path_buf(),
+            role,
+            ca: ca_path.to_path_buf(),
+            source: Source::new(e),
         })?;
     }
     match cert_identity(&chain[0]) {
         Some(CertIdentity::Node(named)) if named == id => Ok(()),
-        Some(CertIdentity::Node(named)) => Err(TlsError(format!(
-            "tls_cert {} is node {named}'s certificate, but this is node {id}",
-            cert_path.display()
-        ))),
-        _ => Err(TlsError(format!(
-            "tls_cert {} does not name node {id} (DNS name {}); create one with \
-             `raftlock certs create-node --id {id}`",
-            cert_path.display(),
-            node_dns_name(id)
-        ))),
+        Some(CertIdentity::Node(named)) => Err(TlsError::OtherNode {
+            cert: cert_path.to_path_buf(),
+            named,
+            id,
+        }),
+        _ => Err(TlsError::NoNodeName {
+            cert: cert_path.to_path_buf(),
+            id,
+            dns_name: node_dns_name(id),
+        }),
     }
 }
 

@@ -34,6 +34,7 @@ use tokio_rustls::rustls::{
 use tokio_rustls::server::TlsStream;
 use tonic::transport::server::Connected;
 
+use crate::error::Source;
 use crate::transport::bounded_listener::BoundedConn;
 
 /// How long a TLS handshake may take before the connection is dropped.
@@ -66,11 +67,11 @@ impl TlsAcceptor {
         key: PrivateKeyDer<'static>,
         cas: &[CertificateDer<'static>],
         require_client_cert: bool,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Source> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut roots = RootCertStore::empty();
         for ca in cas {
-            roots.add(ca.clone()).map_err(|e| e.to_string())?;
+            roots.add(ca.clone()).map_err(Source::new)?;
         }
         let verifier = WebPkiClientVerifier::builder_with_provider(roots.into(), provider.clone());
         let verifier = if require_client_cert {
@@ -79,13 +80,13 @@ impl TlsAcceptor {
             verifier.allow_unauthenticated()
         }
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(Source::new)?;
         let mut config = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
+            .map_err(Source::new)?
             .with_client_cert_verifier(Arc::new(NamingVerifier { inner: verifier }))
             .with_single_cert(chain, key)
-            .map_err(|e| e.to_string())?;
+            .map_err(Source::new)?;
         config.alpn_protocols = vec![ALPN_H2.to_vec()];
         Ok(TlsAcceptor {
             config: Arc::new(config),

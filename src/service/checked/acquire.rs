@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use raftlock_raft::error::{Problem, ValidationError};
 use raftlock_raft::Error;
 use raftlock_storage::command::checks::{check_acquire, check_acquire_with_ttl};
 use raftlock_storage::command::{Acquire, AcquireWithTtl};
@@ -55,17 +56,17 @@ impl TryFrom<pb::AcquireRequest> for AcquireLock {
         let lock_delay_ms = req.lock_delay_ms;
         if let Some(ttl_ms) = req.ttl_ms {
             if req.lease != 0 {
-                return Err(Error::InvalidArgument(format!(
-                    "ttl_ms makes the lock a lease of its own; lease must be 0, not {}",
-                    req.lease
-                )));
+                let problem = Problem::NotZero {
+                    got: req.lease,
+                    because: "ttl_ms makes the lock a lease of its own",
+                };
+                return Err(ValidationError::field("lease", problem).into());
             }
             if req.wait {
-                return Err(Error::InvalidArgument(
-                    "ttl_ms is for a try-lock (wait false): a waiter needs a lease kept \
-                     alive while it waits"
-                        .into(),
-                ));
+                let rule = "is for a try-lock (wait false): a waiter needs a lease kept alive \
+                            while it waits";
+                let problem = Problem::RuledOut { rule };
+                return Err(ValidationError::field("ttl_ms", problem).into());
             }
             let command = AcquireWithTtl {
                 name: req.name,

@@ -1,6 +1,7 @@
 //! Fields only the wire can get wrong: request ids, enum numbers and
 //! unset lease ids, each turned into its checked form here once.
 
+use raftlock_raft::error::{Problem, ValidationError};
 use raftlock_raft::Error;
 use raftlock_storage::limits::MAX_OWNER_LEN;
 use raftlock_storage::{Account, ClientSeq, Mode, ReadWriteOp};
@@ -8,8 +9,8 @@ use uuid::Uuid;
 
 use crate::pb;
 
-fn invalid(message: String) -> Error {
-    Error::InvalidArgument(message)
+fn invalid(field: &'static str, problem: Problem) -> Error {
+    ValidationError::field(field, problem).into()
 }
 
 /// The request id of a mutating call. Without one, the call gets a fresh
@@ -27,16 +28,18 @@ pub(super) fn origin(id: Option<&pb::RequestId>) -> Result<ClientSeq, Error> {
         });
     };
     let client = Uuid::from_slice(&id.client_id).map_err(|_| {
-        invalid(format!(
-            "request_id.client_id must be 16 bytes, got {}",
-            id.client_id.len()
-        ))
+        let got = id.client_id.len();
+        invalid(
+            "request_id.client_id",
+            Problem::Length { expected: 16, got },
+        )
     })?;
     if id.seq == 0 {
-        return Err(invalid("request_id.seq must be at least 1".into()));
+        return Err(invalid("request_id.seq", Problem::AtLeast { min: 1 }));
     }
     if id.acked_below > id.seq {
-        return Err(invalid("request_id.acked_below must not exceed seq".into()));
+        let problem = Problem::NotAbove { bound: "seq" };
+        return Err(invalid("request_id.acked_below", problem));
     }
     Ok(ClientSeq {
         client,
@@ -50,7 +53,8 @@ pub(super) fn origin(id: Option<&pb::RequestId>) -> Result<ClientSeq, Error> {
 /// A lease id the call names (0, the wire's unset value, is never a lease).
 pub(crate) fn lease_id(id: u64) -> Result<u64, Error> {
     if id == 0 {
-        return Err(invalid("lease id must be set (grant a lease first)".into()));
+        let hint = Some("grant a lease first");
+        return Err(invalid("lease id", Problem::Unset { hint }));
     }
     Ok(id)
 }
@@ -64,7 +68,10 @@ pub(super) fn mode(mode: i32, permits: u32, limit: u32) -> Result<Mode, Error> {
             count: permits,
             limit,
         }),
-        Err(_) => Err(invalid(format!("unknown lock mode {mode}"))),
+        Err(_) => Err(invalid(
+            "lock mode",
+            Problem::Unknown { value: mode.into() },
+        )),
     }
 }
 
@@ -81,7 +88,10 @@ pub(super) fn read_write_op(req: &pb::ReadWriteRequest) -> Result<ReadWriteOp, E
         Ok(pb::ReadWriteOp::ReleaseWrite) => ReadWriteOp::ReleaseWrite,
         Ok(pb::ReadWriteOp::CancelIntent) => ReadWriteOp::CancelIntent,
         Ok(pb::ReadWriteOp::Downgrade) => ReadWriteOp::Downgrade { ttl_ms },
-        Err(_) => return Err(invalid(format!("unknown read-write op {}", req.op))),
+        Err(_) => {
+            let value = req.op.into();
+            return Err(invalid("read-write op", Problem::Unknown { value }));
+        }
     })
 }
 
@@ -93,20 +103,32 @@ pub(super) fn account(
     use pb::lease_revoke_all_request::Account as Named;
     match account {
         None => Err(invalid(
-            "name the leases' identity or source address".into(),
+            "the leases' identity or source address",
+            Problem::Missing,
         )),
         Some(Named::Identity(name)) if name.is_empty() || name.len() > MAX_OWNER_LEN => {
-            Err(invalid(format!(
-                "identity must be 1..={MAX_OWNER_LEN} bytes, not {}",
-                name.len()
-            )))
+            let problem = Problem::LengthRange {
+                min: 1,
+                max: MAX_OWNER_LEN,
+                got: name.len(),
+            };
+            Err(invalid("identity", problem))
         }
         Some(Named::Identity(name)) => Ok(Account::Identity(name.clone())),
         Some(Named::Source(addr)) => addr
             .trim()
             .parse::<std::net::IpAddr>()
             .map(Account::source)
-            .map_err(|_| invalid(format!("source {addr:?} is not an IP address"))),
+            .map_err(|_| {
+                let value = addr.clone();
+                invalid(
+                    "source",
+                    Problem::NotA {
+                        value,
+                        kind: "an IP address",
+                    },
+                )
+            }),
     }
 }
 

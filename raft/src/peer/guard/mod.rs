@@ -26,10 +26,12 @@ use uuid::Uuid;
 use raftlock_storage::{LogStore, NodeId};
 
 use crate::clock::wall_clock_ms;
+use crate::error::Source;
 use crate::metrics::PeerRefusals;
 use crate::pb::Blob;
 use crate::peer::auth::{ClusterKey, Direction, REPLAY_WINDOW};
 
+pub use refusal::{Malformed, Refusal, Unauthenticated};
 use refusal_log::RefusalLog;
 use speakers::Speakers;
 
@@ -48,59 +50,6 @@ pub const MAX_BOOT: u64 = 1 << 32;
 /// running (one a second for 18 hours, or months of a crash loop under a
 /// service manager's back-off) is not a restart but a forgery.
 pub const MAX_BOOT_STEP: u64 = 1 << 16;
-
-/// Why a peer message is refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
-    #[error("malformed envelope: {0}")]
-    Malformed(String),
-    #[error("message for cluster {theirs}, this node belongs to cluster {ours}")]
-    ForeignCluster { ours: String, theirs: String },
-    #[error("message for node {to}, this is node {ours}")]
-    WrongNode { to: NodeId, ours: NodeId },
-    #[error("node {from} is not a member of this cluster")]
-    NotMember { from: NodeId },
-    #[error(
-        "two processes claim node id {from}: {active} spoke {ago:?} ago, and {other} now; \
-         refusing the second (a copied data dir started as a second member?)"
-    )]
-    Duplicate {
-        from: NodeId,
-        active: String,
-        other: String,
-        ago: Duration,
-    },
-    #[error(
-        "node {from} came back with an older data dir (boot {boot}, after boot {seen} \
-         from {seen_at}); refusing it: a node restored from a copy can lose votes and \
-         entries it acknowledged"
-    )]
-    Rollback {
-        from: NodeId,
-        boot: u64,
-        seen: u64,
-        seen_at: String,
-    },
-    #[error("not authenticated: {0}")]
-    Unauthenticated(String),
-    #[error(
-        "node {from} claims boot {boot}, implausibly far above {}",
-        seen.map_or_else(|| "any real data dir's".to_string(), |s| format!("boot {s} seen from it"))
-    )]
-    ImplausibleBoot {
-        from: NodeId,
-        boot: u64,
-        seen: Option<u64>,
-    },
-    #[error("too many distinct senders")]
-    TooManySenders,
-    #[error("the certificate of node {certified} claims to send as node {claimed}")]
-    CertificateMismatch { certified: NodeId, claimed: NodeId },
-    #[error("its {what} fails a check: {why}")]
-    Content { what: String, why: String },
-    #[error("cannot record the cluster id: {0}")]
-    Storage(String),
-}
 
 /// A checked envelope: who sent the message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,23 +195,19 @@ impl PeerGuard {
         };
         let from = blob.from;
         if blob.mac.is_empty() {
-            let why = "the message carries no tag: is the sender started with --insecure, or \
-                       without the cluster's join token?";
-            return self.refused(from, "auth", Refusal::Unauthenticated(why.into()));
+            let why = Unauthenticated::NoTag;
+            return self.refused(from, "auth", Refusal::Unauthenticated(why));
         }
         if !key.verify(rpc, Direction::Request, blob, &[]) {
-            let why = "the tag does not match this cluster's secret (another join token, or \
-                       a forged or altered message)";
-            return self.refused(from, "auth", Refusal::Unauthenticated(why.into()));
+            let why = Unauthenticated::TagMismatch;
+            return self.refused(from, "auth", Refusal::Unauthenticated(why));
         }
         let skew = wall_clock_ms().abs_diff(blob.sent_at_ms);
         if skew > REPLAY_WINDOW.as_millis() as u64 {
-            let why = format!(
-                "sent {} s away from this node's clock (more than {} s): a replayed message, \
-                 or clocks that disagree",
-                skew / 1000,
-                REPLAY_WINDOW.as_secs()
-            );
+            let why = Unauthenticated::Replay {
+                skew: Duration::from_millis(skew),
+                window: REPLAY_WINDOW,
+            };
             return self.refused(from, "replay", Refusal::Unauthenticated(why));
         }
         Ok(())
@@ -343,9 +288,7 @@ impl PeerGuard {
     ) -> Result<(), Refusal> {
         if let Some(key) = &self.key {
             if !key.verify(rpc, Direction::Reply, blob, &request.mac) {
-                return Err(Refusal::Unauthenticated(
-                    "the reply's tag does not match this cluster's secret".into(),
-                ));
+                return Err(Refusal::Unauthenticated(Unauthenticated::ReplyTag));
             }
         }
         let sender = parse(blob)?;
@@ -436,7 +379,7 @@ impl PeerGuard {
         if let Some(log) = &self.log {
             log.record_cluster_id(cluster)
                 .await
-                .map_err(|e| Refusal::Storage(e.to_string()))?;
+                .map_err(|e| Refusal::Storage(Source::new(e)))?;
         }
         *self.cluster.write().unwrap_or_else(|e| e.into_inner()) = Some(cluster);
         tracing::info!(node = self.id, cluster = %cluster, "cluster id recorded");
@@ -461,9 +404,9 @@ impl PeerGuard {
 
 fn parse(blob: &Blob) -> Result<Sender, Refusal> {
     let incarnation = Uuid::from_slice(&blob.incarnation)
-        .map_err(|_| Refusal::Malformed("incarnation is not 16 bytes".into()))?;
+        .map_err(|_| Refusal::Malformed(Malformed::Incarnation))?;
     if blob.from == 0 || blob.to == 0 {
-        return Err(Refusal::Malformed("node id 0".into()));
+        return Err(Refusal::Malformed(Malformed::ZeroNodeId));
     }
     Ok(Sender {
         id: blob.from,
@@ -476,11 +419,13 @@ fn parse_cluster(text: &str) -> Result<Option<Uuid>, Refusal> {
     if text.is_empty() {
         return Ok(None);
     }
-    Uuid::parse_str(text)
-        .map(Some)
-        .map_err(|_| Refusal::Malformed(format!("cluster id {text:?} is not a UUID")))
+    Uuid::parse_str(text).map(Some).map_err(|_| {
+        let text = text.to_string();
+        Refusal::Malformed(Malformed::ClusterId { text })
+    })
 }
 
+mod refusal;
 mod refusal_log;
 mod speakers;
 #[cfg(test)]

@@ -174,7 +174,7 @@ mod tests {
     }
 
     fn unauthenticated() -> Refusal {
-        Refusal::Unauthenticated("the tag does not match".into())
+        Refusal::Unauthenticated(super::super::Unauthenticated::TagMismatch)
     }
 
     /// 1 100 refusals for one reason from distinct made-up senders, then one
