@@ -14,7 +14,7 @@ use crate::coordination::NativeCoordination;
 use crate::guards::{NativeGuard, NativeLeadership, NativeTaskGuard};
 use crate::node_link::NodeLink;
 use crate::observer::NativeObserver;
-use crate::run::{block, finish, to_py};
+use crate::run::{block, finish, to_py, Reply};
 
 /// A connection to a raftlock cluster (`raftlock.Client` wraps it).
 #[pyclass(module = "raftlock._native", frozen)]
@@ -85,7 +85,7 @@ impl NativeClient {
         lock_delay: Option<f64>,
         on_lost: Option<Py<PyAny>>,
         aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> Reply<'py> {
         let mut builder = match mode {
             "exclusive" => self.client.lock(name),
             "shared" => self.client.lock(name).shared(),
@@ -121,124 +121,79 @@ impl NativeClient {
 
     /// Whether `fence` is still the fence of a live hold of `name`.
     #[pyo3(signature = (name, fence, *, aio=false))]
-    fn check<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        fence: u64,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.link
-            .run(py, aio, async move { client.check(&name, fence).await })
+    fn check<'py>(&self, py: Python<'py>, name: String, fence: u64, aio: bool) -> Reply<'py> {
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            c.check(&name, fence).await
+        })
     }
 
     /// The lock `name` (holders and waiters), `None` if nobody holds or waits.
     #[pyo3(signature = (name, *, aio=false))]
-    fn describe<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.link.run(py, aio, async move {
-            Ok(client.describe(&name).await?.map(LockInfo::from))
+    fn describe<'py>(&self, py: Python<'py>, name: String, aio: bool) -> Reply<'py> {
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            Ok(c.describe(&name).await?.map(LockInfo::from))
         })
     }
 
     /// Locks whose names start with `prefix`.
     #[pyo3(signature = (prefix, limit, *, aio=false))]
-    fn list<'py>(
-        &self,
-        py: Python<'py>,
-        prefix: String,
-        limit: u32,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.link.run(py, aio, async move {
-            let locks = client.list(&prefix, limit).await?;
+    fn list<'py>(&self, py: Python<'py>, prefix: String, limit: u32, aio: bool) -> Reply<'py> {
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            let locks = c.list(&prefix, limit).await?;
             Ok(locks.into_iter().map(LockInfo::from).collect::<Vec<_>>())
         })
     }
 
     /// Operator override: ends every hold of `name`; answers how many.
     #[pyo3(signature = (name, *, aio=false))]
-    fn force_release<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.link
-            .run(py, aio, async move { client.force_release(&name).await })
+    fn force_release<'py>(&self, py: Python<'py>, name: String, aio: bool) -> Reply<'py> {
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            c.force_release(&name).await
+        })
     }
 
     /// Grants a lease of `ttl` seconds; answers its id.
     #[pyo3(signature = (ttl, *, aio=false))]
-    fn grant_lease<'py>(
-        &self,
-        py: Python<'py>,
-        ttl: f64,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    fn grant_lease<'py>(&self, py: Python<'py>, ttl: f64, aio: bool) -> Reply<'py> {
         let ttl = ttl_secs("ttl", ttl)?;
-        let client = self.client.clone();
-        self.link
-            .run(py, aio, async move { client.grant_lease(ttl).await })
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            c.grant_lease(ttl).await
+        })
     }
 
     /// Renews a lease; answers its TTL in seconds.
     #[pyo3(signature = (lease, *, aio=false))]
-    fn keep_alive<'py>(
-        &self,
-        py: Python<'py>,
-        lease: u64,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.link.run(py, aio, async move {
-            Ok(client.keep_alive(lease).await?.as_secs_f64())
+    fn keep_alive<'py>(&self, py: Python<'py>, lease: u64, aio: bool) -> Reply<'py> {
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            Ok(c.keep_alive(lease).await?.as_secs_f64())
         })
     }
 
     /// Revokes a lease; answers how many holds ended with it.
     #[pyo3(signature = (lease, *, aio=false))]
-    fn revoke<'py>(&self, py: Python<'py>, lease: u64, aio: bool) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.link
-            .run(py, aio, async move { client.revoke(lease).await })
+    fn revoke<'py>(&self, py: Python<'py>, lease: u64, aio: bool) -> Reply<'py> {
+        self.link.run_on(
+            py,
+            aio,
+            &self.client,
+            |c| async move { c.revoke(lease).await },
+        )
     }
 
     /// Gives a lease a new TTL from now (replicated); answers it.
     #[pyo3(signature = (lease, ttl, *, aio=false))]
-    fn set_lease_ttl<'py>(
-        &self,
-        py: Python<'py>,
-        lease: u64,
-        ttl: f64,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    fn set_lease_ttl<'py>(&self, py: Python<'py>, lease: u64, ttl: f64, aio: bool) -> Reply<'py> {
         let ttl = ttl_secs("ttl", ttl)?;
-        let client = self.client.clone();
-        self.link.run(py, aio, async move {
-            Ok(client.set_lease_ttl(lease, ttl).await?.as_secs_f64())
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            Ok(c.set_lease_ttl(lease, ttl).await?.as_secs_f64())
         })
     }
 
     /// A lease's TTL, time left and attachments.
     #[pyo3(signature = (lease, *, aio=false))]
-    fn time_to_live<'py>(
-        &self,
-        py: Python<'py>,
-        lease: u64,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.link.run(py, aio, async move {
-            Ok(LeaseTtl::from(client.time_to_live(lease).await?))
+    fn time_to_live<'py>(&self, py: Python<'py>, lease: u64, aio: bool) -> Reply<'py> {
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            Ok(LeaseTtl::from(c.time_to_live(lease).await?))
         })
     }
 
@@ -254,15 +209,14 @@ impl NativeClient {
         wait: bool,
         timeout: Option<f64>,
         aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> Reply<'py> {
         let spec = Acquire {
             wait,
             timeout: timeout.map(|t| secs("timeout", t)).transpose()?,
             ..Acquire::exclusive(name, owner, lease)
         };
-        let client = self.client.clone();
-        self.link.run(py, aio, async move {
-            Ok(client.acquire(&spec).await?.map(|a| (a.fence, a.count)))
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            Ok(c.acquire(&spec).await?.map(|a| (a.fence, a.count)))
         })
     }
 
@@ -277,11 +231,10 @@ impl NativeClient {
         owner: String,
         ttl: f64,
         aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> Reply<'py> {
         let ttl = ttl_secs("ttl", ttl)?;
-        let client = self.client.clone();
-        self.link.run(py, aio, async move {
-            let held = client.acquire_with_ttl(&name, &owner, ttl).await?;
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            let held = c.acquire_with_ttl(&name, &owner, ttl).await?;
             Ok(held.map(|(lease, a)| (lease, a.fence)))
         })
     }
@@ -295,10 +248,10 @@ impl NativeClient {
         name: String,
         owner: String,
         aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.link
-            .run(py, aio, async move { client.release(&name, &owner).await })
+    ) -> Reply<'py> {
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            c.release(&name, &owner).await
+        })
     }
 
     /// Campaigns in election `name` until elected (or `timeout`); a
@@ -311,7 +264,7 @@ impl NativeClient {
         value: Vec<u8>,
         timeout: Option<f64>,
         aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> Reply<'py> {
         let election = self.client.election(name);
         let link = self.link.clone();
         match timeout.map(|t| secs("timeout", t)).transpose()? {
@@ -333,7 +286,7 @@ impl NativeClient {
 
     /// The current leader of election `name`, if any.
     #[pyo3(signature = (name, *, aio=false))]
-    fn leader<'py>(&self, py: Python<'py>, name: String, aio: bool) -> PyResult<Bound<'py, PyAny>> {
+    fn leader<'py>(&self, py: Python<'py>, name: String, aio: bool) -> Reply<'py> {
         let election = self.client.election(name);
         self.link.run(py, aio, async move {
             Ok(election.leader().await?.map(LeaderInfo::from))
@@ -349,7 +302,7 @@ impl NativeClient {
         min_hold: f64,
         max_hold: f64,
         aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> Reply<'py> {
         let task = self.client.task_lock(
             name,
             secs("min_hold", min_hold)?,
@@ -366,15 +319,18 @@ impl NativeClient {
 
     /// The session lease id, granting the session now if needed.
     #[pyo3(signature = (*, aio=false))]
-    fn session_lease<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.link
-            .run(py, aio, async move { client.session_lease().await })
+    fn session_lease<'py>(&self, py: Python<'py>, aio: bool) -> Reply<'py> {
+        self.link.run_on(
+            py,
+            aio,
+            &self.client,
+            |c| async move { c.session_lease().await },
+        )
     }
 
     /// Ends the session: revokes its lease, releasing its locks.
     #[pyo3(signature = (*, aio=false))]
-    fn close<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
+    fn close<'py>(&self, py: Python<'py>, aio: bool) -> Reply<'py> {
         let client = self.client.clone();
         self.leave(
             py,
@@ -413,13 +369,7 @@ impl NativeClient {
     }
 
     /// [`finish`] of a leave (see [`NodeLink::leave`]).
-    fn leave<'py, F>(
-        &self,
-        py: Python<'py>,
-        aio: bool,
-        what: &str,
-        fut: F,
-    ) -> PyResult<Bound<'py, PyAny>>
+    fn leave<'py, F>(&self, py: Python<'py>, aio: bool, what: &str, fut: F) -> Reply<'py>
     where
         F: Future<Output = Result<(), Error>> + Send + 'static,
     {

@@ -10,6 +10,7 @@ use raftlock_client::Client;
 
 use crate::convert::{read_write_op, ttl_secs, LeadRecord};
 use crate::node_link::NodeLink;
+use crate::run::Reply;
 
 /// The coordination calls of one client (`NativeClient.coordination`).
 #[pyclass(module = "raftlock._native", frozen)]
@@ -40,27 +41,20 @@ impl NativeCoordination {
         owner: String,
         ttl: f64,
         aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> Reply<'py> {
         let ttl = ttl_secs("ttl", ttl)?;
-        let client = self.client.clone();
-        self.link.run(py, aio, async move {
-            let held = client.hold(&name, &owner, ttl).await?;
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            let held = c.hold(&name, &owner, ttl).await?;
             Ok(held.map(|h| (h.fence, h.lease)))
         })
     }
 
     /// Ends `owner`'s hold of `name` with its lease; `False` if none.
     #[pyo3(signature = (name, owner, *, aio=false))]
-    fn unhold<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        owner: String,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.link
-            .run(py, aio, async move { client.unhold(&name, &owner).await })
+    fn unhold<'py>(&self, py: Python<'py>, name: String, owner: String, aio: bool) -> Reply<'py> {
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            c.unhold(&name, &owner).await
+        })
     }
 
     /// One read-write step (`op`: read, write, release_read, release_write,
@@ -75,12 +69,11 @@ impl NativeCoordination {
         ttl: f64,
         intent: bool,
         aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> Reply<'py> {
         let op = read_write_op(op)?;
         let ttl = ttl_secs("ttl", ttl)?;
-        let client = self.client.clone();
-        self.link.run(py, aio, async move {
-            let step = client.read_write(&name, &owner, op, ttl, intent).await?;
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            let step = c.read_write(&name, &owner, op, ttl, intent).await?;
             Ok((step.granted, step.generation, step.poisoned))
         })
     }
@@ -88,15 +81,9 @@ impl NativeCoordination {
     /// Read-write lock `name`: `(generation, writing, readers,
     /// waiting_writers)`.
     #[pyo3(signature = (name, *, aio=false))]
-    fn read_write_state<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.link.run(py, aio, async move {
-            let s = client.read_write_state(&name).await?;
+    fn read_write_state<'py>(&self, py: Python<'py>, name: String, aio: bool) -> Reply<'py> {
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            let s = c.read_write_state(&name).await?;
             Ok((s.generation, s.writing, s.readers, s.waiting_writers))
         })
     }
@@ -112,54 +99,36 @@ impl NativeCoordination {
         ttl: f64,
         metadata: HashMap<String, String>,
         aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> Reply<'py> {
         let ttl = ttl_secs("ttl", ttl)?;
-        let client = self.client.clone();
-        self.link.run(py, aio, async move {
+        self.link.run_on(py, aio, &self.client, |c| async move {
             Ok(LeadRecord::from(
-                client.lead(&name, &owner, ttl, metadata).await?,
+                c.lead(&name, &owner, ttl, metadata).await?,
             ))
         })
     }
 
     /// The record of election `name` while someone leads it.
     #[pyo3(signature = (name, *, aio=false))]
-    fn leader_record<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.link.run(py, aio, async move {
-            Ok(client.leader_record(&name).await?.map(LeadRecord::from))
+    fn leader_record<'py>(&self, py: Python<'py>, name: String, aio: bool) -> Reply<'py> {
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            Ok(c.leader_record(&name).await?.map(LeadRecord::from))
         })
     }
 
     /// Claims schedule `name`'s fire at `due` (seconds since the epoch).
     #[pyo3(signature = (name, due, *, aio=false))]
-    fn claim_fire<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        due: f64,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.link
-            .run(py, aio, async move { client.claim_fire(&name, due).await })
+    fn claim_fire<'py>(&self, py: Python<'py>, name: String, due: f64, aio: bool) -> Reply<'py> {
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            c.claim_fire(&name, due).await
+        })
     }
 
     /// The last fire claimed for schedule `name`, `None` if none.
     #[pyo3(signature = (name, *, aio=false))]
-    fn last_fired<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        self.link
-            .run(py, aio, async move { client.last_fired(&name).await })
+    fn last_fired<'py>(&self, py: Python<'py>, name: String, aio: bool) -> Reply<'py> {
+        self.link.run_on(py, aio, &self.client, |c| async move {
+            c.last_fired(&name).await
+        })
     }
 }

@@ -14,7 +14,7 @@ use raftlock_client::{Error, Leadership, LockGuard, TaskGuard};
 use tokio::task::AbortHandle;
 
 use crate::node_link::NodeLink;
-use crate::run::{finish, to_py};
+use crate::run::{finish, to_py, Reply};
 
 /// A future a hold's call answers with.
 type Proof<'a> = Pin<Box<dyn Future<Output = Result<(), Error>> + Send + 'a>>;
@@ -28,49 +28,75 @@ pub trait Hold: Send + Sync + 'static {
     fn lost(&self) -> Pin<Box<dyn Future<Output = Error> + Send + 'static>>;
 }
 
-impl Hold for LockGuard {
-    fn ensure_valid(&self) -> Result<(), Error> {
-        LockGuard::ensure_valid(self)
-    }
-    fn ensure_owned(&self) -> Proof<'_> {
-        Box::pin(LockGuard::ensure_owned(self))
-    }
-    fn is_lost(&self) -> bool {
-        LockGuard::is_lost(self)
-    }
-    fn lost(&self) -> Pin<Box<dyn Future<Output = Error> + Send + 'static>> {
-        Box::pin(LockGuard::lost(self))
-    }
+/// `Hold` for each client guard, whose methods of those names it calls.
+macro_rules! impl_hold {
+    ($($guard:ident),+) => {$(
+        impl Hold for $guard {
+            fn ensure_valid(&self) -> Result<(), Error> {
+                $guard::ensure_valid(self)
+            }
+            fn ensure_owned(&self) -> Proof<'_> {
+                Box::pin($guard::ensure_owned(self))
+            }
+            fn is_lost(&self) -> bool {
+                $guard::is_lost(self)
+            }
+            fn lost(&self) -> Pin<Box<dyn Future<Output = Error> + Send + 'static>> {
+                Box::pin($guard::lost(self))
+            }
+        }
+    )+};
 }
 
-impl Hold for Leadership {
-    fn ensure_valid(&self) -> Result<(), Error> {
-        Leadership::ensure_valid(self)
-    }
-    fn ensure_owned(&self) -> Proof<'_> {
-        Box::pin(Leadership::ensure_owned(self))
-    }
-    fn is_lost(&self) -> bool {
-        Leadership::is_lost(self)
-    }
-    fn lost(&self) -> Pin<Box<dyn Future<Output = Error> + Send + 'static>> {
-        Box::pin(Leadership::lost(self))
-    }
-}
+impl_hold!(LockGuard, Leadership, TaskGuard);
 
-impl Hold for TaskGuard {
-    fn ensure_valid(&self) -> Result<(), Error> {
-        TaskGuard::ensure_valid(self)
-    }
-    fn ensure_owned(&self) -> Proof<'_> {
-        Box::pin(TaskGuard::ensure_owned(self))
-    }
-    fn is_lost(&self) -> bool {
-        TaskGuard::is_lost(self)
-    }
-    fn lost(&self) -> Pin<Box<dyn Future<Output = Error> + Send + 'static>> {
-        Box::pin(TaskGuard::lost(self))
-    }
+/// The `#[pymethods]` of a class wrapping a [`Held`] in its `held` field:
+/// the checks every hold has, each with the doc its class gives it
+/// (`is_held` where the class has it), then the class's own methods.
+macro_rules! hold_methods {
+    (
+        $class:ident;
+        $(#[doc = $valid:literal])* ensure_valid;
+        $(#[doc = $owned:literal])* ensure_owned;
+        $(#[doc = $is_lost:literal])* is_lost;
+        $(#[doc = $on_lost:literal])* on_lost;
+        $($(#[doc = $is_held:literal])* is_held;)?
+        { $($own:tt)* }
+    ) => {
+        #[pymethods]
+        impl $class {
+            $(#[doc = $valid])*
+            fn ensure_valid(&self) -> PyResult<()> {
+                self.held.ensure_valid()
+            }
+
+            $(#[doc = $owned])*
+            /// `aio=True`: an awaitable; otherwise blocks until done.
+            #[pyo3(signature = (*, aio=false))]
+            fn ensure_owned<'py>(&self, py: Python<'py>, aio: bool) -> Reply<'py> {
+                self.held.ensure_owned(py, aio)
+            }
+
+            $(#[doc = $is_lost])*
+            fn is_lost(&self) -> bool {
+                self.held.is_lost()
+            }
+
+            $(#[doc = $on_lost])*
+            fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
+                self.held.on_lost(callback)
+            }
+
+            $(
+                $(#[doc = $is_held])*
+                fn is_held(&self) -> bool {
+                    self.held.is_held()
+                }
+            )?
+
+            $($own)*
+        }
+    };
 }
 
 /// A hold until it is released: `None` after. Calls that borrow the hold
@@ -102,7 +128,7 @@ impl<G: Hold> Held<G> {
 
     /// [`finish`] of a call on the hold, which ends at once if the node
     /// of its client stops.
-    fn run<'py, F, T>(&self, py: Python<'py>, aio: bool, fut: F) -> PyResult<Bound<'py, PyAny>>
+    fn run<'py, F, T>(&self, py: Python<'py>, aio: bool, fut: F) -> Reply<'py>
     where
         F: Future<Output = Result<T, Error>> + Send + 'static,
         T: for<'a> IntoPyObject<'a> + Send + 'static,
@@ -112,18 +138,28 @@ impl<G: Hold> Held<G> {
 
     /// [`finish`] of leaving the hold (`doing`: "release", "resign"; see
     /// [`NodeLink::leave`]).
-    fn leave<'py, F>(
-        &self,
-        py: Python<'py>,
-        aio: bool,
-        doing: &str,
-        fut: F,
-    ) -> PyResult<Bound<'py, PyAny>>
+    fn leave<'py, F>(&self, py: Python<'py>, aio: bool, doing: &str, fut: F) -> Reply<'py>
     where
         F: Future<Output = Result<(), Error>> + Send + 'static,
     {
         let what = format!("{doing} of {}", self.what);
         finish(py, aio, self.link.leave(what, fut))
+    }
+
+    /// [`leave`](Self::leave) by `end` (release, resign), given the hold
+    /// once it is taken out.
+    fn end<'py, F>(
+        self: &Arc<Self>,
+        py: Python<'py>,
+        aio: bool,
+        doing: &str,
+        end: impl FnOnce(G) -> F + Send + 'static,
+    ) -> Reply<'py>
+    where
+        F: Future<Output = Result<(), Error>> + Send + 'static,
+    {
+        let held = self.clone();
+        self.leave(py, aio, doing, async move { end(held.take().await?).await })
     }
 
     fn get(&self) -> Result<Arc<G>, Error> {
@@ -137,11 +173,7 @@ impl<G: Hold> Held<G> {
     }
 
     /// `ensure_owned` of the hold: blocks, or with `aio` an awaitable.
-    fn ensure_owned<'py>(
-        self: &Arc<Self>,
-        py: Python<'py>,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    fn ensure_owned<'py>(self: &Arc<Self>, py: Python<'py>, aio: bool) -> Reply<'py> {
         let held = self.clone();
         self.run(py, aio, async move {
             let hold = held.get()?;
@@ -260,56 +292,38 @@ impl NativeGuard {
     }
 }
 
-#[pymethods]
-impl NativeGuard {
+hold_methods! {
+    NativeGuard;
     /// Raises `LockLost` unless the hold can be trusted as far as this
     /// process knows (no call).
-    fn ensure_valid(&self) -> PyResult<()> {
-        self.held.ensure_valid()
-    }
-
+    ensure_valid;
     /// Raises `LockLost` unless the cluster confirms the hold (one
     /// linearizable `Check`); a loss found is kept for `is_lost`.
-    /// `aio=True`: an awaitable; otherwise blocks until done.
-    #[pyo3(signature = (*, aio=false))]
-    fn ensure_owned<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
-        self.held.ensure_owned(py, aio)
-    }
-
+    ensure_owned;
     /// Whether the hold was lost (not released).
-    fn is_lost(&self) -> bool {
-        self.held.is_lost()
-    }
-
-    /// Whether the hold is still this object's (not released).
-    fn is_held(&self) -> bool {
-        self.held.is_held()
-    }
-
+    is_lost;
     /// Calls `callback(reason)` from a client thread when the hold is lost.
-    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
-        self.held.on_lost(callback)
-    }
-
-    /// The same lock again under the same owner: count + 1, same fence.
-    /// `aio=True`: an awaitable; otherwise blocks until done.
-    #[pyo3(signature = (*, aio=false))]
-    fn reenter<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
-        let held = self.held.clone();
-        self.held.run(py, aio, async move {
-            let guard = held.get()?;
-            Ok(NativeGuard::new(guard.reenter().await?, held.link.clone()))
-        })
-    }
-    /// Releases this level of the hold; raises `LockLost` if it had
-    /// been lost meanwhile.
-    /// `aio=True`: an awaitable; otherwise blocks until done.
-    #[pyo3(signature = (*, aio=false))]
-    fn release<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
-        let held = self.held.clone();
-        self.held.leave(py, aio, "release", async move {
-            held.take().await?.release().await
-        })
+    on_lost;
+    /// Whether the hold is still this object's (not released).
+    is_held;
+    {
+        /// The same lock again under the same owner: count + 1, same fence.
+        /// `aio=True`: an awaitable; otherwise blocks until done.
+        #[pyo3(signature = (*, aio=false))]
+        fn reenter<'py>(&self, py: Python<'py>, aio: bool) -> Reply<'py> {
+            let held = self.held.clone();
+            self.held.run(py, aio, async move {
+                let guard = held.get()?;
+                Ok(NativeGuard::new(guard.reenter().await?, held.link.clone()))
+            })
+        }
+        /// Releases this level of the hold; raises `LockLost` if it had
+        /// been lost meanwhile.
+        /// `aio=True`: an awaitable; otherwise blocks until done.
+        #[pyo3(signature = (*, aio=false))]
+        fn release<'py>(&self, py: Python<'py>, aio: bool) -> Reply<'py> {
+            self.held.end(py, aio, "release", |guard| guard.release())
+        }
     }
 }
 
@@ -340,58 +354,34 @@ impl NativeLeadership {
     }
 }
 
-#[pymethods]
-impl NativeLeadership {
+hold_methods! {
+    NativeLeadership;
     /// Raises `LockLost` unless the leadership can be trusted as far as
     /// this process knows (no call).
-    fn ensure_valid(&self) -> PyResult<()> {
-        self.held.ensure_valid()
-    }
-
+    ensure_valid;
     /// Raises `LockLost` unless the cluster confirms the leadership (one
     /// linearizable `Check`).
-    /// `aio=True`: an awaitable; otherwise blocks until done.
-    #[pyo3(signature = (*, aio=false))]
-    fn ensure_owned<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
-        self.held.ensure_owned(py, aio)
-    }
-
+    ensure_owned;
     /// Whether the leadership was lost (not resigned).
-    fn is_lost(&self) -> bool {
-        self.held.is_lost()
-    }
-
-    /// Whether this object still leads (not resigned).
-    fn is_held(&self) -> bool {
-        self.held.is_held()
-    }
-
+    is_lost;
     /// Calls `callback(reason)` from a client thread when leadership is lost.
-    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
-        self.held.on_lost(callback)
-    }
-
-    /// Publishes a new value as leader.
-    /// `aio=True`: an awaitable; otherwise blocks until done.
-    #[pyo3(signature = (value, *, aio=false))]
-    fn proclaim<'py>(
-        &self,
-        py: Python<'py>,
-        value: Vec<u8>,
-        aio: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let held = self.held.clone();
-        self.held
-            .run(py, aio, async move { held.get()?.proclaim(value).await })
-    }
-    /// Steps down; the next candidate is elected.
-    /// `aio=True`: an awaitable; otherwise blocks until done.
-    #[pyo3(signature = (*, aio=false))]
-    fn resign<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
-        let held = self.held.clone();
-        self.held.leave(py, aio, "resign", async move {
-            held.take().await?.resign().await
-        })
+    on_lost;
+    /// Whether this object still leads (not resigned).
+    is_held;
+    {
+        /// Publishes a new value as leader.
+        /// `aio=True`: an awaitable; otherwise blocks until done.
+        #[pyo3(signature = (value, *, aio=false))]
+        fn proclaim<'py>(&self, py: Python<'py>, value: Vec<u8>, aio: bool) -> Reply<'py> {
+            let held = self.held.clone();
+            self.held.run(py, aio, async move { held.get()?.proclaim(value).await })
+        }
+        /// Steps down; the next candidate is elected.
+        /// `aio=True`: an awaitable; otherwise blocks until done.
+        #[pyo3(signature = (*, aio=false))]
+        fn resign<'py>(&self, py: Python<'py>, aio: bool) -> Reply<'py> {
+            self.held.end(py, aio, "resign", |leadership| leadership.resign())
+        }
     }
 }
 
@@ -412,42 +402,30 @@ impl NativeTaskGuard {
     }
 }
 
-#[pymethods]
-impl NativeTaskGuard {
+hold_methods! {
+    NativeTaskGuard;
     /// Raises `LockLost` unless the hold can be trusted as far as this
     /// process knows (no call).
-    fn ensure_valid(&self) -> PyResult<()> {
-        self.held.ensure_valid()
-    }
-
+    ensure_valid;
     /// Raises `LockLost` unless the cluster confirms the hold (one
     /// linearizable `Check`); a loss found is kept for `is_lost`.
-    /// `aio=True`: an awaitable; otherwise blocks until done.
-    #[pyo3(signature = (*, aio=false))]
-    fn ensure_owned<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
-        self.held.ensure_owned(py, aio)
-    }
-
+    ensure_owned;
     /// Whether the hold ended early (`max_hold`, revoked, force-released).
-    fn is_lost(&self) -> bool {
-        self.held.is_lost()
-    }
-
+    is_lost;
     /// Calls `callback(reason)` from a client thread when the hold is lost.
-    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
-        self.held.on_lost(callback)
-    }
-
-    /// The job is done: asks the cluster whether the hold lasted until now
-    /// (raises `LockLost` if not), then releases now if `min_hold` has
-    /// passed, else leaves the lock held until then without the caller
-    /// waiting (see `TaskGuard::finish_in_background`).
-    /// `aio=True`: an awaitable; otherwise blocks until done.
-    #[pyo3(signature = (*, aio=false))]
-    fn finish<'py>(&self, py: Python<'py>, aio: bool) -> PyResult<Bound<'py, PyAny>> {
-        let held = self.held.clone();
-        self.held.run(py, aio, async move {
-            held.take().await?.finish_in_background().await
-        })
+    on_lost;
+    {
+        /// The job is done: asks the cluster whether the hold lasted until now
+        /// (raises `LockLost` if not), then releases now if `min_hold` has
+        /// passed, else leaves the lock held until then without the caller
+        /// waiting (see `TaskGuard::finish_in_background`).
+        /// `aio=True`: an awaitable; otherwise blocks until done.
+        #[pyo3(signature = (*, aio=false))]
+        fn finish<'py>(&self, py: Python<'py>, aio: bool) -> Reply<'py> {
+            let held = self.held.clone();
+            self.held.run(py, aio, async move {
+                held.take().await?.finish_in_background().await
+            })
+        }
     }
 }

@@ -25,7 +25,7 @@ use pyo3::prelude::*;
 use raftlock_client::Error;
 use tokio::sync::watch;
 
-use crate::run::finish;
+use crate::run::{finish, Reply};
 
 /// How long one leave waits (see the module docs).
 pub const LEAVE_WAIT: Duration = Duration::from_millis(500);
@@ -55,12 +55,29 @@ impl NodeLink {
 
     /// [`finish`] of a call of a client on this link: blocking, or with
     /// `aio` an awaitable, ended at once if the node stops.
-    pub fn run<'py, F, T>(&self, py: Python<'py>, aio: bool, fut: F) -> PyResult<Bound<'py, PyAny>>
+    pub fn run<'py, F, T>(&self, py: Python<'py>, aio: bool, fut: F) -> Reply<'py>
     where
         F: Future<Output = Result<T, Error>> + Send + 'static,
         T: for<'a> IntoPyObject<'a> + Send + 'static,
     {
         finish(py, aio, self.call(fut))
+    }
+
+    /// [`run`](Self::run) of the call `call` makes on its own clone of
+    /// `client` (the future owns what it uses: it may outlive the method).
+    pub fn run_on<'py, C, F, T>(
+        &self,
+        py: Python<'py>,
+        aio: bool,
+        client: &C,
+        call: impl FnOnce(C) -> F,
+    ) -> Reply<'py>
+    where
+        C: Clone,
+        F: Future<Output = Result<T, Error>> + Send + 'static,
+        T: for<'a> IntoPyObject<'a> + Send + 'static,
+    {
+        self.run(py, aio, call(client.clone()))
     }
 
     /// `fut`, ended at once with "node N is stopping" once the node stops.

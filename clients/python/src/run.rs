@@ -188,8 +188,12 @@ pub fn interpreter_exiting(py: Python<'_>) {
     });
 }
 
+/// What a call answers Python: its value (blocking) or, with `aio`, an
+/// awaitable of it.
+pub type Reply<'py> = PyResult<Bound<'py, PyAny>>;
+
 /// `fut` as a value (blocking) or, with `aio`, as an awaitable.
-pub fn finish<'py, F, T>(py: Python<'py>, aio: bool, fut: F) -> PyResult<Bound<'py, PyAny>>
+pub fn finish<'py, F, T>(py: Python<'py>, aio: bool, fut: F) -> Reply<'py>
 where
     F: Future<Output = Result<T, Error>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,

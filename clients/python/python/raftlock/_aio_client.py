@@ -29,13 +29,14 @@ from raftlock._base import (
 )
 from raftlock._common import wait_limit
 from raftlock._native import LeaseTtl, LockInfo
+from raftlock._scope import AsyncScoped
 from raftlock.errors import LockLost, NotHeld, Timeout
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-class Client(ClientBase):
+class Client(ClientBase, AsyncScoped):
     """A connection to a raftlock cluster, for asyncio. The arguments are
     those of :class:`raftlock.Client`."""
 
@@ -135,15 +136,7 @@ class Client(ClientBase):
         cancelled acquires and of dropped holds."""
         await self._native.close(aio=True)
 
-    async def __aenter__(self) -> Client:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _on_exit(self) -> None:
         await self.close()
 
 
@@ -339,7 +332,7 @@ def _uncancel() -> None:
         task.uncancel()
 
 
-class Semaphore(SemaphoreBase):
+class Semaphore(SemaphoreBase, AsyncScoped):
     """A counting semaphore of ``limit`` permits, for asyncio."""
 
     def __init__(
@@ -381,12 +374,7 @@ class Semaphore(SemaphoreBase):
             raise Timeout(f"semaphore {self.name!r}: no permit within {self._timeout}s")
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _on_exit(self) -> None:
         await self.release()
 
 

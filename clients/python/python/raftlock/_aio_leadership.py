@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from types import TracebackType
 from typing import Any
 
 from raftlock import _native
@@ -19,10 +18,11 @@ from raftlock._base import (
 )
 from raftlock._common import as_bytes, elected, wait_seconds
 from raftlock._native import LeaderInfo
+from raftlock._scope import AsyncScoped
 from raftlock.errors import NotHeld, RaftlockError
 
 
-class TaskGuard(TaskGuardBase):
+class TaskGuard(TaskGuardBase, AsyncScoped):
     """A held task lock, for asyncio."""
 
     def __init__(self, guard: _native.NativeTaskGuard) -> None:
@@ -41,15 +41,7 @@ class TaskGuard(TaskGuardBase):
         the hold now (one round trip, see :meth:`raftlock.Lock.ensure_owned`)."""
         await self._guard.ensure_owned(aio=True)
 
-    async def __aenter__(self) -> TaskGuard:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _on_exit(self) -> None:
         await self.finish()
 
 
@@ -86,7 +78,7 @@ class TaskLock:
         return True
 
 
-class Leadership(LeadershipBase):
+class Leadership(LeadershipBase, AsyncScoped):
     """Leadership of an election, for asyncio."""
 
     def __init__(self, native: _native.NativeLeadership) -> None:
@@ -108,15 +100,7 @@ class Leadership(LeadershipBase):
         """Steps down; the next candidate is elected."""
         await self._native.resign(aio=True)
 
-    async def __aenter__(self) -> Leadership:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _on_exit(self) -> None:
         if self._native.is_held():
             await self.resign()
 
@@ -151,7 +135,7 @@ class Election:
             yield leader
 
 
-class LeaderElection:
+class LeaderElection(AsyncScoped):
     """Campaigns in the background: :attr:`is_leader` says whether this
     process leads now; when leadership is lost, it campaigns again.
 
@@ -230,10 +214,5 @@ class LeaderElection:
         self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _on_exit(self) -> None:
         await self.stop()

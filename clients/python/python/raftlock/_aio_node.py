@@ -4,13 +4,13 @@ for asyncio applications."""
 from __future__ import annotations
 
 import sys
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from raftlock._aio_client import Client
 from raftlock._common import seconds
 from raftlock._node_base import NodeBase
 from raftlock._node_options import NodeOptions
+from raftlock._scope import AsyncScoped
 
 if TYPE_CHECKING:
     if sys.version_info >= (3, 11):
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
         from typing_extensions import Unpack
 
 
-class Node(NodeBase):
+class Node(NodeBase, AsyncScoped):
     """:class:`raftlock.Node` for asyncio: the same keywords and
     properties; ``start``, ``wait_ready`` and ``stop`` are awaited.
 
@@ -67,10 +67,5 @@ class Node(NodeBase):
     async def __aenter__(self) -> Node:
         return await self.start()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _on_exit(self) -> None:
         await self.stop()

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from os import PathLike
-from types import TracebackType
 
 from typing_extensions import Self
 
+from raftlock._scope import AsyncScoped
 from raftlock.asyncio import Client
 
 
-class RaftlockConnection:
+class RaftlockConnection(AsyncScoped):
     """A raftlock client opened with ``async with`` and closed after.
 
     Args:
@@ -46,12 +46,7 @@ class RaftlockConnection:
             )
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _on_exit(self) -> None:
         client, self._client = self._client, None
         if client is not None:
             await client.close()

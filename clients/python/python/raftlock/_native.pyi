@@ -6,7 +6,7 @@ Use the ``raftlock`` and ``raftlock.asyncio`` modules, not this one.
 
 from collections.abc import Awaitable, Callable
 from os import PathLike
-from typing import Any, Literal, overload
+from typing import Any, Literal, overload, type_check_only
 
 def run_cli(argv: list[str]) -> int:
     """Runs the ``raftlock`` command line ``argv`` (``sys.argv``) in this
@@ -79,12 +79,12 @@ class LeadRecord:
     transitions: int
     metadata: dict[str, str]
 
-class NativeGuard:
-    name: str
-    owner: str
+@type_check_only
+class _Hold:
+    """The checks every native hold has (the ``hold_methods!`` of
+    guards.rs); a name for the stubs only, no class at run time."""
+
     fence: int
-    lease: int
-    count: int
     def ensure_valid(self) -> None:
         """Raises ``LockLost`` unless the hold can be trusted as far as this
         process knows: no call (a loss noticed, or a pause past the lease's
@@ -97,8 +97,20 @@ class NativeGuard:
     @overload
     def ensure_owned(self, *, aio: Literal[True]) -> Awaitable[None]: ...
     def is_lost(self) -> bool: ...
-    def is_held(self) -> bool: ...
     def on_lost(self, callback: Callable[[str], object]) -> None: ...
+
+@type_check_only
+class _NamedHold(_Hold):
+    """A hold of a named lock or election, by an owner on a lease; for the
+    stubs only."""
+
+    name: str
+    owner: str
+    lease: int
+    def is_held(self) -> bool: ...
+
+class NativeGuard(_NamedHold):
+    count: int
     @overload
     def reenter(self, *, aio: Literal[False] = False) -> NativeGuard: ...
     @overload
@@ -108,25 +120,7 @@ class NativeGuard:
     @overload
     def release(self, *, aio: Literal[True]) -> Awaitable[None]: ...
 
-class NativeLeadership:
-    name: str
-    owner: str
-    fence: int
-    lease: int
-    def ensure_valid(self) -> None:
-        """Raises ``LockLost`` unless the hold can be trusted as far as this
-        process knows: no call (a loss noticed, or a pause past the lease's
-        trust window)."""
-    @overload
-    def ensure_owned(self, *, aio: Literal[False] = False) -> None:
-        """Raises ``LockLost`` unless the cluster confirms the hold now: one
-        round trip (a linearizable ``Check`` through the leader); a loss
-        found is kept for ``is_lost`` and ``on_lost``."""
-    @overload
-    def ensure_owned(self, *, aio: Literal[True]) -> Awaitable[None]: ...
-    def is_lost(self) -> bool: ...
-    def is_held(self) -> bool: ...
-    def on_lost(self, callback: Callable[[str], object]) -> None: ...
+class NativeLeadership(_NamedHold):
     @overload
     def proclaim(self, value: bytes, *, aio: Literal[False] = False) -> None: ...
     @overload
@@ -136,21 +130,7 @@ class NativeLeadership:
     @overload
     def resign(self, *, aio: Literal[True]) -> Awaitable[None]: ...
 
-class NativeTaskGuard:
-    fence: int
-    def ensure_valid(self) -> None:
-        """Raises ``LockLost`` unless the hold can be trusted as far as this
-        process knows: no call (a loss noticed, or a pause past the lease's
-        trust window)."""
-    @overload
-    def ensure_owned(self, *, aio: Literal[False] = False) -> None:
-        """Raises ``LockLost`` unless the cluster confirms the hold now: one
-        round trip (a linearizable ``Check`` through the leader); a loss
-        found is kept for ``is_lost`` and ``on_lost``."""
-    @overload
-    def ensure_owned(self, *, aio: Literal[True]) -> Awaitable[None]: ...
-    def is_lost(self) -> bool: ...
-    def on_lost(self, callback: Callable[[str], object]) -> None: ...
+class NativeTaskGuard(_Hold):
     @overload
     def finish(self, *, aio: Literal[False] = False) -> None: ...
     @overload

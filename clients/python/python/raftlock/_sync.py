@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from types import TracebackType
 from typing import Generic, TypeVar
 
 from raftlock import _native
@@ -24,6 +23,7 @@ from raftlock._base import (
 )
 from raftlock._common import wait_limit
 from raftlock._native import LeaseTtl, LockInfo
+from raftlock._scope import Scoped
 from raftlock._sync_leadership import (
     Election,
     LeaderElection,
@@ -37,7 +37,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class Client(ClientBase):
+class Client(ClientBase, Scoped):
     """A connection to a raftlock cluster.
 
     Talks to any node (nodes forward to the leader), follows the leader,
@@ -164,19 +164,11 @@ class Client(ClientBase):
         interrupted acquires and of dropped holds."""
         self._native.close()
 
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _on_exit(self) -> None:
         self.close()
 
 
-class Lock(LockBase):
+class Lock(LockBase, Scoped):
     """A lock on ``name``: exclusive unless made by :meth:`RwLock.read`.
 
     ``with lock:`` acquires (waiting up to ``timeout``, else raising
@@ -330,12 +322,7 @@ class Lock(LockBase):
             raise Timeout(f"lock {self.name!r} was not granted within {self._timeout}s")
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _on_exit(self) -> None:
         self.release()
 
 
@@ -350,7 +337,7 @@ def _valid_or_release(guard: _native.NativeGuard) -> None:
         raise
 
 
-class Semaphore(SemaphoreBase):
+class Semaphore(SemaphoreBase, Scoped):
     """A counting semaphore of ``limit`` permits: each :meth:`acquire` takes
     ``permits`` of them (FIFO), each :meth:`release` gives back the last."""
 
@@ -394,12 +381,7 @@ class Semaphore(SemaphoreBase):
             raise Timeout(f"semaphore {self.name!r}: no permit within {self._timeout}s")
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _on_exit(self) -> None:
         self.release()
 
 

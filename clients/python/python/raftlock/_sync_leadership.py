@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from types import TracebackType
 from typing import Any
 
 from raftlock import _native
@@ -19,9 +18,10 @@ from raftlock._base import (
 )
 from raftlock._common import as_bytes, elected, wait_seconds
 from raftlock._native import LeaderInfo
+from raftlock._scope import Scoped
 
 
-class TaskGuard(TaskGuardBase):
+class TaskGuard(TaskGuardBase, Scoped):
     """A held task lock; :meth:`finish` (or leaving ``with``) ends this
     worker's part at once, and the lock stays held until ``min_hold`` has
     passed since it was taken."""
@@ -53,15 +53,7 @@ class TaskGuard(TaskGuardBase):
         the hold now (one round trip, see :meth:`raftlock.Lock.ensure_owned`)."""
         self._guard.ensure_owned()
 
-    def __enter__(self) -> TaskGuard:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _on_exit(self) -> None:
         self.finish()
 
 
@@ -106,7 +98,7 @@ class TaskLock:
         return True
 
 
-class Leadership(LeadershipBase):
+class Leadership(LeadershipBase, Scoped):
     """Leadership of an election, held on the client's session until
     :meth:`resign` (or leaving ``with``)."""
 
@@ -129,15 +121,7 @@ class Leadership(LeadershipBase):
         """Steps down; the next candidate is elected."""
         self._native.resign()
 
-    def __enter__(self) -> Leadership:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _on_exit(self) -> None:
         if self._native.is_held():
             self.resign()
 
@@ -174,7 +158,7 @@ class Election:
             yield leader
 
 
-class LeaderElection:
+class LeaderElection(Scoped):
     """Campaigns in the background, as grelmicro's ``LeaderElection`` and
     Kubernetes' leader election do: :attr:`is_leader` says whether this
     process leads now; when leadership is lost it campaigns again.
@@ -221,12 +205,7 @@ class LeaderElection:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _on_exit(self) -> None:
         self.stop()
 
 

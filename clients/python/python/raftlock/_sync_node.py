@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from raftlock._common import seconds
 from raftlock._node_base import NodeBase
 from raftlock._node_options import NodeOptions
+from raftlock._scope import Scoped
 from raftlock._sync import Client
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
         from typing_extensions import Unpack
 
 
-class Node(NodeBase):
+class Node(NodeBase, Scoped):
     """A raftlock node run by this process, so an application's replicas
     form their own lock cluster with no server to operate.
 
@@ -79,13 +79,5 @@ class Node(NodeBase):
         stopping"). Does nothing if already stopped."""
         self._native.stop()
 
-    def __enter__(self) -> Node:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _on_exit(self) -> None:
         self.stop()

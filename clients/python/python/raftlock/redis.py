@@ -44,12 +44,12 @@ from __future__ import annotations
 
 import threading
 import uuid
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from raftlock import _own_ttl
 from raftlock._common import ttl_seconds
 from raftlock._native import LeaseTtl, LockInfo
+from raftlock._scope import AsyncScoped, Scoped
 from raftlock._sync import Client
 from raftlock.asyncio import Client as AsyncClient
 from raftlock.errors import LeaseExpired, NotHeld, RaftlockError, Timeout
@@ -182,7 +182,7 @@ def _not_owned(verb: str, name: str) -> LockNotOwnedError:
     return LockNotOwnedError(f"Cannot {verb} a lock that's no longer owned", name)
 
 
-class Lock(_LockBase):
+class Lock(_LockBase, Scoped):
     """A redis-py-shaped lock on ``name`` (see the module's text).
 
     Args:
@@ -274,16 +274,11 @@ class Lock(_LockBase):
             return self
         raise LockError("Unable to acquire lock within the time specified", self.name)
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _on_exit(self) -> None:
         self.release()
 
 
-class AsyncLock(_LockBase):
+class AsyncLock(_LockBase, AsyncScoped):
     """:class:`Lock` for asyncio, as redis-py's ``redis.asyncio.lock.Lock``:
     the same arguments, with a :class:`raftlock.asyncio.Client`, and the
     same methods, awaited (``async with``)."""
@@ -365,12 +360,7 @@ class AsyncLock(_LockBase):
             return self
         raise LockError("Unable to acquire lock within the time specified", self.name)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _on_exit(self) -> None:
         await self.release()
 
 
