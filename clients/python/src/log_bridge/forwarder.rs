@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 
-use super::layer::{set_threshold, Record, Value};
+use super::record::{set_threshold, Record, Value};
 use crate::run::with_python;
 
 /// Records waiting for the forwarder; past this, records are dropped.

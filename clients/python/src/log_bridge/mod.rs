@@ -29,6 +29,7 @@
 
 mod forwarder;
 mod layer;
+mod record;
 
 use std::sync::Once;
 use std::time::Duration;
@@ -57,7 +58,7 @@ static INSTALLED: Once = Once::new();
 /// (`call_once_py_attached`: a thread waiting for another's install lets
 /// go of the GIL, which the other needs to read the level.)
 pub fn install(py: Python<'_>) {
-    layer::set_threshold(forwarder::threshold(py));
+    record::set_threshold(forwarder::threshold(py));
     INSTALLED.call_once_py_attached(py, || {
         let filter = EnvFilter::try_from_env("RAFTLOCK_LOG")
             .unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
