@@ -199,7 +199,9 @@ async fn a_removed_node_id_is_never_added_again() {
 /// log entry per call: they are made one after another) until the log of
 /// `cluster`'s node `leader` holds at least `entries` entries.
 pub(crate) async fn fill_log(cluster: &TestCluster, client: &Client, leader: u64, entries: u64) {
-    let lease = client.grant_lease(Duration::from_secs(60)).await.unwrap();
+    // Never kept alive: an hour outlasts the filling on a starved machine
+    // (60 s ran out under load, and the last release found no hold).
+    let lease = client.grant_lease(Duration::from_secs(3600)).await.unwrap();
     let writers: Vec<_> = (0..4)
         .map(|w| {
             let c = client.clone();
