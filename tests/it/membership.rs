@@ -195,6 +195,35 @@ async fn a_removed_node_id_is_never_added_again() {
     cluster.shutdown().await;
 }
 
+/// Removing a node that was removed already answers done, so a retry of a
+/// removal whose answer was lost succeeds; an id that was never a member
+/// is still refused. Without it, `raftlock cluster remove` of the leader
+/// itself failed "node 1 is not a member" although the removal committed:
+/// the removed leader stopped before answering and the client's retry on
+/// the next node found the node gone (seen once in the selftest).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_a_removed_node_again_answers_done() {
+    let mut cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let id = cluster.others(leader)[0];
+    let client = cluster.admin_client().await;
+    client.remove_member(id).await.expect("remove the member");
+    tokio::time::timeout(Duration::from_secs(30), cluster.node(id).removed())
+        .await
+        .unwrap_or_else(|_| panic!("node {id} never learned it was removed"));
+    client
+        .remove_member(id)
+        .await
+        .expect("removing it again answers done");
+    let err = client
+        .remove_member(42)
+        .await
+        .expect_err("an id that was never a member is refused");
+    assert!(err.to_string().contains("node 42 is not a member"), "{err}");
+    assert_eq!(cluster.node(leader).status().members.len(), 2);
+    cluster.shutdown().await;
+}
+
 /// Writes lock calls through `client` (an acquire and a release each, one
 /// log entry per call: they are made one after another) until the log of
 /// `cluster`'s node `leader` holds at least `entries` entries.

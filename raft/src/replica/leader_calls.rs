@@ -254,6 +254,14 @@ impl Replica {
                 let change = match is_voter {
                     Some(true) => ChangeMembers::RemoveVoters(BTreeSet::from([id])),
                     Some(false) => ChangeMembers::RemoveNodes(BTreeSet::from([id])),
+                    // Removed already: a retry of a removal whose answer
+                    // was lost (the removed leader stopped before it
+                    // answered) is told it is done, not refused.
+                    None if self.is_retired(id) => {
+                        return Ok(ForwardReply::Membership {
+                            index: self.applied_index(),
+                        })
+                    }
                     None => return Err(MembershipRefusal::NotMember { id }.into()),
                 };
                 let r = self.raft.change_membership(change, false).await?;
@@ -268,14 +276,16 @@ impl Replica {
     /// may still hold the cluster's votes and entries, and members may
     /// still remember its boot count (docs/decisions.md, "Membership").
     fn refuse_retired(&self, id: NodeId) -> Result<(), Error> {
-        let retired = {
-            let state = self.state.read().unwrap_or_else(|e| e.into_inner());
-            state.is_retired(id)
-        };
-        if retired {
+        if self.is_retired(id) {
             return Err(MembershipRefusal::Retired { id }.into());
         }
         Ok(())
+    }
+
+    /// Whether node `id` was removed from this cluster (and is remembered).
+    fn is_retired(&self, id: NodeId) -> bool {
+        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        state.is_retired(id)
     }
 
     /// A read index confirmed by a quorum round that started after this
