@@ -203,7 +203,7 @@ async fn a_removed_node_id_is_never_added_again() {
 /// the next node found the node gone (seen once in the selftest).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removing_a_removed_node_again_answers_done() {
-    let mut cluster = TestCluster::new(3).await;
+    let cluster = TestCluster::new(3).await;
     let leader = cluster.wait_for_leader().await;
     let id = cluster.others(leader)[0];
     let client = cluster.admin_client().await;
