@@ -150,7 +150,8 @@ async fn a_lock_with_its_own_ttl_is_taken_in_one_entry() {
     let cluster = TestCluster::new(3).await;
     let client = cluster.client().await;
     let other = cluster.client().await;
-    let ttl = Duration::from_millis(600);
+    // Long enough for a starved machine to make the calls below within it.
+    let ttl = Duration::from_secs(2);
     let (lease, held) = client
         .acquire_with_ttl("own", "a", ttl)
         .await
@@ -170,12 +171,12 @@ async fn a_lock_with_its_own_ttl_is_taken_in_one_entry() {
     );
     // Extended past its TTL, then left to run out: the next one gets it.
     client
-        .set_lease_ttl(lease, Duration::from_secs(2))
+        .set_lease_ttl(lease, Duration::from_secs(6))
         .await
         .unwrap();
     tokio::time::sleep(ttl * 2).await;
     assert!(client.check("own", held.fence).await.unwrap());
-    let taken = tokio::time::timeout(Duration::from_secs(10), async {
+    let taken = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             if let Some(hold) = other.acquire_with_ttl("own", "b", ttl).await.unwrap() {
                 return hold;
