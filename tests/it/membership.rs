@@ -177,10 +177,7 @@ async fn a_removed_node_id_is_never_added_again() {
     let leader = cluster.wait_for_leader().await;
     let id = cluster.others(leader)[0];
     let client = cluster.admin_client().await;
-    client.remove_member(id).await.expect("remove the member");
-    tokio::time::timeout(Duration::from_secs(30), cluster.node(id).removed())
-        .await
-        .unwrap_or_else(|_| panic!("node {id} never learned it was removed"));
+    remove_and_wait(&cluster, &client, id).await;
     cluster.kill(id).await;
     std::fs::remove_dir_all(cluster.config(id).replication.data_dir).expect("wipe its data dir");
 
@@ -207,10 +204,7 @@ async fn removing_a_removed_node_again_answers_done() {
     let leader = cluster.wait_for_leader().await;
     let id = cluster.others(leader)[0];
     let client = cluster.admin_client().await;
-    client.remove_member(id).await.expect("remove the member");
-    tokio::time::timeout(Duration::from_secs(30), cluster.node(id).removed())
-        .await
-        .unwrap_or_else(|_| panic!("node {id} never learned it was removed"));
+    remove_and_wait(&cluster, &client, id).await;
     client
         .remove_member(id)
         .await
@@ -222,6 +216,15 @@ async fn removing_a_removed_node_again_answers_done() {
     assert!(err.to_string().contains("node 42 is not a member"), "{err}");
     assert_eq!(cluster.node(leader).status().members.len(), 2);
     cluster.shutdown().await;
+}
+
+/// Removes member `id` through `client` and waits (up to 30 s) until the
+/// node itself learned it was removed.
+async fn remove_and_wait(cluster: &TestCluster, client: &Client, id: u64) {
+    client.remove_member(id).await.expect("remove the member");
+    tokio::time::timeout(Duration::from_secs(30), cluster.node(id).removed())
+        .await
+        .unwrap_or_else(|_| panic!("node {id} never learned it was removed"));
 }
 
 /// Writes lock calls through `client` (an acquire and a release each, one

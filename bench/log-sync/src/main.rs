@@ -23,28 +23,56 @@ impl Types for T {
     type Vote = (u64, u64);
     type UserData = String;
     type Callback = SyncSender<std::io::Result<()>>;
-    fn log_index(id: &Self::LogId) -> u64 { id.1 }
-    fn payload_size(p: &Self::LogPayload) -> u64 { p.len() as u64 }
+    fn log_index(id: &Self::LogId) -> u64 {
+        id.1
+    }
+    fn payload_size(p: &Self::LogPayload) -> u64 {
+        p.len() as u64
+    }
+}
+
+/// One log record as the segment modes write it: length, CRC-32C of the
+/// payload, entry index, payload.
+fn record(index: u64, payload: &[u8]) -> Vec<u8> {
+    let mut rec = Vec::with_capacity(payload.len() + 16);
+    rec.extend_from_slice(&(payload.len() as u32 + 8).to_le_bytes());
+    rec.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
+    rec.extend_from_slice(&index.to_le_bytes());
+    rec.extend_from_slice(payload);
+    rec
 }
 
 fn report(name: &str, mut lat: Vec<f64>) {
     lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let n = lat.len();
     let mean = lat.iter().sum::<f64>() / n as f64;
-    println!("{name}: n={n} mean={mean:.1}us p50={:.1}us p99={:.1}us", lat[n / 2], lat[n * 99 / 100]);
+    println!(
+        "{name}: n={n} mean={mean:.1}us p50={:.1}us p99={:.1}us",
+        lat[n / 2],
+        lat[n * 99 / 100]
+    );
 }
 
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_default();
-    let n: u64 = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(2000);
-    let dir = std::env::args().nth(3).unwrap_or_else(|| "/tmp/walbench-data".into());
+    let n: u64 = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    let dir = std::env::args()
+        .nth(3)
+        .unwrap_or_else(|| "/tmp/walbench-data".into());
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let payload = vec![7u8; 150];
     let mut lat = Vec::with_capacity(n as usize);
     match which.as_str() {
         "sled" => {
-            let db = sled::Config::new().path(&dir).cache_capacity(64 << 20).open().unwrap();
+            let db = sled::Config::new()
+                .path(&dir)
+                .cache_capacity(64 << 20)
+                .open()
+                .unwrap();
             let tree = db.open_tree("log").unwrap();
             let f = std::fs::File::open(format!("{dir}/db")).unwrap();
             for i in 0..n {
@@ -56,7 +84,10 @@ fn main() {
             }
         }
         "raftlog" => {
-            let config = Arc::new(raft_log::Config { dir: dir.clone(), ..Default::default() });
+            let config = Arc::new(raft_log::Config {
+                dir: dir.clone(),
+                ..Default::default()
+            });
             let mut log = raft_log::RaftLog::<T>::open(config).unwrap();
             for i in 0..n {
                 let t = Instant::now();
@@ -68,14 +99,14 @@ fn main() {
             }
         }
         "segment" => {
-            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(format!("{dir}/seg")).unwrap();
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(format!("{dir}/seg"))
+                .unwrap();
             for i in 0..n {
                 let t = Instant::now();
-                let mut rec = Vec::with_capacity(payload.len() + 16);
-                rec.extend_from_slice(&(payload.len() as u32 + 8).to_le_bytes());
-                rec.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
-                rec.extend_from_slice(&i.to_le_bytes());
-                rec.extend_from_slice(&payload);
+                let rec = record(i, &payload);
                 f.write_all(&rec).unwrap();
                 f.sync_data().unwrap();
                 lat.push(t.elapsed().as_secs_f64() * 1e6);
@@ -83,18 +114,21 @@ fn main() {
         }
         "prealloc" => {
             use std::os::unix::fs::FileExt;
-            let f = std::fs::OpenOptions::new().create(true).read(true).write(true).open(format!("{dir}/seg")).unwrap();
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .read(true)
+                .write(true)
+                .open(format!("{dir}/seg"))
+                .unwrap();
             let zeros = vec![0u8; 1 << 20];
-            for m in 0..16u64 { f.write_all_at(&zeros, m << 20).unwrap(); }
+            for m in 0..16u64 {
+                f.write_all_at(&zeros, m << 20).unwrap();
+            }
             f.sync_all().unwrap();
             let mut off = 0u64;
             for i in 0..n {
                 let t = Instant::now();
-                let mut rec = Vec::with_capacity(payload.len() + 16);
-                rec.extend_from_slice(&(payload.len() as u32 + 8).to_le_bytes());
-                rec.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
-                rec.extend_from_slice(&i.to_le_bytes());
-                rec.extend_from_slice(&payload);
+                let rec = record(i, &payload);
                 f.write_all_at(&rec, off).unwrap();
                 off += rec.len() as u64;
                 f.sync_data().unwrap();
@@ -103,15 +137,15 @@ fn main() {
         }
         "sfr" => {
             use std::os::unix::io::AsRawFd;
-            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(format!("{dir}/seg")).unwrap();
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(format!("{dir}/seg"))
+                .unwrap();
             let mut off = 0i64;
             for i in 0..n {
                 let t = Instant::now();
-                let mut rec = Vec::with_capacity(payload.len() + 16);
-                rec.extend_from_slice(&(payload.len() as u32 + 8).to_le_bytes());
-                rec.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
-                rec.extend_from_slice(&i.to_le_bytes());
-                rec.extend_from_slice(&payload);
+                let rec = record(i, &payload);
                 f.write_all(&rec).unwrap();
                 let r = unsafe { libc::sync_file_range(f.as_raw_fd(), off, rec.len() as i64, 7) };
                 assert_eq!(r, 0);
@@ -122,17 +156,22 @@ fn main() {
         }
         "thread" => {
             // write on the caller, fdatasync on another thread (a hop there and back)
-            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(format!("{dir}/seg")).unwrap();
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(format!("{dir}/seg"))
+                .unwrap();
             let g = f.try_clone().unwrap();
             let (tx, rx) = std::sync::mpsc::channel::<SyncSender<()>>();
-            std::thread::spawn(move || { for done in rx { g.sync_data().unwrap(); done.send(()).unwrap(); } });
+            std::thread::spawn(move || {
+                for done in rx {
+                    g.sync_data().unwrap();
+                    done.send(()).unwrap();
+                }
+            });
             for i in 0..n {
                 let t = Instant::now();
-                let mut rec = Vec::with_capacity(payload.len() + 16);
-                rec.extend_from_slice(&(payload.len() as u32 + 8).to_le_bytes());
-                rec.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
-                rec.extend_from_slice(&i.to_le_bytes());
-                rec.extend_from_slice(&payload);
+                let rec = record(i, &payload);
                 f.write_all(&rec).unwrap();
                 let (dtx, drx) = sync_channel(1);
                 tx.send(dtx).unwrap();
@@ -142,32 +181,41 @@ fn main() {
         }
         "dsync" => {
             use std::os::unix::fs::OpenOptionsExt;
-            let mut f = std::fs::OpenOptions::new().create(true).append(true).custom_flags(libc::O_DSYNC).open(format!("{dir}/seg")).unwrap();
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .custom_flags(libc::O_DSYNC)
+                .open(format!("{dir}/seg"))
+                .unwrap();
             for i in 0..n {
                 let t = Instant::now();
-                let mut rec = Vec::with_capacity(payload.len() + 16);
-                rec.extend_from_slice(&(payload.len() as u32 + 8).to_le_bytes());
-                rec.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
-                rec.extend_from_slice(&i.to_le_bytes());
-                rec.extend_from_slice(&payload);
+                let rec = record(i, &payload);
                 f.write_all(&rec).unwrap();
                 lat.push(t.elapsed().as_secs_f64() * 1e6);
             }
         }
         "sledlike" => {
             use std::os::unix::io::AsRawFd;
-            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(format!("{dir}/seg")).unwrap();
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(format!("{dir}/seg"))
+                .unwrap();
             let g = std::fs::File::open(format!("{dir}/seg")).unwrap();
             let (tx, rx) = std::sync::mpsc::channel::<(Vec<u8>, i64, SyncSender<()>)>();
-            std::thread::spawn(move || { for (rec, off, done) in rx { f.write_all(&rec).unwrap(); let r = unsafe { libc::sync_file_range(f.as_raw_fd(), off, rec.len() as i64, 7) }; assert_eq!(r, 0); done.send(()).unwrap(); } });
+            std::thread::spawn(move || {
+                for (rec, off, done) in rx {
+                    f.write_all(&rec).unwrap();
+                    let r =
+                        unsafe { libc::sync_file_range(f.as_raw_fd(), off, rec.len() as i64, 7) };
+                    assert_eq!(r, 0);
+                    done.send(()).unwrap();
+                }
+            });
             let mut off = 0i64;
             for i in 0..n {
                 let t = Instant::now();
-                let mut rec = Vec::with_capacity(payload.len() + 16);
-                rec.extend_from_slice(&(payload.len() as u32 + 8).to_le_bytes());
-                rec.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
-                rec.extend_from_slice(&i.to_le_bytes());
-                rec.extend_from_slice(&payload);
+                let rec = record(i, &payload);
                 let len = rec.len() as i64;
                 let (dtx, drx) = sync_channel(1);
                 tx.send((rec, off, dtx)).unwrap();
