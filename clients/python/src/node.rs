@@ -390,7 +390,10 @@ impl NativeNode {
     }
 
     /// `stop()` for interpreter exit: blocks without the client runtime
-    /// and does nothing in a forked child.
+    /// and does nothing in a forked child. Its records reach `logging`
+    /// before it returns, as `stop()`'s do: the package's last exit hook
+    /// closes the bridge right after, and a record still queued then is
+    /// dropped.
     fn stop_at_exit(&self, py: Python<'_>) {
         if std::process::id() != self.pid {
             return;
@@ -398,7 +401,10 @@ impl NativeNode {
         self.stopping.send_replace(true);
         let running = self.running().take();
         if let Some(running) = running {
-            py.detach(|| running.stop());
+            py.detach(|| {
+                running.stop();
+                log_bridge::flush(FLUSH_WAIT);
+            });
         }
     }
 }

@@ -406,13 +406,26 @@ def json_last_line(stdout: str) -> dict[str, Any]:
 
 def test_a_node_left_running_at_exit_logs_its_stop_and_the_process_exits() -> None:
     """No deadlock at interpreter exit: the node stopped by the exit hook
-    logs through a configured handler, then the process ends. Without the
-    bridge no record comes."""
+    logs through a configured handler, even a slow one, then the process
+    ends. Without the bridge no record comes; without the exit stop's wait
+    for its records (the package's last hook closes the bridge right
+    after), "node stopped" was still queued behind the slow handler and
+    was dropped (seen once in CI on 3.12 without a slow handler, and in 6
+    of 6 runs with this one)."""
     out = run_python(
         """
-        import logging, sys, tempfile
+        import logging, sys, tempfile, time
         import raftlock
-        logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(name)s %(message)s")
+
+        class Slow(logging.StreamHandler):
+            def emit(self, record):
+                if "became leader" in record.getMessage():
+                    time.sleep(0.5)
+                super().emit(record)
+
+        handler = Slow(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(name)s %(message)s"))
+        logging.basicConfig(level=logging.INFO, handlers=[handler])
         d = tempfile.mkdtemp()
         node = raftlock.Node(data_dir=d, client_addr="127.0.0.1:0", peer_addr="127.0.0.1:0")
         node.wait_ready(timeout=30)
