@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::serving::Serving;
 use futures::Stream;
-use raftlock_storage::command::{Acquire, CancelOutcome};
+use raftlock_storage::command::CancelOutcome;
 use raftlock_storage::state::LockState;
 use raftlock_storage::{CommandError, Response};
 use tokio::sync::{broadcast, mpsc};
@@ -15,7 +15,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response as Reply, Status};
 
 use super::checked::{Campaign, NamedRead};
-use super::{admit, header, read, unexpected, write, StreamPermit, StreamQuota};
+use super::{admit, admit_by, header, read, unexpected, write, StreamPermit, StreamQuota};
 use crate::auth::Auth;
 use crate::pb;
 use crate::serving::grant_wait::AcquireCall;
@@ -52,18 +52,17 @@ impl pb::election_server::Election for ElectionService {
         &self,
         req: Request<pb::CampaignRequest>,
     ) -> Result<Reply<pb::CampaignResponse>, Status> {
-        let (who, campaign): (_, Campaign) = admit(&self.auth, req)?;
+        let default_lock_delay_ms = self.node.lock_delay_ms();
+        let (who, campaign) = admit_by(&self.auth, req, |req| {
+            Campaign::check(req, default_lock_delay_ms)
+        })?;
         // A waiting campaign is held open: it takes a place until it ends.
         let _permit = match campaign.command.wait {
             true => self.streams.admit(who.account()).map_err(to_status)?,
             false => None,
         };
         let call = AcquireCall {
-            command: Acquire {
-                // The node's default, as for a lock that names none.
-                lock_delay_ms: self.node.lock_delay_ms(None),
-                ..campaign.command
-            },
+            command: campaign.command,
             timeout: campaign.timeout,
             origin: campaign.origin,
             caller: who.caller().clone(),

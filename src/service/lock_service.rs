@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use crate::serving::Serving;
 use raftlock_raft::clock::wall_clock_ms;
-use raftlock_storage::command::{Acquire, CancelOutcome};
+use raftlock_storage::command::CancelOutcome;
 use raftlock_storage::state::Lock;
 use raftlock_storage::{Command, Mode, Response};
 use tonic::{Request, Response as Reply, Status};
 
 use super::checked::{AcquireLock, NamedRead, Write};
-use super::{admit, header, read, unexpected, write, StreamQuota};
+use super::{admit, admit_by, header, read, unexpected, write, StreamQuota};
 use crate::auth::{Auth, Principal};
 use crate::pb;
 use crate::serving::grant_wait::AcquireCall;
@@ -34,14 +34,12 @@ impl pb::lock_server::Lock for LockService {
         &self,
         req: Request<pb::AcquireRequest>,
     ) -> Result<Reply<pb::AcquireResponse>, Status> {
-        let (who, call) = admit(&self.auth, req)?;
-        let (origin, command, lock_delay_ms, timeout) = match call {
-            AcquireLock::OwnTtl {
-                origin,
-                mut command,
-                lock_delay_ms,
-            } => {
-                command.lock_delay_ms = self.node.lock_delay_ms(lock_delay_ms);
+        let default_lock_delay_ms = self.node.lock_delay_ms();
+        let (who, call) = admit_by(&self.auth, req, |req| {
+            AcquireLock::check(req, default_lock_delay_ms)
+        })?;
+        let (origin, command, timeout) = match call {
+            AcquireLock::OwnTtl { origin, command } => {
                 let call = Write {
                     origin,
                     command: Command::AcquireWithTtl(command),
@@ -51,9 +49,8 @@ impl pb::lock_server::Lock for LockService {
             AcquireLock::OnLease {
                 origin,
                 command,
-                lock_delay_ms,
                 timeout,
-            } => (origin, command, lock_delay_ms, timeout),
+            } => (origin, command, timeout),
         };
         // A waiting call is held open: it takes a place until it ends.
         let _permit = match command.wait {
@@ -61,10 +58,7 @@ impl pb::lock_server::Lock for LockService {
             false => None,
         };
         let call = AcquireCall {
-            command: Acquire {
-                lock_delay_ms: self.node.lock_delay_ms(lock_delay_ms),
-                ..command
-            },
+            command,
             timeout,
             origin,
             caller: who.caller().clone(),

@@ -51,8 +51,18 @@ fn admit<W, C>(auth: &Auth, req: tonic::Request<W>) -> Result<(Principal, C), St
 where
     C: TryFrom<W, Error = Error> + Checked,
 {
+    admit_by(auth, req, C::try_from)
+}
+
+/// [`admit`] with the check `check` (one that needs more than the request,
+/// such as the node's defaults).
+fn admit_by<W, C: Checked>(
+    auth: &Auth,
+    req: tonic::Request<W>,
+    check: impl FnOnce(W) -> Result<C, Error>,
+) -> Result<(Principal, C), Status> {
     let who = auth.authenticate(&req)?;
-    let call = C::try_from(req.into_inner()).map_err(to_status)?;
+    let call = check(req.into_inner()).map_err(to_status)?;
     match call.needs() {
         Needs::Nothing => {}
         Needs::Name(name) => who.check_name(name)?,

@@ -35,8 +35,8 @@ use super::Serving;
 /// only the call knows.
 #[derive(Debug, Clone)]
 pub struct AcquireCall {
-    /// The command, its lock-delay already resolved
-    /// ([`Serving::lock_delay_ms`]).
+    /// The command, as checked (its lock-delay the caller's or the
+    /// node's default, [`Serving::lock_delay_ms`]).
     pub command: Acquire,
     /// How long to wait in the queue; `None` waits until granted.
     pub timeout: Option<Duration>,
@@ -56,16 +56,15 @@ pub struct Grant {
 }
 
 impl Serving {
-    /// The lock-delay an Acquire carries: `requested_ms`, or the node's
-    /// default (`ServingConfig::lock_delay`).
-    pub fn lock_delay_ms(&self, requested_ms: Option<u64>) -> u64 {
-        requested_ms.unwrap_or_else(|| {
-            self.config
-                .lock_delay
-                .as_millis()
-                .try_into()
-                .unwrap_or(u64::MAX)
-        })
+    /// The lock-delay of an Acquire or Campaign that names none: the
+    /// node's default (`ServingConfig::lock_delay`), put in the command
+    /// where the call is checked.
+    pub fn lock_delay_ms(&self) -> u64 {
+        self.config
+            .lock_delay
+            .as_millis()
+            .try_into()
+            .unwrap_or(u64::MAX)
     }
 
     /// Acquires per `spec`: `Ok(Some(grant))`, or `Ok(None)` for a try-lock that

@@ -359,3 +359,51 @@ async fn concurrent_writes_share_entries_with_distinct_fences() {
     assert!(entries.len() < fences.len());
     cluster.shutdown().await;
 }
+
+/// A lock or campaign that names no lock-delay carries the node's default
+/// (`lock_delay_ms` in the node's config), put in the command where the
+/// call is checked: on a lease, with its own TTL, and a campaign alike;
+/// one that names a delay (0 too) keeps its own. Seen failing: with the
+/// campaign's delay left at the 0 its check put in, its holder showed 0.
+#[tokio::test]
+async fn a_call_that_names_no_lock_delay_carries_the_nodes_default() {
+    let mut config = crate::cluster::test_config();
+    config.serving.lock_delay = Duration::from_secs(7);
+    let cluster = TestCluster::with_config(1, config).await;
+    let client = cluster.client().await;
+    let lease = client.grant_lease(TTL).await.unwrap();
+    let delay_of = |name: &'static str| {
+        let client = client.clone();
+        async move {
+            let info = client.describe(name).await.unwrap().unwrap();
+            info.holders[0].lock_delay_ms
+        }
+    };
+    client
+        .acquire(&Acquire::exclusive("delay/default", "a", lease))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(delay_of("delay/default").await, 7_000);
+    client
+        .acquire(&Acquire {
+            lock_delay: Some(Duration::ZERO),
+            ..Acquire::exclusive("delay/named", "a", lease)
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(delay_of("delay/named").await, 0);
+    client
+        .acquire_with_ttl("delay/own-ttl", "a", TTL)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(delay_of("delay/own-ttl").await, 7_000);
+    client
+        .campaign("delay/election", "n1", lease, b"v", None)
+        .await
+        .unwrap();
+    assert_eq!(delay_of("delay/election").await, 7_000);
+    cluster.shutdown().await;
+}

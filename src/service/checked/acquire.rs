@@ -1,6 +1,7 @@
 //! The calls that take a lock and may wait for it: Acquire and Campaign.
-//! Their lock-delay, when the caller names none, is the node's default,
-//! which the serving layer sets ([`Serving::lock_delay_ms`]).
+//! Their lock-delay, when the caller names none, is the node's default
+//! ([`Serving::lock_delay_ms`]), put in the command here, where the call is
+//! checked: the checked form is what runs, never changed after.
 //!
 //! [`Serving::lock_delay_ms`]: crate::serving::Serving::lock_delay_ms
 
@@ -26,15 +27,11 @@ pub(crate) enum AcquireLock {
     OwnTtl {
         origin: ClientSeq,
         command: AcquireWithTtl,
-        /// The lock-delay asked for; `None`: the node's default.
-        lock_delay_ms: Option<u64>,
     },
     /// A lock on the caller's lease, waited for or tried.
     OnLease {
         origin: ClientSeq,
         command: Acquire,
-        /// The lock-delay asked for; `None`: the node's default.
-        lock_delay_ms: Option<u64>,
         timeout: WaitFor,
     },
 }
@@ -48,12 +45,16 @@ impl Checked for AcquireLock {
     }
 }
 
-impl TryFrom<pb::AcquireRequest> for AcquireLock {
-    type Error = Error;
-    fn try_from(req: pb::AcquireRequest) -> Result<Self, Error> {
+impl AcquireLock {
+    /// `req` checked, its lock-delay the one it names or else
+    /// `default_lock_delay_ms`, the node's.
+    pub(crate) fn check(
+        req: pb::AcquireRequest,
+        default_lock_delay_ms: u64,
+    ) -> Result<Self, Error> {
         let origin = origin(req.request_id.as_ref())?;
         let mode = mode(req.mode, req.permits, req.limit)?;
-        let lock_delay_ms = req.lock_delay_ms;
+        let lock_delay_ms = req.lock_delay_ms.unwrap_or(default_lock_delay_ms);
         if let Some(ttl_ms) = req.ttl_ms {
             if req.lease != 0 {
                 let problem = Problem::NotZero {
@@ -73,14 +74,10 @@ impl TryFrom<pb::AcquireRequest> for AcquireLock {
                 owner: req.owner,
                 ttl_ms,
                 mode,
-                lock_delay_ms: lock_delay_ms.unwrap_or(0),
+                lock_delay_ms,
             };
             check_acquire_with_ttl(&command)?;
-            return Ok(AcquireLock::OwnTtl {
-                origin,
-                command,
-                lock_delay_ms,
-            });
+            return Ok(AcquireLock::OwnTtl { origin, command });
         }
         let command = Acquire {
             name: req.name,
@@ -89,13 +86,12 @@ impl TryFrom<pb::AcquireRequest> for AcquireLock {
             mode,
             wait: req.wait,
             value: None,
-            lock_delay_ms: lock_delay_ms.unwrap_or(0),
+            lock_delay_ms,
         };
         check_acquire(&command)?;
         Ok(AcquireLock::OnLease {
             origin,
             command,
-            lock_delay_ms,
             timeout: wait_for(req.wait_timeout_ms),
         })
     }
@@ -116,9 +112,13 @@ impl Checked for Campaign {
     }
 }
 
-impl TryFrom<pb::CampaignRequest> for Campaign {
-    type Error = Error;
-    fn try_from(req: pb::CampaignRequest) -> Result<Self, Error> {
+impl Campaign {
+    /// `req` checked; its lock-delay is `default_lock_delay_ms`, the
+    /// node's, as for a lock that names none.
+    pub(crate) fn check(
+        req: pb::CampaignRequest,
+        default_lock_delay_ms: u64,
+    ) -> Result<Self, Error> {
         let origin = origin(req.request_id.as_ref())?;
         let command = Acquire {
             name: req.name,
@@ -127,8 +127,7 @@ impl TryFrom<pb::CampaignRequest> for Campaign {
             mode: Mode::Exclusive,
             wait: !req.no_wait,
             value: Some(req.value),
-            // The node's default, as for a lock that names none.
-            lock_delay_ms: 0,
+            lock_delay_ms: default_lock_delay_ms,
         };
         check_acquire(&command)?;
         Ok(Campaign {
