@@ -1,6 +1,6 @@
 //! A node's settings: replication's ([`raftlock_raft::Config`]) and the
 //! serving layer's ([`ServingConfig`]: client authentication, the client
-//! and admin listeners, the default lock-delay, calls held open). One flat
+//! and admin listeners, the default lock-delay, the per-account quotas). One flat
 //! table of keys holds both, in a TOML file as in flags (`heartbeat_ms`,
 //! `auth_file`, ...); a key neither knows is refused.
 
@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use raftlock_raft::config::{check_ranges, millis, ListenerLimits};
 use raftlock_raft::ConfigError;
-use raftlock_storage::limits::MAX_LOCK_DELAY_MS;
+use raftlock_storage::limits::{
+    self, DEFAULT_QUOTA_CLIENTS, DEFAULT_QUOTA_LEASES, DEFAULT_QUOTA_WAITERS, MAX_LOCK_DELAY_MS,
+};
+use raftlock_storage::Quotas;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// Default of [`ServingConfig::quota_streams`].
@@ -23,10 +26,10 @@ pub const DEFAULT_QUOTA_STREAMS: u32 = 10_000;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Config {
     /// Replication: identity, addresses, cluster, timings, storage, TLS,
-    /// peer authentication, replicated quotas.
+    /// peer authentication.
     #[serde(flatten)]
     pub replication: raftlock_raft::Config,
-    /// Serving clients: authentication, listeners, lock-delay, streams.
+    /// Serving clients: authentication, listeners, lock-delay, quotas.
     #[serde(flatten)]
     pub serving: ServingConfig,
 }
@@ -79,6 +82,32 @@ pub struct ServingConfig {
     /// streams, Observe streams, and Acquire and Campaign calls that wait.
     /// Per node.
     pub quota_streams: u32,
+    /// Live leases one account may hold: an authenticated identity, or,
+    /// without authentication, a source IP address. Counted cluster-wide;
+    /// the leader's setting applies (its entries carry it), so set it
+    /// alike on every node.
+    pub quota_leases: u32,
+    /// Client ids one account may have remembered for exactly-once
+    /// retries. Past it, its own least recently seen client id without a
+    /// live lease is forgotten; once each of them granted a live lease, a
+    /// new client id is refused until one of those leases ends.
+    /// Cluster-wide, the leader's setting.
+    pub quota_clients: u32,
+    /// Requests one account may have waiting in lock and election queues
+    /// (counted by the account of the lease they wait on). Cluster-wide,
+    /// the leader's setting.
+    pub quota_waiters: u32,
+}
+
+impl ServingConfig {
+    /// The per-account quotas this node's entries carry when it leads.
+    pub fn quotas(&self) -> Quotas {
+        Quotas {
+            leases: self.quota_leases,
+            clients: self.quota_clients,
+            waiters: self.quota_waiters,
+        }
+    }
 }
 
 impl Default for ServingConfig {
@@ -92,6 +121,9 @@ impl Default for ServingConfig {
             max_connections_per_ip: 2_500,
             lock_delay: Duration::ZERO,
             quota_streams: DEFAULT_QUOTA_STREAMS,
+            quota_leases: DEFAULT_QUOTA_LEASES,
+            quota_clients: DEFAULT_QUOTA_CLIENTS,
+            quota_waiters: DEFAULT_QUOTA_WAITERS,
         }
     }
 }
@@ -136,9 +168,29 @@ impl Config {
         let lock_delay = u64::try_from(serving.lock_delay.as_millis()).unwrap_or(u64::MAX);
         let ranges = [
             ("lock_delay_ms", lock_delay, 0, MAX_LOCK_DELAY_MS),
+            // A quota of 0 would refuse everyone; one above the global
+            // bound is that bound.
             (
                 "quota_streams",
                 u64::from(serving.quota_streams),
+                1,
+                1_000_000,
+            ),
+            (
+                "quota_leases",
+                u64::from(serving.quota_leases),
+                1,
+                limits::MAX_LEASES as u64,
+            ),
+            (
+                "quota_clients",
+                u64::from(serving.quota_clients),
+                1,
+                limits::MAX_CLIENT_SESSIONS as u64,
+            ),
+            (
+                "quota_waiters",
+                u64::from(serving.quota_waiters),
                 1,
                 1_000_000,
             ),

@@ -38,7 +38,7 @@ fn later_layers_win_key_by_key_over_the_defaults() {
         config.replication.election_timeout,
         Duration::from_millis(700)
     );
-    assert_eq!(config.replication.quota_leases, 7);
+    assert_eq!(config.serving.quota_leases, 7);
     assert_eq!(
         config.replication.snapshot_after_entries, 10_000,
         "the default"

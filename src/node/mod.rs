@@ -158,10 +158,12 @@ impl NodeBuilder {
             (None, None) => None,
         };
         let insecure = config.insecure;
+        let quotas = serving_config.quotas();
         #[cfg(feature = "test-util")]
-        let raft = RaftNode::start_with_link_filter(config, self.peer_listener, self.filter);
+        let raft =
+            RaftNode::start_with_link_filter(config, quotas, self.peer_listener, self.filter);
         #[cfg(not(feature = "test-util"))]
-        let raft = RaftNode::start(config, self.peer_listener);
+        let raft = RaftNode::start(config, quotas, self.peer_listener);
         let raft = raft.await?;
         // Operator calls need the cluster's admin credential or a node
         // certificate, except under --insecure (docs/security.md).

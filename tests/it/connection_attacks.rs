@@ -215,8 +215,8 @@ async fn a_malformed_message_is_invalid_argument() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_leases_from_one_source_leaves_room_for_others() {
     let mut base = test_config();
-    base.replication.quota_clients = 30;
-    base.replication.quota_leases = 40;
+    base.serving.quota_clients = 30;
+    base.serving.quota_leases = 40;
     let cluster = TestCluster::with_config(3, base).await;
     let leader = cluster.wait_for_leader().await;
     let follower = cluster.others(leader)[0];

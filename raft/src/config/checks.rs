@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use raftlock_storage::{limits, NodeId};
+use raftlock_storage::NodeId;
 
 use super::{Config, MIN_PEER_MESSAGE_BYTES};
 
@@ -179,8 +179,7 @@ impl Config {
     /// Numbers no node can work with: each refused with its key.
     fn validate_ranges(&self) -> Result<(), ConfigError> {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        let quota = |q: u32| u64::from(q);
-        let checks: [(&'static str, u64, u64, u64); 11] = [
+        let checks: [(&'static str, u64, u64, u64); 8] = [
             ("heartbeat_ms", ms(self.heartbeat), 1, 10_000),
             ("election_timeout_ms", ms(self.election_timeout), 3, 60_000),
             ("leader_wait_ms", ms(self.leader_wait), 1, 600_000),
@@ -210,21 +209,6 @@ impl Config {
                 600_000,
             ),
             ("idle_timeout_ms", ms(self.idle_timeout), 1_000, 86_400_000),
-            // A quota of 0 would refuse everyone; one above the global
-            // bound is that bound.
-            (
-                "quota_leases",
-                quota(self.quota_leases),
-                1,
-                limits::MAX_LEASES as u64,
-            ),
-            (
-                "quota_clients",
-                quota(self.quota_clients),
-                1,
-                limits::MAX_CLIENT_SESSIONS as u64,
-            ),
-            ("quota_waiters", quota(self.quota_waiters), 1, 1_000_000),
         ];
         check_ranges(&checks)
     }

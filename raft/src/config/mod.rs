@@ -8,10 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use raftlock_storage::limits::{
-    DEFAULT_QUOTA_CLIENTS, DEFAULT_QUOTA_LEASES, DEFAULT_QUOTA_WAITERS,
-};
-use raftlock_storage::{Bootstrap, NodeAddr, NodeId, OpenOptions, Quotas, SyncMode};
+use raftlock_storage::{Bootstrap, NodeAddr, NodeId, OpenOptions, SyncMode};
 
 mod checks;
 pub mod join_token;
@@ -169,20 +166,6 @@ pub struct Config {
     /// always has something to send.
     #[serde(rename = "idle_timeout_ms", with = "millis")]
     pub idle_timeout: Duration,
-    /// Live leases one account may hold: an authenticated identity, or,
-    /// without authentication, a source IP address. Counted cluster-wide;
-    /// the leader's setting applies, so set it alike on every node.
-    pub quota_leases: u32,
-    /// Client ids one account may have remembered for exactly-once
-    /// retries. Past it, its own least recently seen client id without a
-    /// live lease is forgotten; once each of them granted a live lease, a
-    /// new client id is refused until one of those leases ends.
-    /// Cluster-wide, the leader's setting.
-    pub quota_clients: u32,
-    /// Requests one account may have waiting in lock and election queues
-    /// (counted by the account of the lease they wait on). Cluster-wide,
-    /// the leader's setting.
-    pub quota_waiters: u32,
 }
 
 impl Default for Config {
@@ -211,23 +194,11 @@ impl Default for Config {
             max_peer_message_bytes: DEFAULT_MAX_PEER_MESSAGE_BYTES,
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
-            quota_leases: DEFAULT_QUOTA_LEASES,
-            quota_clients: DEFAULT_QUOTA_CLIENTS,
-            quota_waiters: DEFAULT_QUOTA_WAITERS,
         }
     }
 }
 
 impl Config {
-    /// The per-account quotas this node's entries carry when it leads.
-    pub fn quotas(&self) -> Quotas {
-        Quotas {
-            leases: self.quota_leases,
-            clients: self.quota_clients,
-            waiters: self.quota_waiters,
-        }
-    }
-
     /// The peer listener's budget: fixed caps, this config's timeouts.
     pub fn peer_listener_limits(&self) -> ListenerLimits {
         self.timeouts(ListenerLimits::peer_default())

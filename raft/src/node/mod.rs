@@ -27,7 +27,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tonic::service::interceptor::InterceptedService;
 
-use raftlock_storage::{AppendTimer, NodeAddr, NodeId};
+use raftlock_storage::{AppendTimer, NodeAddr, NodeId, Quotas};
 
 use crate::config::Config;
 use crate::membership::removal::Removal;
@@ -69,13 +69,15 @@ pub struct RaftNode {
 impl RaftNode {
     /// Opens `config.data_dir`, starts Raft and the peer listener, and
     /// initializes a new cluster if the store is empty and `config.join` is
-    /// not set. `peer_listener` overrides `config.peer_addr` (tests bind port
-    /// 0 first).
+    /// not set. The entries this node proposes as leader carry `quotas`
+    /// (the serving layer's setting). `peer_listener` overrides
+    /// `config.peer_addr` (tests bind port 0 first).
     pub async fn start(
         config: Config,
+        quotas: Quotas,
         peer_listener: Option<TcpListener>,
     ) -> Result<RaftNode, StartError> {
-        Self::start_filtered(config, peer_listener, LinkFilter::default()).await
+        Self::start_filtered(config, quotas, peer_listener, LinkFilter::default()).await
     }
 
     /// Like [`start`](Self::start), with the links `filter` cuts (a test
@@ -83,14 +85,16 @@ impl RaftNode {
     #[cfg(feature = "test-util")]
     pub async fn start_with_link_filter(
         config: Config,
+        quotas: Quotas,
         peer_listener: Option<TcpListener>,
         filter: LinkFilter,
     ) -> Result<RaftNode, StartError> {
-        Self::start_filtered(config, peer_listener, filter).await
+        Self::start_filtered(config, quotas, peer_listener, filter).await
     }
 
     async fn start_filtered(
         config: Config,
+        quotas: Quotas,
         peer_listener: Option<TcpListener>,
         filter: LinkFilter,
     ) -> Result<RaftNode, StartError> {
@@ -210,12 +214,8 @@ impl RaftNode {
 
         let peer_tls = tls.as_ref().map(NodeTls::peer_server_config);
         let (stop, stop_rx) = watch::channel(false);
-        let (proposer, proposing) = Proposer::start(
-            raft.clone(),
-            config.quotas(),
-            stop_rx.clone(),
-            metrics.clone(),
-        );
+        let (proposer, proposing) =
+            Proposer::start(raft.clone(), quotas, stop_rx.clone(), metrics.clone());
         let inner = Arc::new(Replica {
             id: config.id,
             config,

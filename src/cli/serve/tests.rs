@@ -64,7 +64,7 @@ fn connection_limits_come_from_flags_and_are_checked() {
 fn quotas_come_from_flags_and_are_checked() {
     let (config, _) = parse(&[]);
     let defaults = raftlock_storage::Quotas::default();
-    assert_eq!(config.replication.quotas(), defaults);
+    assert_eq!(config.serving.quotas(), defaults);
     assert_eq!(
         (defaults.leases, defaults.clients, defaults.waiters),
         (10_000, 10_000, 10_000)
@@ -80,7 +80,7 @@ fn quotas_come_from_flags_and_are_checked() {
         "--quota-streams",
         "8",
     ]);
-    let quotas = config.replication.quotas();
+    let quotas = config.serving.quotas();
     assert_eq!((quotas.leases, quotas.clients, quotas.waiters), (5, 6, 7));
     assert_eq!(config.serving.quota_streams, 8);
     let argv = ["raftlock", "serve", "--quota-leases", "0"];

@@ -18,7 +18,7 @@ async fn one_identity_cannot_take_every_lease_and_an_admin_revokes_its_leases() 
     let dir = tempfile::tempdir().expect("temp dir");
     let mut base = test_config();
     base.serving.auth_file = Some(auth_file(dir.path()));
-    base.replication.quota_leases = 25;
+    base.serving.quota_leases = 25;
     let cluster = TestCluster::with_config(3, base).await;
     let leader = cluster.wait_for_leader().await;
     let follower = cluster.others(leader)[0];
