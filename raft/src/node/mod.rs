@@ -179,8 +179,7 @@ impl RaftNode {
         )
         // openraft's `election_timeout_max` (see `Config::raft_config`).
         .with_append_deadline(config.election_timeout * 2);
-        start_checks::refuse_if_running_elsewhere(&config, &log_store, &sm_store, &net).await?;
-        start_checks::refuse_if_rolled_back(&config, &log_store, &sm_store, &net).await?;
+        start_checks::refuse_unsafe_start(&config, &log_store, &sm_store, &net).await?;
         let raft = Raft::new(
             config.id,
             Arc::new(raft_config),

@@ -261,22 +261,26 @@ impl PeerConnection {
     where
         Resp: DeserializeOwned,
     {
-        let result = self.exchange(rpc, data, option).await;
+        let result = self.exchange(rpc, data, option).await.and_then(|reply| {
+            let result: Result<Resp, RaftError<TypeConfig>> =
+                decode(&reply).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+            // The peer's Raft stopped or failed: it is going away.
+            result.map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))
+        });
         if result.is_err() {
             self.net.metrics.on_peer_error(self.target, rpc.name());
         }
         result
     }
 
-    async fn exchange<Resp>(
+    /// Sends `data` sealed; answers the data of the peer's reply, its
+    /// envelope checked.
+    async fn exchange(
         &self,
         rpc: Rpc,
         data: Vec<u8>,
         option: &RPCOption,
-    ) -> Result<Resp, RPCError<TypeConfig>>
-    where
-        Resp: DeserializeOwned,
-    {
+    ) -> Result<Vec<u8>, RPCError<TypeConfig>> {
         if self.net.filter.is_blocked(self.net.id, self.target) {
             let e = std::io::Error::new(
                 std::io::ErrorKind::ConnectionRefused,
@@ -327,10 +331,7 @@ impl PeerConnection {
             return Err(RPCError::Unreachable(Unreachable::new(&e)));
         }
         self.net.witness.saw_boot(self.target, reply.boot);
-        let result: Result<Resp, RaftError<TypeConfig>> =
-            decode(&reply.data).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
-        // The peer's Raft stopped or failed: it is going away.
-        result.map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))
+        Ok(reply.data)
     }
 
     /// How long `rpc` may take. openraft gives every append-entries call

@@ -143,19 +143,6 @@ impl Speakers {
             last: now,
         };
         let ago = now.saturating_duration_since(known.last);
-        if sender.boot == known.boot {
-            // A restart raises the boot count before anything is sent: two
-            // processes with one count started from one copy of a dir.
-            return Err((
-                "speaker",
-                Refusal::Duplicate {
-                    from: sender.id,
-                    active: known.describe(),
-                    other: candidate.describe(),
-                    ago,
-                },
-            ));
-        }
         if sender.boot < known.boot {
             return Err((
                 "speaker",
@@ -177,7 +164,11 @@ impl Speakers {
                 },
             ));
         }
-        if ago < self.alive_for {
+        // A restart raises the boot count before anything is sent: two
+        // processes with one count started from one copy of a dir, and a
+        // higher count from a sender heard within `alive_for` is a second
+        // process while the first still speaks.
+        if sender.boot == known.boot || ago < self.alive_for {
             return Err((
                 "speaker",
                 Refusal::Duplicate {
