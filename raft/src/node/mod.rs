@@ -16,7 +16,7 @@ mod start_checks;
 mod start_error;
 pub mod step_down;
 
-pub use start_error::StartError;
+pub use start_error::{StartError, StartIo};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -113,7 +113,7 @@ impl RaftNode {
             );
         }
         std::fs::create_dir_all(&config.data_dir).map_err(|source| StartError::Io {
-            doing: format!("create data dir {}", config.data_dir.display()),
+            doing: StartIo::CreateDataDir(config.data_dir.clone()),
             source,
         })?;
 
@@ -198,12 +198,12 @@ impl RaftNode {
             None => TcpListener::bind(&config.peer_addr)
                 .await
                 .map_err(|source| StartError::Io {
-                    doing: format!("listen on {}", config.peer_addr),
+                    doing: StartIo::ListenPeer(config.peer_addr.clone()),
                     source,
                 })?,
         };
         let peer_addr = listener.local_addr().map_err(|source| StartError::Io {
-            doing: "read the peer listener's address".into(),
+            doing: StartIo::PeerListenerAddr,
             source,
         })?;
 
