@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use raftlock_storage::NodeId;
 
-use super::{Refusal, Sender, MAX_BOOT_STEP, MAX_SENDERS};
+use super::{Refusal, SeenProcess, Sender, MAX_BOOT_STEP, MAX_SENDERS};
 
 /// The last process seen speaking for one node id.
 #[derive(Debug, Clone)]
@@ -23,14 +23,12 @@ struct Speaker {
 }
 
 impl Speaker {
-    fn describe(&self) -> String {
-        let addr = self
-            .remote
-            .map_or_else(|| "an unknown address".to_string(), |a| a.to_string());
-        format!(
-            "{addr} (boot {}, incarnation {})",
-            self.boot, self.incarnation
-        )
+    fn describe(&self) -> Box<SeenProcess> {
+        Box::new(SeenProcess::At {
+            remote: self.remote,
+            boot: self.boot,
+            incarnation: self.incarnation,
+        })
     }
 }
 
