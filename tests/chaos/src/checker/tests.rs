@@ -133,6 +133,11 @@ fn assert_reported(h: &H, checks: &[&str]) {
     }
 }
 
+/// Asserts that exactly `checks` find something in `h`'s history.
+fn assert_failing_exactly(h: &H, checks: &[&str]) {
+    assert_eq!(failing(&h.history(), &Cells::new()), checks);
+}
+
 /// Names of the checks that found something.
 fn failing(h: &History, cells: &Cells) -> Vec<&'static str> {
     check_all(h, cells)
@@ -245,7 +250,7 @@ fn shared_holders_granted_together_may_share_a_token() {
         .acquire_mode(2, (0, 10), "b", 2, Mode::Shared, granted(9))
         .release(1, (11, 12), "a", released())
         .release(2, (11, 12), "b", released());
-    assert_eq!(failing(&h.history(), &Cells::new()), Vec::<&str>::new());
+    assert_failing_exactly(&h, &[]);
 }
 
 #[test]
@@ -265,20 +270,14 @@ fn a_revoked_lease_that_keeps_living_is_not_linearizable() {
     h.op(1, (0, 2), Op::Revoke { lease: 4 }, Outcome::Ok(Value::Unit))
         .acquire(2, (0, 1), "a", 4, granted(3))
         .keep_alive(1, (5, 6), 4, alive());
-    assert_eq!(
-        failing(&h.history(), &Cells::new()),
-        ["linearizable (Wing-Gong)"]
-    );
+    assert_failing_exactly(&h, &["linearizable (Wing-Gong)"]);
 }
 
 #[test]
 fn a_try_lock_refused_on_a_free_lock_is_not_linearizable() {
     let mut h = H::default();
     h.try_acquire(1, (0, 2), "a", 1, Outcome::Ok(Value::Busy));
-    assert_eq!(
-        failing(&h.history(), &Cells::new()),
-        ["linearizable (Wing-Gong)"]
-    );
+    assert_failing_exactly(&h, &["linearizable (Wing-Gong)"]);
 }
 
 #[test]
@@ -294,7 +293,7 @@ fn an_unknown_acquire_may_or_may_not_have_happened() {
             Op::Revoke { lease: 1 },
             Outcome::Ok(Value::Unit),
         );
-    assert_eq!(failing(&h.history(), &Cells::new()), Vec::<&str>::new());
+    assert_failing_exactly(&h, &[]);
 }
 
 #[test]
@@ -422,7 +421,7 @@ fn a_timed_out_wait_may_have_held_the_lock_inside_the_call() {
         .try_acquire(2, (5, 6), "b", 2, Outcome::Ok(Value::Busy))
         .keep_alive(1, (25, 26), 1, alive())
         .acquire(2, (27, 30), "c", 2, granted(9));
-    assert_eq!(failing(&h.history(), &Cells::new()), Vec::<&str>::new());
+    assert_failing_exactly(&h, &[]);
 }
 
 #[test]
@@ -433,8 +432,5 @@ fn a_grant_left_behind_by_a_timed_out_wait_is_not_linearizable() {
     h.acquire(1, (0, 20), "a", 1, Outcome::Fail(Failure::Timeout))
         .try_acquire(2, (25, 26), "b", 2, Outcome::Ok(Value::Busy))
         .keep_alive(1, (27, 28), 1, alive());
-    assert_eq!(
-        failing(&h.history(), &Cells::new()),
-        ["linearizable (Wing-Gong)"]
-    );
+    assert_failing_exactly(&h, &["linearizable (Wing-Gong)"]);
 }
