@@ -15,22 +15,21 @@ struct H {
 
 impl H {
     fn op(&mut self, client: u32, span: (u64, u64), op: Op, outcome: Outcome) -> &mut Self {
-        let seq = self.ops.len() as u64;
-        self.ops.push(Operation {
-            id: OpId {
-                client,
-                worker: 0,
-                seq,
-            },
-            op,
-            invoke: span.0,
-            complete: Some(span.1),
-            outcome: Some(outcome),
-        });
-        self
+        self.push(client, span.0, op, Some((span.1, outcome)))
     }
+    /// An op invoked at `at` that never got an answer.
     fn lost(&mut self, client: u32, at: u64, op: Op) -> &mut Self {
+        self.push(client, at, op, None)
+    }
+    fn push(
+        &mut self,
+        client: u32,
+        invoke: u64,
+        op: Op,
+        answer: Option<(u64, Outcome)>,
+    ) -> &mut Self {
         let seq = self.ops.len() as u64;
+        let (complete, outcome) = answer.unzip();
         self.ops.push(Operation {
             id: OpId {
                 client,
@@ -38,9 +37,9 @@ impl H {
                 seq,
             },
             op,
-            invoke: at,
-            complete: None,
-            outcome: None,
+            invoke,
+            complete,
+            outcome,
         });
         self
     }
