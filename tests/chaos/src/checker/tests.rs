@@ -64,21 +64,10 @@ impl H {
     ) -> &mut Self {
         self.op(c, span, acquire_op(owner, lease, mode, true), got)
     }
-    /// An exclusive try-lock (no wait).
-    fn try_acquire(
-        &mut self,
-        c: u32,
-        span: (u64, u64),
-        owner: &str,
-        lease: u64,
-        got: Outcome,
-    ) -> &mut Self {
-        self.op(
-            c,
-            span,
-            acquire_op(owner, lease, Mode::Exclusive, false),
-            got,
-        )
+    /// An exclusive try-lock (no wait) answered busy.
+    fn busy(&mut self, c: u32, span: (u64, u64), owner: &str, lease: u64) -> &mut Self {
+        let op = acquire_op(owner, lease, Mode::Exclusive, false);
+        self.op(c, span, op, Outcome::Ok(Value::Busy))
     }
     fn release(&mut self, c: u32, span: (u64, u64), owner: &str, got: Outcome) -> &mut Self {
         let op = Op::Release {
@@ -275,7 +264,7 @@ fn a_revoked_lease_that_keeps_living_is_not_linearizable() {
 #[test]
 fn a_try_lock_refused_on_a_free_lock_is_not_linearizable() {
     let mut h = H::default();
-    h.try_acquire(1, (0, 2), "a", 1, Outcome::Ok(Value::Busy));
+    h.busy(1, (0, 2), "a", 1);
     assert_failing_exactly(&h, &["linearizable (Wing-Gong)"]);
 }
 
@@ -417,7 +406,7 @@ fn a_timed_out_wait_may_have_held_the_lock_inside_the_call() {
     // other holder: the grant happened and the server's cancel released it.
     let mut h = H::default();
     h.acquire(1, (0, 20), "a", 1, Outcome::Fail(Failure::Timeout))
-        .try_acquire(2, (5, 6), "b", 2, Outcome::Ok(Value::Busy))
+        .busy(2, (5, 6), "b", 2)
         .keep_alive(1, (25, 26), 1, alive())
         .acquire(2, (27, 30), "c", 2, granted(9));
     assert_failing_exactly(&h, &[]);
@@ -429,7 +418,7 @@ fn a_grant_left_behind_by_a_timed_out_wait_is_not_linearizable() {
     // and nobody else holding: the cancel did not release the grant.
     let mut h = H::default();
     h.acquire(1, (0, 20), "a", 1, Outcome::Fail(Failure::Timeout))
-        .try_acquire(2, (25, 26), "b", 2, Outcome::Ok(Value::Busy))
+        .busy(2, (25, 26), "b", 2)
         .keep_alive(1, (27, 28), 1, alive());
     assert_failing_exactly(&h, &["linearizable (Wing-Gong)"]);
 }
