@@ -76,6 +76,21 @@ def idle_usage(pids: list[int], seconds: float) -> tuple[float, float]:
     return statistics.mean(rss), statistics.mean(cpu)
 
 
+def round_trips(times: list[float]) -> dict[str, float]:
+    """The median and 99th percentile of lock round trips (`times`, seconds), in ms."""
+    return {
+        "lock_rt_ms_p50": statistics.median(times) * 1000,
+        "lock_rt_ms_p99": sorted(times)[int(len(times) * 0.99) - 1] * 1000,
+    }
+
+
+def kill(procs: list[subprocess.Popen[str]] | list[subprocess.Popen[bytes]]) -> None:
+    """Kills `procs` and waits for each."""
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
 def cluster(tmp: Path, token: str) -> tuple[str, list[dict[str, str]]]:
     members = [(free_port(), free_port()) for _ in range(3)]
     initial = ",".join(f"{i + 1}=127.0.0.1:{p}/127.0.0.1:{c}" for i, (p, c) in enumerate(members))
@@ -122,13 +137,10 @@ def python_replicas(tmp: Path, token: str, idle: float, rounds: int) -> dict[str
             "idle_rss_mib": rss,
             "python_only_rss_mib": bare_rss,
             "idle_cpu_pct": cpu,
-            "lock_rt_ms_p50": statistics.median(times) * 1000,
-            "lock_rt_ms_p99": sorted(times)[int(len(times) * 0.99) - 1] * 1000,
+            **round_trips(times),
         }
     finally:
-        for p in [*procs, bare]:
-            p.kill()
-            p.wait()
+        kill([*procs, bare])
 
 
 def rust_nodes(tmp: Path, token: str, raftlock: str, idle: float, rounds: int) -> dict[str, object]:
@@ -173,13 +185,10 @@ def rust_nodes(tmp: Path, token: str, raftlock: str, idle: float, rounds: int) -
             "ready_s": ready,
             "idle_rss_mib": rss,
             "idle_cpu_pct": cpu,
-            "lock_rt_ms_p50": statistics.median(times) * 1000,
-            "lock_rt_ms_p99": sorted(times)[int(len(times) * 0.99) - 1] * 1000,
+            **round_trips(times),
         }
     finally:
-        for p in procs:
-            p.kill()
-            p.wait()
+        kill(procs)
 
 
 def main() -> None:

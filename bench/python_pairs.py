@@ -41,7 +41,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -97,16 +98,17 @@ async def window_cpu(window: Window) -> float:
 
 
 async def run_async_tasks(
-    tasks: int, window: Window, one_pair: Callable[[int], Awaitable[float]]
+    tasks: int, window: Window, lock: Callable[[int], AbstractAsyncContextManager[object]]
 ) -> float:
-    """``tasks`` tasks each calling ``one_pair(i)`` (which answers when
-    it acquired) until the window ends; answers the window's CPU."""
+    """``tasks`` tasks, task ``i`` taking and releasing ``lock(i)`` until
+    the window ends; answers the window's CPU."""
 
     async def worker(i: int) -> None:
         while time.monotonic() < window.end:
             began = time.monotonic()
             try:
-                acquired = await one_pair(i)
+                async with lock(i):
+                    acquired = time.monotonic()
             except Exception:
                 window.errors += 1
                 await asyncio.sleep(0.01)
@@ -127,12 +129,9 @@ def worker_asyncio(args: argparse.Namespace) -> dict[str, Any]:
             await c.session_lease()  # connected and granted before the window
         window = Window(args.warmup, args.duration)
 
-        async def one_pair(i: int) -> float:
-            async with clients[i].lock(f"{args.tag}/{i}"):
-                acquired = time.monotonic()
-            return acquired
-
-        cpu = await run_async_tasks(args.tasks, window, one_pair)
+        cpu = await run_async_tasks(
+            args.tasks, window, lambda i: clients[i].lock(f"{args.tag}/{i}")
+        )
         for c in clients:
             await c.close()
         return window.report(cpu)
@@ -186,12 +185,9 @@ def worker_redis(args: argparse.Namespace) -> dict[str, Any]:
             await c.ping()
         window = Window(args.warmup, args.duration)
 
-        async def one_pair(i: int) -> float:
-            async with clients[i].lock(f"{args.tag}/{i}", timeout=60):
-                acquired = time.monotonic()
-            return acquired
-
-        cpu = await run_async_tasks(args.tasks, window, one_pair)
+        cpu = await run_async_tasks(
+            args.tasks, window, lambda i: clients[i].lock(f"{args.tag}/{i}", timeout=60)
+        )
         for c in clients:
             await c.aclose()
         return window.report(cpu)

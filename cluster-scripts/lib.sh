@@ -138,15 +138,15 @@ make_certs() {
 node_client() { local v="NODE$1_CLIENT"; printf '%s' "${!v}"; }
 node_peer() { local v="NODE$1_PEER"; printf '%s' "${!v}"; }
 
-# make_layout N BASE_PORT: sets N, BASE_PORT, ENDPOINTS, INITIAL_CLUSTER and
-# NODEi_CLIENT / NODEi_PEER for a new cluster.
-make_layout() {
-    local n=$1 base=$2 i eps=() members=()
-    N=$n
-    BASE_PORT=$base
-    for ((i = 1; i <= n; i++)); do
-        printf -v "NODE${i}_CLIENT" '%s:%s' "$CLUSTER_HOST" $((base + 10 * i + 1))
-        printf -v "NODE${i}_PEER" '%s:%s' "$CLUSTER_HOST" $((base + 10 * i + 2))
+# layout_on_ports N PORT...: sets N, ENDPOINTS, INITIAL_CLUSTER and
+# NODEi_CLIENT / NODEi_PEER, node i on the (2i-1)th PORT (client) and the
+# 2i-th (peer).
+layout_on_ports() {
+    local i eps=() members=() ports=("${@:2}")
+    N=$1
+    for ((i = 1; i <= N; i++)); do
+        printf -v "NODE${i}_CLIENT" '%s:%s' "$CLUSTER_HOST" "${ports[2 * i - 2]}"
+        printf -v "NODE${i}_PEER" '%s:%s' "$CLUSTER_HOST" "${ports[2 * i - 1]}"
         eps+=("$(node_client "$i")")
         members+=("$i=$(node_peer "$i")/$(node_client "$i")")
     done
@@ -154,13 +154,23 @@ make_layout() {
     INITIAL_CLUSTER=$(IFS=,; printf '%s' "${members[*]}")
 }
 
+# make_layout N BASE_PORT: sets BASE_PORT and the layout of a new cluster
+# (layout_on_ports), node i on BASE_PORT + 10i + 1 (client) and + 2 (peer).
+make_layout() {
+    local n=$1 base=$2 i ports=()
+    BASE_PORT=$base
+    for ((i = 1; i <= n; i++)); do
+        ports+=($((base + 10 * i + 1)) $((base + 10 * i + 2)))
+    done
+    layout_on_ports "$n" "${ports[@]}"
+}
+
 # make_free_layout N: like make_layout, on free loopback ports the system
 # picks (each held until all 2N are chosen, so no two nodes share one);
 # BASE_PORT=0 records that the layout has no base, and such nodes run
 # without the admin listener, whose default port (client + 2) is not theirs.
 make_free_layout() {
-    local n=$1 i eps=() members=() ports=()
-    N=$n
+    local n=$1 ports=()
     BASE_PORT=0
     mapfile -t ports < <(python3 - "$((2 * n))" <<'EOF'
 import socket, sys
@@ -174,14 +184,7 @@ for s in held:
 EOF
     )
     ((${#ports[@]} == 2 * n)) || die "could not find $((2 * n)) free ports"
-    for ((i = 1; i <= n; i++)); do
-        printf -v "NODE${i}_CLIENT" '%s:%s' "$CLUSTER_HOST" "${ports[2 * i - 2]}"
-        printf -v "NODE${i}_PEER" '%s:%s' "$CLUSTER_HOST" "${ports[2 * i - 1]}"
-        eps+=("$(node_client "$i")")
-        members+=("$i=$(node_peer "$i")/$(node_client "$i")")
-    done
-    ENDPOINTS=$(IFS=,; printf '%s' "${eps[*]}")
-    INITIAL_CLUSTER=$(IFS=,; printf '%s' "${members[*]}")
+    layout_on_ports "$n" "${ports[@]}"
 }
 
 write_env() {
@@ -343,6 +346,18 @@ launch_node() {
     note "node $i failed to start; last lines of $d/log:"
     tail -n 20 -- "$d/log" | sed 's/^/    /' >&2
     die "node $i did not start"
+}
+
+# signal_script SIG DONE "$@": pause.sh and resume.sh: sends SIG to node -i
+# of cluster -d and says "DONE node ID (pid PID)".
+signal_script() {
+    local sig=$1 done=$2 pid
+    shift 2
+    parse_opts "d: i:" "$@"
+    open_cluster
+    need_id
+    pid=$(signal_node "$ID" "$sig")
+    note "$done node $ID (pid $pid)"
 }
 
 # Sends signal $2 to node $1, which must be running.

@@ -109,10 +109,10 @@ fn read_config(table: &toml::Table) -> Result<Config, toml::de::Error> {
     toml::Value::Table(table.clone()).try_into()
 }
 
-fn layer_error(layer: &str, e: impl std::fmt::Display) -> ConfigError {
+fn layer_error(layer: &str, e: impl std::error::Error + Send + Sync + 'static) -> ConfigError {
     ConfigError::Layer {
         layer: layer.to_owned(),
-        reason: e.to_string().trim_end().to_owned(),
+        source: raftlock_raft::error::Source::new(e),
     }
 }
 

@@ -88,15 +88,8 @@ struct BenchArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = raftlock_testkit::runtime::multi_thread() else {
+        return ExitCode::FAILURE;
     };
     let result = match cli.command {
         Some(Command::Hold(args)) => runtime.block_on(hold(args)).map(drop),

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use raftlock_raft::ConfigError;
+
 use super::ConfigLayers;
 
 /// An overlay as a front end writes one: `None` leaves the key alone.
@@ -64,8 +66,14 @@ fn no_layers_is_the_default_config() {
 fn an_unknown_key_is_refused_with_its_layer() {
     let err = ConfigLayers::default()
         .toml("config file node.toml", "heartbeat = 60\n")
-        .expect_err("`heartbeat` is `heartbeat_ms`")
-        .to_string();
+        .expect_err("`heartbeat` is `heartbeat_ms`");
+    // The TOML reader's own error is kept as the source, not as words.
+    let ConfigError::Layer { layer, source } = &err else {
+        panic!("not a layer error: {err:?}");
+    };
+    assert_eq!(layer, "config file node.toml");
+    assert!(source.get().is::<toml::de::Error>(), "{source:?}");
+    let err = err.to_string();
     assert!(err.starts_with("config file node.toml: "), "{err}");
     assert!(err.contains("unknown field `heartbeat`"), "{err}");
 

@@ -42,6 +42,27 @@ fn record(index: u64, payload: &[u8]) -> Vec<u8> {
     rec
 }
 
+/// `dir`/seg opened with `options` to create and append.
+fn segment(dir: &str, options: &mut std::fs::OpenOptions) -> std::fs::File {
+    options
+        .create(true)
+        .append(true)
+        .open(format!("{dir}/seg"))
+        .unwrap()
+}
+
+/// Runs `append(i)` for each entry `i` of `0..n`; answers the latency of
+/// each, in microseconds.
+fn timed(n: u64, mut append: impl FnMut(u64)) -> Vec<f64> {
+    (0..n)
+        .map(|i| {
+            let t = Instant::now();
+            append(i);
+            t.elapsed().as_secs_f64() * 1e6
+        })
+        .collect()
+}
+
 fn report(name: &str, mut lat: Vec<f64>) {
     lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let n = lat.len();
@@ -65,8 +86,7 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let payload = vec![7u8; 150];
-    let mut lat = Vec::with_capacity(n as usize);
-    match which.as_str() {
+    let lat = match which.as_str() {
         "sled" => {
             let db = sled::Config::new()
                 .path(&dir)
@@ -75,13 +95,11 @@ fn main() {
                 .unwrap();
             let tree = db.open_tree("log").unwrap();
             let f = std::fs::File::open(format!("{dir}/db")).unwrap();
-            for i in 0..n {
-                let t = Instant::now();
+            timed(n, |i| {
                 tree.insert(i.to_be_bytes(), payload.clone()).unwrap();
                 db.flush().unwrap();
                 f.sync_data().unwrap();
-                lat.push(t.elapsed().as_secs_f64() * 1e6);
-            }
+            })
         }
         "raftlog" => {
             let config = Arc::new(raft_log::Config {
@@ -89,28 +107,19 @@ fn main() {
                 ..Default::default()
             });
             let mut log = raft_log::RaftLog::<T>::open(config).unwrap();
-            for i in 0..n {
-                let t = Instant::now();
+            timed(n, |i| {
                 log.append([((1, i), payload.clone())]).unwrap();
                 let (tx, rx) = sync_channel(1);
                 log.flush(Some(tx)).unwrap();
                 rx.recv().unwrap().unwrap();
-                lat.push(t.elapsed().as_secs_f64() * 1e6);
-            }
+            })
         }
         "segment" => {
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(format!("{dir}/seg"))
-                .unwrap();
-            for i in 0..n {
-                let t = Instant::now();
-                let rec = record(i, &payload);
-                f.write_all(&rec).unwrap();
+            let mut f = segment(&dir, &mut std::fs::OpenOptions::new());
+            timed(n, |i| {
+                f.write_all(&record(i, &payload)).unwrap();
                 f.sync_data().unwrap();
-                lat.push(t.elapsed().as_secs_f64() * 1e6);
-            }
+            })
         }
         "prealloc" => {
             use std::os::unix::fs::FileExt;
@@ -126,41 +135,29 @@ fn main() {
             }
             f.sync_all().unwrap();
             let mut off = 0u64;
-            for i in 0..n {
-                let t = Instant::now();
+            timed(n, |i| {
                 let rec = record(i, &payload);
                 f.write_all_at(&rec, off).unwrap();
                 off += rec.len() as u64;
                 f.sync_data().unwrap();
-                lat.push(t.elapsed().as_secs_f64() * 1e6);
-            }
+            })
         }
         "sfr" => {
             use std::os::unix::io::AsRawFd;
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(format!("{dir}/seg"))
-                .unwrap();
+            let mut f = segment(&dir, &mut std::fs::OpenOptions::new());
             let mut off = 0i64;
-            for i in 0..n {
-                let t = Instant::now();
+            timed(n, |i| {
                 let rec = record(i, &payload);
                 f.write_all(&rec).unwrap();
                 let r = unsafe { libc::sync_file_range(f.as_raw_fd(), off, rec.len() as i64, 7) };
                 assert_eq!(r, 0);
                 off += rec.len() as i64;
                 f.sync_data().unwrap();
-                lat.push(t.elapsed().as_secs_f64() * 1e6);
-            }
+            })
         }
         "thread" => {
             // write on the caller, fdatasync on another thread (a hop there and back)
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(format!("{dir}/seg"))
-                .unwrap();
+            let mut f = segment(&dir, &mut std::fs::OpenOptions::new());
             let g = f.try_clone().unwrap();
             let (tx, rx) = std::sync::mpsc::channel::<SyncSender<()>>();
             std::thread::spawn(move || {
@@ -169,38 +166,24 @@ fn main() {
                     done.send(()).unwrap();
                 }
             });
-            for i in 0..n {
-                let t = Instant::now();
-                let rec = record(i, &payload);
-                f.write_all(&rec).unwrap();
+            timed(n, |i| {
+                f.write_all(&record(i, &payload)).unwrap();
                 let (dtx, drx) = sync_channel(1);
                 tx.send(dtx).unwrap();
                 drx.recv().unwrap();
-                lat.push(t.elapsed().as_secs_f64() * 1e6);
-            }
+            })
         }
         "dsync" => {
             use std::os::unix::fs::OpenOptionsExt;
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .custom_flags(libc::O_DSYNC)
-                .open(format!("{dir}/seg"))
-                .unwrap();
-            for i in 0..n {
-                let t = Instant::now();
-                let rec = record(i, &payload);
-                f.write_all(&rec).unwrap();
-                lat.push(t.elapsed().as_secs_f64() * 1e6);
-            }
+            let mut f = segment(
+                &dir,
+                std::fs::OpenOptions::new().custom_flags(libc::O_DSYNC),
+            );
+            timed(n, |i| f.write_all(&record(i, &payload)).unwrap())
         }
         "sledlike" => {
             use std::os::unix::io::AsRawFd;
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(format!("{dir}/seg"))
-                .unwrap();
+            let mut f = segment(&dir, &mut std::fs::OpenOptions::new());
             let g = std::fs::File::open(format!("{dir}/seg")).unwrap();
             let (tx, rx) = std::sync::mpsc::channel::<(Vec<u8>, i64, SyncSender<()>)>();
             std::thread::spawn(move || {
@@ -213,8 +196,7 @@ fn main() {
                 }
             });
             let mut off = 0i64;
-            for i in 0..n {
-                let t = Instant::now();
+            timed(n, |i| {
                 let rec = record(i, &payload);
                 let len = rec.len() as i64;
                 let (dtx, drx) = sync_channel(1);
@@ -222,10 +204,9 @@ fn main() {
                 drx.recv().unwrap();
                 off += len;
                 g.sync_data().unwrap();
-                lat.push(t.elapsed().as_secs_f64() * 1e6);
-            }
+            })
         }
         _ => panic!("modes"),
-    }
+    };
     report(&which, lat);
 }

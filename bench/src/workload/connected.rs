@@ -19,6 +19,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep_until, Instant};
 
+use super::pairs::{pairs_between, Outcome};
 use super::{Bench, Run};
 use crate::breakdown;
 use crate::cluster::System;
@@ -255,14 +256,6 @@ struct Probe {
     name: String,
 }
 
-/// What the probe did in one window.
-struct Pairs {
-    pairs: u64,
-    errors: u64,
-    /// Acquire latency of every pair.
-    samples: Samples,
-}
-
 impl Probe {
     async fn connect(system: System, endpoints: &[String], name: String) -> Result<Probe, Error> {
         let mut driver = Driver::connect(system, endpoints).await?;
@@ -275,34 +268,9 @@ impl Probe {
     }
 
     /// Lock+unlock pairs for `window`; a pair counts if it ends inside it.
-    async fn pairs_for(&mut self, window: Duration) -> Pairs {
-        let end = Instant::now() + window;
-        let mut out = Pairs {
-            pairs: 0,
-            errors: 0,
-            samples: Samples::default(),
-        };
-        while Instant::now() < end {
-            let began = Instant::now();
-            let held = match self.driver.lock(&self.name, self.lease).await {
-                Ok(h) => h,
-                Err(_) => {
-                    out.errors += 1;
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-            };
-            let acquired = began.elapsed();
-            if self.driver.unlock(held).await.is_err() {
-                out.errors += 1;
-                continue;
-            }
-            if Instant::now() <= end {
-                out.pairs += 1;
-                out.samples.push(acquired);
-            }
-        }
-        out
+    async fn pairs_for(&mut self, window: Duration) -> Outcome {
+        let now = Instant::now();
+        pairs_between(&mut self.driver, self.lease, &self.name, now, now + window).await
     }
 
     async fn finish(mut self) {

@@ -2,12 +2,10 @@
 //! front; every round, `clients` clients each renew their share of them in
 //! turn, one call in flight per client, as fast as the cluster answers.
 
-use std::sync::Arc;
-
 use futures::future::try_join_all;
-use tokio::sync::Barrier;
 use tokio::time::Instant;
 
+use super::start_line::StartLine;
 use super::{secs, Bench, Run};
 use crate::cluster::System;
 use crate::driver::{Driver, LeaseId};
@@ -63,17 +61,13 @@ pub async fn run(
 ) -> Result<Run, Error> {
     let endpoints = bench.cluster(system).endpoints();
     let (warmup, duration) = (bench.plan.warmup, bench.plan.duration);
-    let barrier = Arc::new(Barrier::new(shares.len() + 1));
-    let start = Arc::new(std::sync::OnceLock::<Instant>::new());
+    let start_line = StartLine::new(shares.len());
     let mut tasks = Vec::new();
     for share in shares.clone() {
         let mut driver = Driver::connect(system, &endpoints).await?;
-        let (barrier, start) = (barrier.clone(), start.clone());
+        let start_line = start_line.clone();
         tasks.push(tokio::spawn(async move {
-            barrier.wait().await;
-            let t0 = *start
-                .get()
-                .expect("the start time is set before the barrier opens");
+            let t0 = start_line.wait().await;
             let (measure_from, end) = (t0 + warmup, t0 + warmup + duration);
             let (mut count, mut errors, mut samples) = (0u64, 0u64, Samples::default());
             for lease in share.iter().cycle() {
@@ -93,8 +87,7 @@ pub async fn run(
             (count, errors, samples)
         }));
     }
-    let _ = start.set(Instant::now());
-    barrier.wait().await;
+    start_line.open().await;
     let mut run = Run::new(system, round);
     let mut all = Samples::default();
     let mut count = 0;

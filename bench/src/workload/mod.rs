@@ -9,6 +9,7 @@ mod keep_alive;
 mod leader_kill;
 pub mod pairs;
 mod scale;
+mod start_line;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -3,12 +3,11 @@
 //! A pair counts when it starts after the warm-up and ends inside the
 //! measured window.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Barrier;
 use tokio::time::Instant;
 
+use super::start_line::StartLine;
 use super::{secs, Bench, Run};
 use crate::breakdown;
 use crate::cluster::System;
@@ -61,8 +60,7 @@ pub struct Outcome {
 /// barrier for [`Load::run`].
 pub struct Load {
     tasks: Vec<tokio::task::JoinHandle<Outcome>>,
-    barrier: Arc<Barrier>,
-    start: Arc<std::sync::OnceLock<Instant>>,
+    start_line: StartLine,
 }
 
 impl Load {
@@ -84,8 +82,7 @@ impl Load {
             let lease = driver.grant(secs(60)).await?;
             clients.push((driver, lease));
         }
-        let barrier = Arc::new(Barrier::new(spec.clients + 1));
-        let start = Arc::new(std::sync::OnceLock::<Instant>::new());
+        let start_line = StartLine::new(spec.clients);
         let mut tasks = Vec::new();
         for (i, (driver, lease)) in clients.into_iter().enumerate() {
             let name = if spec.distinct_locks {
@@ -93,26 +90,18 @@ impl Load {
             } else {
                 tag.to_string()
             };
-            let (barrier, start) = (barrier.clone(), start.clone());
+            let start_line = start_line.clone();
             tasks.push(tokio::spawn(async move {
-                barrier.wait().await;
-                let t0 = *start
-                    .get()
-                    .expect("the start time is set before the barrier opens");
+                let t0 = start_line.wait().await;
                 pairs_until(driver, lease, &name, t0 + warmup, t0 + warmup + duration).await
             }));
         }
-        Ok(Load {
-            tasks,
-            barrier,
-            start,
-        })
+        Ok(Load { tasks, start_line })
     }
 
     /// Opens the barrier now and answers what every client did.
     pub async fn run(self) -> Result<Outcome, Error> {
-        let _ = self.start.set(Instant::now());
-        self.barrier.wait().await;
+        self.start_line.open().await;
         let mut total = Outcome::default();
         for t in self.tasks {
             let out = t.await.map_err(|e| Error::Workload {
@@ -131,6 +120,20 @@ impl Load {
 /// it starts at or after `measure_from` and ends by `end`.
 async fn pairs_until(
     mut driver: Driver,
+    lease: LeaseId,
+    name: &str,
+    measure_from: Instant,
+    end: Instant,
+) -> Outcome {
+    let out = pairs_between(&mut driver, lease, name, measure_from, end).await;
+    let _ = driver.revoke(lease).await;
+    out
+}
+
+/// Lock+unlock pairs of `name` on `lease` until `end`; a pair counts when
+/// it starts at or after `measure_from` and ends by `end`.
+pub(super) async fn pairs_between(
+    driver: &mut Driver,
     lease: LeaseId,
     name: &str,
     measure_from: Instant,
@@ -157,7 +160,6 @@ async fn pairs_until(
             out.samples.push(acquired);
         }
     }
-    let _ = driver.revoke(lease).await;
     out
 }
 

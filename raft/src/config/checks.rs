@@ -12,8 +12,14 @@ use super::{Config, MIN_PEER_MESSAGE_BYTES};
 pub enum ConfigError {
     #[error("node id must be at least 1")]
     ZeroId,
-    #[error("bad initial-cluster member {0:?}: expected ID=PEER_ADDR/CLIENT_ADDR, e.g. 1=127.0.0.1:7380/127.0.0.1:7379")]
-    BadMember(String),
+    /// An `--initial-cluster` entry that is not `ID=PEER_ADDR/CLIENT_ADDR`.
+    #[error("bad initial-cluster member {text:?}: expected ID=PEER_ADDR/CLIENT_ADDR, e.g. 1=127.0.0.1:7380/127.0.0.1:7379")]
+    BadMember {
+        /// The entry as given.
+        text: String,
+        /// What is wrong with it.
+        problem: MemberProblem,
+    },
     #[error("initial cluster does not include this node (id {0})")]
     SelfNotInCluster(NodeId),
     #[error("node id {0} appears twice in the initial cluster")]
@@ -67,8 +73,27 @@ pub enum ConfigError {
     },
     /// A layer of settings (a config file, or flags) that does not fit:
     /// an unknown key, or a value of the wrong type. `layer` names it.
-    #[error("{layer}: {reason}")]
-    Layer { layer: String, reason: String },
+    #[error("{layer}: {}", source.to_string().trim_end())]
+    Layer {
+        /// The layer ("config file PATH", "flags", ...).
+        layer: String,
+        /// What the TOML reader said.
+        source: crate::error::Source,
+    },
+}
+
+/// What is wrong with an `--initial-cluster` entry.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberProblem {
+    /// No `=` between the id and the addresses.
+    NoId,
+    /// No `/` between the peer and the client address.
+    NoClientAddr,
+    /// The id is not a number.
+    BadId,
+    /// The peer or the client address is empty.
+    EmptyAddr,
 }
 
 impl Config {

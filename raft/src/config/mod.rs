@@ -14,7 +14,7 @@ mod checks;
 pub mod join_token;
 mod listener_limits;
 
-pub use checks::{check_ranges, ConfigError};
+pub use checks::{check_ranges, ConfigError, MemberProblem};
 pub use listener_limits::ListenerLimits;
 
 /// Default of [`Config::max_peer_message_bytes`].
@@ -60,12 +60,20 @@ impl FromStr for InitialMember {
     type Err = ConfigError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || ConfigError::BadMember(s.to_string());
-        let (id, addrs) = s.split_once('=').ok_or_else(bad)?;
-        let (peer, client) = addrs.split_once('/').ok_or_else(bad)?;
-        let id = id.trim().parse::<NodeId>().map_err(|_| bad())?;
+        let bad = |problem| ConfigError::BadMember {
+            text: s.to_string(),
+            problem,
+        };
+        let (id, addrs) = s.split_once('=').ok_or_else(|| bad(MemberProblem::NoId))?;
+        let (peer, client) = addrs
+            .split_once('/')
+            .ok_or_else(|| bad(MemberProblem::NoClientAddr))?;
+        let id = id
+            .trim()
+            .parse::<NodeId>()
+            .map_err(|_| bad(MemberProblem::BadId))?;
         if peer.is_empty() || client.is_empty() {
-            return Err(bad());
+            return Err(bad(MemberProblem::EmptyAddr));
         }
         Ok(InitialMember {
             id,
@@ -349,11 +357,27 @@ mod tests {
         assert_eq!(m.id, 2);
         assert_eq!(m.addr.peer_addr, "127.0.0.1:7480");
         assert_eq!(m.addr.client_addr, "127.0.0.1:7479");
-        for bad in ["", "2", "x=a/b", "2=a", "2=/b", "2=a/"] {
-            assert!(
-                bad.parse::<InitialMember>().is_err(),
-                "{bad:?} should not parse"
+        let cases = [
+            ("", MemberProblem::NoId),
+            ("2", MemberProblem::NoId),
+            ("x=a/b", MemberProblem::BadId),
+            ("2=a", MemberProblem::NoClientAddr),
+            ("2=/b", MemberProblem::EmptyAddr),
+            ("2=a/", MemberProblem::EmptyAddr),
+        ];
+        for (bad, problem) in cases {
+            let err = bad.parse::<InitialMember>().expect_err(bad);
+            assert_eq!(
+                err,
+                ConfigError::BadMember {
+                    text: bad.into(),
+                    problem
+                },
+                "{bad:?}"
             );
+            assert!(err.to_string().starts_with(&format!(
+                "bad initial-cluster member {bad:?}: expected ID=PEER_ADDR/CLIENT_ADDR"
+            )));
         }
     }
 }

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use raftlock_storage::{NodeAddr, NodeId};
 
+use crate::peer::probe::{NoAnswer, NoSecret, OtherService};
+
 /// A membership change the leader will not make; nothing was proposed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MembershipRefusal {
@@ -75,12 +77,12 @@ pub struct NewLearner {
 /// learner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Found {
-    /// Nothing raftlock answered (the transport's words).
-    Unreachable(String),
-    /// A raftlock node without this cluster's join token (the words).
-    NoSecret(String),
-    /// Something that is not a raftlock peer port (the words).
-    NotPeerPort(String),
+    /// Nothing raftlock answered.
+    Unreachable(NoAnswer),
+    /// A raftlock node without this cluster's join token.
+    NoSecret(NoSecret),
+    /// Something that is not a raftlock peer port.
+    NotPeerPort(OtherService),
     /// Another node.
     OtherNode(NodeId),
     /// The node, but of another cluster.
@@ -162,11 +164,11 @@ mod tests {
                 client_addr: "10.0.0.4:7379".into(),
             },
             secret: false,
-            found: Found::Unreachable("connection refused".into()),
+            found: Found::Unreachable(NoAnswer::Silent(std::time::Duration::from_secs(1))),
         });
         assert_eq!(
             refusal.to_string(),
-            "no raftlock node answers at peer address 10.0.0.4:7380 (connection refused); \
+            "no raftlock node answers at peer address 10.0.0.4:7380 (no answer within 1s); \
              start node 4 first (`raftlock serve --id 4 --join --peer-addr 10.0.0.4:7380 \
              --client-addr 10.0.0.4:7379`), then add it"
         );

@@ -29,7 +29,7 @@ pub use internal::{Asked, Internal, Step};
 pub use invalid::{Problem, ValidationError};
 pub use membership::{Found, MembershipRefusal, NewLearner};
 pub use source::{Dump, Source};
-pub use unavailable::{ForwardFailure, Unavailable};
+pub use unavailable::{ForwardFailure, ForwardFault, Unavailable};
 
 /// Why a replicated call did not produce an answer.
 ///

@@ -6,6 +6,8 @@ use std::time::Duration;
 use raftlock_storage::{LeaseId, NodeId};
 
 use super::Source;
+use crate::peer::dial_error::DialError;
+use crate::peer::guard::Refusal;
 
 /// Why a call cannot be served right now.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -106,7 +108,42 @@ pub struct ForwardFailure {
     /// node is refused again, so the caller should ask another node.
     pub refused: bool,
     /// What happened, naming the leader.
-    pub reason: String,
+    pub reason: ForwardFault,
+}
+
+/// What went wrong with a call forwarded to the leader.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ForwardFault {
+    /// A test cut the link to the leader.
+    #[error("link to node {0} is cut")]
+    LinkCut(NodeId),
+    /// The leader's address cannot be dialed.
+    #[error(transparent)]
+    Dial(#[from] DialError),
+    /// The call could not be encoded, or the answer decoded.
+    #[error("{0}")]
+    Payload(postcard::Error),
+    /// The leader's node answered with an error status, in its words.
+    #[error("node {leader}: {message}")]
+    Status {
+        /// The leader.
+        leader: NodeId,
+        /// The status code.
+        code: tonic::Code,
+        /// The status message, as the leader's node wrote it.
+        message: String,
+    },
+    /// The leader's answer failed the envelope check.
+    #[error("node {leader} at {addr}: {refusal}")]
+    BadReply {
+        /// The leader.
+        leader: NodeId,
+        /// Where it was dialed.
+        addr: String,
+        /// Why the answer was refused.
+        refusal: Box<Refusal>,
+    },
 }
 
 fn list(ids: &[NodeId]) -> String {
@@ -126,7 +163,11 @@ mod tests {
     fn reasons_keep_their_words() {
         let failure = ForwardFailure {
             refused: true,
-            reason: "node 1: not a member".into(),
+            reason: ForwardFault::Status {
+                leader: 1,
+                code: tonic::Code::PermissionDenied,
+                message: "not a member".into(),
+            },
         };
         let cases = [
             (

@@ -12,6 +12,8 @@ use crate::error::Error;
 use crate::error::{Found, MembershipRefusal, NewLearner};
 use crate::peer::network::PeerNetwork;
 use crate::peer::probe::{probe, PeerProbe};
+#[cfg(test)]
+use crate::peer::probe::{NoAnswer, NoSecret, OtherService};
 
 /// How long the leader waits for a new node to answer at its peer address.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -141,15 +143,18 @@ mod tests {
         assert_eq!(judge_probe(rejoining, ours, false, 4, &addr()), Ok(()));
         let cases = [
             (
-                PeerProbe::Unreachable("connection refused".into()),
+                PeerProbe::Unreachable(NoAnswer::Silent(Duration::from_secs(1))),
                 "start node 4 first",
             ),
             (
-                PeerProbe::NotPeerPort("Unimplemented".into()),
+                PeerProbe::NotPeerPort(OtherService {
+                    code: tonic::Code::Unimplemented,
+                    message: "unknown service raftlock.peer.Peer".into(),
+                }),
                 "is it a client port?",
             ),
             (
-                PeerProbe::NoSecret("no tag".into()),
+                PeerProbe::NoSecret(NoSecret::Untagged),
                 "serve --id 4 --join --join-token-file FILE --peer-addr",
             ),
             (node(5, "", "127.0.0.1:7479"), "is node 5, not node 4"),

@@ -16,7 +16,7 @@ mod start_checks;
 mod start_error;
 pub mod step_down;
 
-pub use start_error::StartError;
+pub use start_error::{StartError, StartIo};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -117,7 +117,7 @@ impl RaftNode {
             );
         }
         std::fs::create_dir_all(&config.data_dir).map_err(|source| StartError::Io {
-            doing: format!("create data dir {}", config.data_dir.display()),
+            doing: StartIo::CreateDataDir(config.data_dir.clone()),
             source,
         })?;
 
@@ -183,8 +183,7 @@ impl RaftNode {
         )
         // openraft's `election_timeout_max` (see `Config::raft_config`).
         .with_append_deadline(config.election_timeout * 2);
-        start_checks::refuse_if_running_elsewhere(&config, &log_store, &sm_store, &net).await?;
-        start_checks::refuse_if_rolled_back(&config, &log_store, &sm_store, &net).await?;
+        start_checks::refuse_unsafe_start(&config, &log_store, &sm_store, &net).await?;
         let raft = Raft::new(
             config.id,
             Arc::new(raft_config),
@@ -203,12 +202,12 @@ impl RaftNode {
             None => TcpListener::bind(&config.peer_addr)
                 .await
                 .map_err(|source| StartError::Io {
-                    doing: format!("listen on {}", config.peer_addr),
+                    doing: StartIo::ListenPeer(config.peer_addr.clone()),
                     source,
                 })?,
         };
         let peer_addr = listener.local_addr().map_err(|source| StartError::Io {
-            doing: "read the peer listener's address".into(),
+            doing: StartIo::PeerListenerAddr,
             source,
         })?;
 

@@ -12,11 +12,11 @@ use crate::node::rollback;
 use crate::peer::network::PeerNetwork;
 use crate::peer::probe::{probe, PeerProbe};
 
-/// Refuses to start when another process already answers as this node at
-/// the peer address the membership records for it: this data dir is then a
-/// copy of a running node's, and two processes with one id would each
-/// vote and acknowledge entries as that node.
-pub(crate) async fn refuse_if_running_elsewhere(
+/// Refuses to start on a data dir that is a copy of a running node's or
+/// older than what the other members saw of this node. A dir that records
+/// no membership listing this node (new, or joining) has nothing to
+/// compare.
+pub(crate) async fn refuse_unsafe_start(
     config: &Config,
     log: &raftlock_storage::LogStore,
     sm_store: &raftlock_storage::StateMachineStore,
@@ -28,12 +28,25 @@ pub(crate) async fn refuse_if_running_elsewhere(
     let Some(recorded) = membership.get_node(&config.id) else {
         return Ok(());
     };
+    refuse_if_running_elsewhere(config, net, &recorded.peer_addr).await?;
+    refuse_if_rolled_back(config, log, net, &membership).await
+}
+
+/// Refuses to start when another process already answers as this node at
+/// `recorded`, the peer address the membership records for it: this data
+/// dir is then a copy of a running node's, and two processes with one id
+/// would each vote and acknowledge entries as that node.
+async fn refuse_if_running_elsewhere(
+    config: &Config,
+    net: &PeerNetwork,
+    recorded: &str,
+) -> Result<(), StartError> {
     let own = config.node_addr().peer_addr;
-    if recorded.peer_addr == own {
+    if recorded == own {
         // Then this process binds that address, or fails to.
         return Ok(());
     }
-    match probe(net, config.id, &recorded.peer_addr, Duration::from_secs(1)).await {
+    match probe(net, config.id, recorded, Duration::from_secs(1)).await {
         PeerProbe::Node {
             id,
             boot,
@@ -41,7 +54,7 @@ pub(crate) async fn refuse_if_running_elsewhere(
             ..
         } if id == config.id => Err(StartError::AlreadyRunning {
             id,
-            at: recorded.peer_addr.clone(),
+            at: recorded.to_owned(),
             cluster_id,
             boot,
             own,
@@ -66,21 +79,14 @@ fn recorded_membership(
     }
 }
 
-/// Refuses to start on a data dir older than what the other members saw of
-/// this node (crate::node::rollback). A dir that records no membership listing
-/// this node (new, or joining) has nothing to compare.
-pub(crate) async fn refuse_if_rolled_back(
+/// Refuses to start on a data dir older than what the other members of
+/// `membership` saw of this node (crate::node::rollback).
+async fn refuse_if_rolled_back(
     config: &Config,
     log: &raftlock_storage::LogStore,
-    sm_store: &raftlock_storage::StateMachineStore,
     net: &PeerNetwork,
+    membership: &raftlock_storage::Membership,
 ) -> Result<(), StartError> {
-    let Some(membership) = recorded_membership(log, sm_store) else {
-        return Ok(());
-    };
-    if membership.get_node(&config.id).is_none() {
-        return Ok(());
-    }
     let peers: Vec<(NodeId, String)> = membership
         .nodes()
         .filter(|(id, _)| **id != config.id)

@@ -75,7 +75,7 @@ pub enum StartError {
     #[error("cannot {doing}: {source}")]
     Io {
         /// What was being done, with its path or address.
-        doing: String,
+        doing: StartIo,
         /// The operating system's error.
         source: io::Error,
     },
@@ -95,4 +95,19 @@ pub enum StartError {
         /// How it ended.
         source: tokio::task::JoinError,
     },
+}
+
+/// The file or socket operation a [`StartError::Io`] failed in.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartIo {
+    /// Creating the data dir.
+    #[error("create data dir {}", .0.display())]
+    CreateDataDir(PathBuf),
+    /// Binding the peer listener to this address.
+    #[error("listen on {0}")]
+    ListenPeer(String),
+    /// Reading the bound peer listener's address.
+    #[error("read the peer listener's address")]
+    PeerListenerAddr,
 }

@@ -8,6 +8,7 @@ pub mod admin_credential;
 pub mod auth;
 pub mod checks;
 pub mod content_refusal;
+pub mod dial_error;
 pub mod forward;
 pub mod guard;
 pub(crate) mod link_filter;

@@ -29,8 +29,9 @@ use tonic::transport::{Channel, Endpoint};
 
 use raftlock_storage::{NodeAddr, NodeId, Snapshot, SnapshotData, TypeConfig, Vote};
 
-pub use crate::error::ForwardFailure;
+pub use crate::error::{ForwardFailure, ForwardFault};
 
+use super::dial_error::DialError;
 use super::forward::{ForwardResult, Forwarded};
 use super::guard::PeerGuard;
 pub(crate) use super::link_filter::LinkFilter;
@@ -38,6 +39,7 @@ use super::payload::{decode, encode};
 use super::snapshot_transfer;
 use super::witness::Witness;
 use super::{OnRefusedAsNonMember, MEMBERSHIP_INDEX_KEY};
+use crate::error::Source;
 use crate::metrics::NodeMetrics;
 use crate::pb::peer_client::PeerClient;
 use crate::transport::tls::NodeTls;
@@ -114,7 +116,7 @@ impl PeerNetwork {
     /// The channel to node `target` at `addr`. With TLS it presents this
     /// node's certificate and accepts only a server certificate from the
     /// cluster CA naming `node-TARGET.raftlock`.
-    fn channel(&self, target: NodeId, addr: &str) -> Result<Channel, String> {
+    fn channel(&self, target: NodeId, addr: &str) -> Result<Channel, DialError> {
         let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
         let key = (target, addr.to_string());
         if let Some(c) = channels.get(&key) {
@@ -127,10 +129,13 @@ impl PeerNetwork {
 
     /// How to reach node `target` at `addr` (over TLS: only if it presents
     /// node `target`'s certificate).
-    pub(crate) fn endpoint(&self, target: NodeId, addr: &str) -> Result<Endpoint, String> {
+    pub(crate) fn endpoint(&self, target: NodeId, addr: &str) -> Result<Endpoint, DialError> {
         let scheme = if self.tls.is_some() { "https" } else { "http" };
         let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
-            .map_err(|e| format!("bad peer address {addr}: {e}"))?
+            .map_err(|e| DialError::BadAddress {
+                addr: addr.to_owned(),
+                source: Source::new(e),
+            })?
             .connect_timeout(Duration::from_millis(500))
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(5))
@@ -138,7 +143,11 @@ impl PeerNetwork {
         if let Some(tls) = &self.tls {
             endpoint = endpoint
                 .tls_config(tls.peer_client_config(target))
-                .map_err(|e| format!("TLS settings for node {target} at {addr}: {e}"))?;
+                .map_err(|e| DialError::Tls {
+                    target,
+                    addr: addr.to_owned(),
+                    source: Source::new(e),
+                })?;
         }
         Ok(endpoint)
     }
@@ -167,15 +176,17 @@ impl PeerNetwork {
         call: &Forwarded,
         timeout: Duration,
     ) -> Result<ForwardResult, ForwardFailure> {
-        let lost = |reason: String| ForwardFailure {
+        let lost = |reason: ForwardFault| ForwardFailure {
             refused: false,
             reason,
         };
         if self.filter.is_blocked(self.id, target) {
-            return Err(lost(format!("link to node {target} is cut")));
+            return Err(lost(ForwardFault::LinkCut(target)));
         }
-        let channel = self.channel(target, addr).map_err(lost)?;
-        let data = encode(call).map_err(|e| lost(e.to_string()))?;
+        let channel = self
+            .channel(target, addr)
+            .map_err(|e| lost(ForwardFault::Dial(e)))?;
+        let data = encode(call).map_err(|e| lost(ForwardFault::Payload(e)))?;
         let sealed = self.guard.seal("forward", target, data);
         let mut req = tonic::Request::new(sealed.clone());
         req.set_timeout(timeout);
@@ -185,14 +196,24 @@ impl PeerNetwork {
             .await
             .map_err(|s| ForwardFailure {
                 refused: s.code() == tonic::Code::PermissionDenied,
-                reason: format!("node {target}: {}", s.message()),
+                reason: ForwardFault::Status {
+                    leader: target,
+                    code: s.code(),
+                    message: s.message().to_owned(),
+                },
             })?
             .into_inner();
         self.guard
             .check_reply("forward", &reply, &sealed, target)
-            .map_err(|e| lost(format!("node {target} at {addr}: {e}")))?;
+            .map_err(|refusal| {
+                lost(ForwardFault::BadReply {
+                    leader: target,
+                    addr: addr.to_owned(),
+                    refusal: Box::new(refusal),
+                })
+            })?;
         self.witness.saw_boot(target, reply.boot);
-        decode(&reply.data).map_err(|e| lost(e.to_string()))
+        decode(&reply.data).map_err(|e| lost(ForwardFault::Payload(e)))
     }
 }
 
@@ -261,22 +282,26 @@ impl PeerConnection {
     where
         Resp: DeserializeOwned,
     {
-        let result = self.exchange(rpc, data, option).await;
+        let result = self.exchange(rpc, data, option).await.and_then(|reply| {
+            let result: Result<Resp, RaftError<TypeConfig>> =
+                decode(&reply).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+            // The peer's Raft stopped or failed: it is going away.
+            result.map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))
+        });
         if result.is_err() {
             self.net.metrics.on_peer_error(self.target, rpc.name());
         }
         result
     }
 
-    async fn exchange<Resp>(
+    /// Sends `data` sealed; answers the data of the peer's reply, its
+    /// envelope checked.
+    async fn exchange(
         &self,
         rpc: Rpc,
         data: Vec<u8>,
         option: &RPCOption,
-    ) -> Result<Resp, RPCError<TypeConfig>>
-    where
-        Resp: DeserializeOwned,
-    {
+    ) -> Result<Vec<u8>, RPCError<TypeConfig>> {
         if self.net.filter.is_blocked(self.net.id, self.target) {
             let e = std::io::Error::new(
                 std::io::ErrorKind::ConnectionRefused,
@@ -327,10 +352,7 @@ impl PeerConnection {
             return Err(RPCError::Unreachable(Unreachable::new(&e)));
         }
         self.net.witness.saw_boot(self.target, reply.boot);
-        let result: Result<Resp, RaftError<TypeConfig>> =
-            decode(&reply.data).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
-        // The peer's Raft stopped or failed: it is going away.
-        result.map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))
+        Ok(reply.data)
     }
 
     /// How long `rpc` may take. openraft gives every append-entries call

@@ -23,6 +23,16 @@ fn sample(text: &str, series: &str) -> Option<f64> {
     })
 }
 
+/// The end of `o`'s hold on `a` (fence 3).
+fn hold_ended(reason: EndReason) -> Event {
+    Event::HoldEnded {
+        name: "a".into(),
+        owner: "o".into(),
+        fence: 3,
+        reason,
+    }
+}
+
 #[test]
 fn every_metric_has_its_name_type_help_and_unit_in_the_one_text() {
     let m = LockMetrics::new();
@@ -30,12 +40,7 @@ fn every_metric_has_its_name_type_help_and_unit_in_the_one_text() {
         expiry_backlog: Some(0),
         ..LockGauges::default()
     });
-    m.on_event(&Event::HoldEnded {
-        name: "a".into(),
-        owner: "o".into(),
-        fence: 3,
-        reason: EndReason::Released,
-    });
+    m.on_event(&hold_ended(EndReason::Released));
     m.on_event(&Event::LeaseEnded {
         id: 7,
         reason: EndReason::LeaseRevoked,
@@ -81,12 +86,7 @@ fn counters_follow_events() {
         lease: 7,
         fence: 3,
     });
-    m.on_event(&Event::HoldEnded {
-        name: "a".into(),
-        owner: "o".into(),
-        fence: 3,
-        reason: EndReason::LeaseExpired,
-    });
+    m.on_event(&hold_ended(EndReason::LeaseExpired));
     m.on_event(&Event::LeaseGranted {
         id: 7,
         ttl_ms: 1000,

@@ -81,6 +81,21 @@ impl LockTable {
         Ok(reply)
     }
 
+    /// Lock `name` and the place of `owner`'s hold in its holders;
+    /// [`CommandError::NotHolder`] if `owner` holds no part of it.
+    fn hold_of(&mut self, name: &str, owner: &str) -> Result<(&mut Lock, usize), CommandError> {
+        self.locks
+            .get_mut(name)
+            .and_then(|lock| {
+                let at = lock.holders.iter().position(|h| h.owner == owner)?;
+                Some((lock, at))
+            })
+            .ok_or_else(|| CommandError::NotHolder {
+                name: name.to_owned(),
+                owner: owner.to_owned(),
+            })
+    }
+
     /// Gives back one level of `owner`'s hold on `name`.
     pub(super) fn release(
         &mut self,
@@ -89,16 +104,7 @@ impl LockTable {
         leases: &mut LeaseTable,
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
-        let not_holder = || CommandError::NotHolder {
-            name: name.to_owned(),
-            owner: owner.to_owned(),
-        };
-        let lock = self.locks.get_mut(name).ok_or_else(not_holder)?;
-        let at = lock
-            .holders
-            .iter()
-            .position(|h| h.owner == owner)
-            .ok_or_else(not_holder)?;
+        let (lock, at) = self.hold_of(name, owner)?;
         let remaining = lock.holders[at].count.saturating_sub(1);
         let touched = if remaining == 0 {
             end_hold(lock, at, EndReason::Released, leases, step);
@@ -220,17 +226,8 @@ impl LockTable {
         value: &[u8],
         step: &mut Step<'_>,
     ) -> Result<Response, CommandError> {
-        let not_holder = || CommandError::NotHolder {
-            name: name.to_owned(),
-            owner: owner.to_owned(),
-        };
-        let lock = self.locks.get_mut(name).ok_or_else(not_holder)?;
-        let holder = lock
-            .holders
-            .iter_mut()
-            .find(|h| h.owner == owner)
-            .ok_or_else(not_holder)?;
-        holder.value = Some(value.to_vec());
+        let (lock, at) = self.hold_of(name, owner)?;
+        lock.holders[at].value = Some(value.to_vec());
         self.finish(name, Touched::Holders, step);
         Ok(Response::Proclaimed)
     }

@@ -139,15 +139,8 @@ struct ClientArgs {
 /// Runs the command line; exit code 0 only when no violation was found.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = raftlock_testkit::runtime::multi_thread() else {
+        return ExitCode::FAILURE;
     };
     match cli.command {
         Some(Command::Check { dir }) => match crate::run::recheck(&dir) {

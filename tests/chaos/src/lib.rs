@@ -48,17 +48,12 @@ pub mod workload;
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A file, socket or process operation failed.
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
     /// The cluster never elected a leader, a flag made no sense, ...
     #[error("{0}")]
     Setup(String),
-    /// The test kit could not lay out or start a node.
+    /// A file, socket or process operation failed
+    /// ([`raftlock_testkit::Error::Io`]), or the test kit could not lay
+    /// out or start a node.
     #[error("{0}")]
     Kit(#[from] raftlock_testkit::Error),
     /// The raftlock client refused to start.
@@ -72,7 +67,7 @@ pub enum Error {
 impl Error {
     /// Wraps an IO error with what was being done.
     pub fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
-        let what = what.into();
-        move |source| Error::Io { what, source }
+        let wrap = raftlock_testkit::Error::io(what);
+        move |source| Error::Kit(wrap(source))
     }
 }

@@ -31,30 +31,14 @@ fn acknowledged_state_survives_power_cuts() {
     let seed = common::seed("POWERLOSS_SEED");
     let temp = tempfile::tempdir().expect("temp dir");
     let out = common::out_dir("POWERLOSS_OUT", temp.path(), "powerloss");
-    let result = Command::new(exe)
-        .arg("powerloss")
+    let mut run = Command::new(exe);
+    run.arg("powerloss")
         .args(["--rounds", &rounds, "--seed", &seed, "--load", "5s"])
         .arg("--out")
-        .arg(&out)
-        .output()
-        .expect("run raftlock-chaos powerloss");
-    let stdout = String::from_utf8_lossy(&result.stdout);
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    println!("{stdout}");
-    eprintln!("{stderr}");
+        .arg(&out);
     // THE assertion: no acknowledged lease, hold, release, leader, value or
     // vote lost, no fence gone back, every node restarted. It fails while
     // the storage layer acknowledges writes sled has not fsynced (exit 3,
-    // the violations listed above).
-    let passed = stdout.lines().any(|l| l == "violations: 0") && result.status.success();
-    if !passed {
-        let kept = temp.keep();
-        panic!(
-            "power-loss smoke run (seed {seed}) failed: {} (exit 3: violations found, 1: the run \
-             itself failed); files in {} (or {})",
-            result.status,
-            out.display(),
-            kept.display()
-        );
-    }
+    // the violations listed in the output).
+    common::expect_no_violations(&mut run, "power-loss smoke run", &seed, &out, temp);
 }

@@ -34,28 +34,12 @@ fn smoke(secs: &str, extra: &[&str], name: &str) {
     let temp = tempfile::tempdir().expect("temp dir");
     // Under CHAOS_SMOKE_OUT, each run in its own sub-dir (they run at once).
     let out = common::out_dir("CHAOS_SMOKE_OUT", temp.path(), name).join(name);
-    let result = Command::new(exe)
-        .args(["--nodes", "3", "--clients", "4"])
+    let mut run = Command::new(exe);
+    run.args(["--nodes", "3", "--clients", "4"])
         .args(extra)
         .args(["--duration", &format!("{secs}s")])
         .args(["--seed", &seed])
         .arg("--out")
-        .arg(&out)
-        .output()
-        .expect("run raftlock-chaos");
-    let stdout = String::from_utf8_lossy(&result.stdout);
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    println!("{stdout}");
-    eprintln!("{stderr}");
-    let passed = stdout.lines().any(|l| l == "violations: 0") && result.status.success();
-    if !passed {
-        // Keep the node logs, history and timeline for whoever looks next.
-        let kept = temp.keep();
-        panic!(
-            "chaos smoke run (seed {seed}) failed: {}; files in {} (or {})",
-            result.status,
-            out.display(),
-            kept.display()
-        );
-    }
+        .arg(&out);
+    common::expect_no_violations(&mut run, "chaos smoke run", &seed, &out, temp);
 }

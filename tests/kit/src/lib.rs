@@ -22,6 +22,7 @@
 //! - [`process`]: one node process of any program (raftlock, etcd);
 //! - [`delay_proxy`]: a TCP proxy that delays every byte (a slow network
 //!   between a client and a node);
+//! - [`runtime`]: the async runtime of a harness binary;
 //! - `in_process` (feature `in-process`): `TestCluster`, nodes inside the
 //!   test process.
 
@@ -30,6 +31,7 @@ pub mod delay_proxy;
 mod in_process;
 pub mod ports;
 pub mod process;
+pub mod runtime;
 pub mod serve;
 
 pub use delay_proxy::DelayProxy;

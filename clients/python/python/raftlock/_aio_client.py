@@ -9,7 +9,7 @@ import contextlib
 import sys
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from raftlock import _native
 from raftlock._aio_leadership import (
@@ -22,6 +22,7 @@ from raftlock._aio_leadership import (
 from raftlock._base import (
     ClientBase,
     LockBase,
+    LockOptions,
     OnLost,
     SemaphoreBase,
     checked_ttl,
@@ -32,36 +33,29 @@ from raftlock._native import LeaseTtl, LockInfo
 from raftlock._scope import AsyncScoped
 from raftlock.errors import LockLost, NotHeld, Timeout
 
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
+
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+class AioLockOptions(LockOptions, total=False):
+    """The keywords of an asyncio lock (see :class:`Lock`)."""
+
+    abort_on_loss: bool
 
 
 class Client(ClientBase, AsyncScoped):
     """A connection to a raftlock cluster, for asyncio. The arguments are
     those of :class:`raftlock.Client`."""
 
-    def lock(
-        self,
-        name: str,
-        *,
-        ttl: float | None = None,
-        timeout: float | None = None,
-        owner: str | None = None,
-        lock_delay: float | None = None,
-        on_lost: OnLost | None = None,
-        abort_on_loss: bool = False,
-    ) -> Lock:
-        """An exclusive lock on ``name`` (see :class:`Lock`)."""
-        return Lock(
-            self,
-            name,
-            ttl=ttl,
-            timeout=timeout,
-            owner=owner,
-            lock_delay=lock_delay,
-            on_lost=on_lost,
-            abort_on_loss=abort_on_loss,
-        )
+    def lock(self, name: str, **options: Unpack[AioLockOptions]) -> Lock:
+        """An exclusive lock on ``name``; the keywords are :class:`Lock`'s."""
+        return Lock(self, name, **options)
 
     def semaphore(
         self, name: str, limit: int, *, ttl: float | None = None, timeout: float | None = None
@@ -279,25 +273,8 @@ class Lock(LockBase):
         return lost
 
     async def __aenter__(self) -> Lock:
-        # acquire(), inline: one coroutine per ``async with`` instead of two.
-        call, fresh, lost = self._start(True, None)
-        if fresh:
-            try:
-                guard = await call
-            except Timeout:
-                guard = None
-            if guard is None:
-                raise Timeout(f"lock {self.name!r} was not granted within {self._timeout}s")
-            self._granted(guard, lost)
-        else:
-            guard = await call
-        try:
-            guard.ensure_valid()
-        except LockLost:
-            with contextlib.suppress(LockLost):
-                await guard.release(aio=True)
-            raise
-        self._push(guard)
+        if not await self.acquire():
+            raise Timeout(f"lock {self.name!r} was not granted within {self._timeout}s")
         return self
 
     async def __aexit__(

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
         from typing_extensions import Unpack
 
 
-class Node(NodeBase, AsyncScoped):
+class Node(NodeBase[Client], AsyncScoped):
     """:class:`raftlock.Node` for asyncio: the same keywords and
     properties; ``start``, ``wait_ready`` and ``stop`` are awaited.
 
@@ -32,7 +32,7 @@ class Node(NodeBase, AsyncScoped):
     """
 
     def __init__(self, **options: Unpack[NodeOptions]) -> None:
-        super().__init__(options)
+        super().__init__(options, Client)
 
     async def start(self) -> Node:
         """Binds the listeners, opens the data dir and starts Raft; raises
@@ -46,19 +46,6 @@ class Node(NodeBase, AsyncScoped):
         :class:`~raftlock.Timeout` after ``timeout`` seconds."""
         leader: int = await self._native.wait_ready(seconds("timeout", timeout), aio=True)
         return leader
-
-    def client(
-        self,
-        *,
-        session_ttl: float | None = None,
-        safety_margin: float | None = None,
-        retry_for: float | None = None,
-        token: str | None = None,
-    ) -> Client:
-        """A :class:`raftlock.asyncio.Client` of this node (see
-        :meth:`raftlock.Node.client`)."""
-
-        return Client._wrap(self._client_native(session_ttl, safety_margin, retry_for, token))
 
     async def stop(self) -> None:
         """Stops the node in order (see :meth:`raftlock.Node.stop`)."""

@@ -10,7 +10,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from os import PathLike
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from raftlock import _native
 from raftlock._common import endpoints_from, seconds, session_ttl_seconds, wait_seconds
@@ -18,6 +18,16 @@ from raftlock.errors import LockLost, NotHeld
 
 #: ``on_lost`` callbacks get the reason as text.
 OnLost = Callable[[str], object]
+
+
+class LockOptions(TypedDict, total=False):
+    """The keywords of a lock (see :class:`raftlock.Lock`)."""
+
+    ttl: float | None
+    timeout: float | None
+    owner: str | None
+    lock_delay: float | None
+    on_lost: OnLost | None
 
 
 ClientT = TypeVar("ClientT", bound="ClientBase")

@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from types import TracebackType
 
 from grelmicro.coordination._protocol import (
     LeaderRecord,
@@ -42,11 +41,13 @@ from typing_extensions import Self
 from raftlock._common import lease_ttl as _ttl
 from raftlock._grelmicro_connection import RaftlockConnection
 from raftlock._native import LeadRecord
+from raftlock._scope import AsyncScoped
 
 
-class _Adapter:
+class _Adapter(AsyncScoped):
     """What every adapter shares: its provider, opened and closed with the
-    adapter when the adapter made it, and the loop it was opened on."""
+    adapter when the adapter made it (``async with``, see
+    :mod:`raftlock._scope`), and the loop it was opened on."""
 
     def __init__(self, provider: RaftlockConnection | None) -> None:
         self._owns_provider = provider is None
@@ -65,14 +66,9 @@ class _Adapter:
             await self._provider.__aenter__()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _on_exit(self) -> None:
         if self._owns_provider:
-            await self._provider.__aexit__(exc_type, exc, tb)
+            await self._provider._on_exit()
 
     async def _holds(self, name: str, token: str, mode: str | None) -> bool:
         """Whether ``token`` holds ``name`` (in ``mode``, if given)."""

@@ -33,17 +33,17 @@ worker's, in one process, as grelmicro makes them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import TracebackType
 
 from grelmicro.sync.abc import SyncBackend
 
 from raftlock import _own_ttl
 from raftlock._common import lease_ttl as _ttl
+from raftlock._scope import AsyncScoped
 from raftlock.asyncio import Client
 from raftlock.errors import LeaseExpired
 
 
-class RaftlockSyncBackend(SyncBackend):
+class RaftlockSyncBackend(AsyncScoped, SyncBackend):
     """grelmicro's ``SyncBackend`` on a raftlock cluster.
 
     Args:
@@ -66,15 +66,7 @@ class RaftlockSyncBackend(SyncBackend):
         # (name, token) -> (lease, fence) of the holds this backend took.
         self._holds: dict[tuple[str, str], tuple[int, int]] = {}
 
-    async def __aenter__(self) -> RaftlockSyncBackend:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _on_exit(self) -> None:
         if self._own_client:
             await self._client.close()
 

@@ -9,8 +9,10 @@ import os
 import weakref
 from collections.abc import Mapping, Sequence
 from os import PathLike
+from typing import Generic
 
 from raftlock import _native
+from raftlock._base import ClientT
 from raftlock._common import seconds, session_ttl_seconds
 from raftlock._native import NodeStatus
 from raftlock.errors import InvalidArgument
@@ -55,11 +57,14 @@ def option_names() -> list[str]:
     return [name for name, _switch, _help in _native.NativeNode.options()]
 
 
-class NodeBase:
-    """The properties of a node (see :class:`raftlock.Node`)."""
+class NodeBase(Generic[ClientT]):
+    """The properties of a node (see :class:`raftlock.Node`) and its
+    clients, of the class ``client_class`` (the blocking or the asyncio
+    ``Client``)."""
 
-    def __init__(self, options: Mapping[str, object]) -> None:
+    def __init__(self, options: Mapping[str, object], client_class: type[ClientT]) -> None:
         self._native = _native.NativeNode(native_options(options))
+        self._client_class = client_class
 
     def _started(self) -> None:
         _running.add(self._native)
@@ -118,19 +123,25 @@ class NodeBase:
         status = self.status()
         return status.leader == status.id and status.role == "leader"
 
-    def _client_native(
+    def client(
         self,
-        session_ttl: float | None,
-        safety_margin: float | None,
-        retry_for: float | None,
-        token: str | None,
-    ) -> _native.NativeClient:
-        return self._native.client(
+        *,
+        session_ttl: float | None = None,
+        safety_margin: float | None = None,
+        retry_for: float | None = None,
+        token: str | None = None,
+    ) -> ClientT:
+        """A client of this node (:class:`raftlock.Client`, or
+        :class:`raftlock.asyncio.Client` for an asyncio node), which
+        forwards calls to the leader; with TLS it presents the node's own
+        certificate. The keywords are ``Client``'s."""
+        native = self._native.client(
             session_ttl=session_ttl_seconds(session_ttl),
             safety_margin=seconds("safety_margin", safety_margin),
             retry_for=seconds("retry_for", retry_for),
             token=token if token is not None else os.environ.get("RAFTLOCK_TOKEN"),
         )
+        return self._client_class._wrap(native)
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"

@@ -8,14 +8,16 @@ and exactly-once retries are the Rust client's (``raftlock._native``).
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from raftlock import _native
 from raftlock._base import (
     ClientBase,
     LockBase,
+    LockOptions,
     OnLost,
     SemaphoreBase,
     checked_ttl,
@@ -32,6 +34,12 @@ from raftlock._sync_leadership import (
     TaskLock,
 )
 from raftlock.errors import LockLost, NotHeld, Timeout
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -66,27 +74,10 @@ class Client(ClientBase, Scoped):
             command line reads it), else 1.
     """
 
-    def lock(
-        self,
-        name: str,
-        *,
-        ttl: float | None = None,
-        timeout: float | None = None,
-        owner: str | None = None,
-        lock_delay: float | None = None,
-        on_lost: OnLost | None = None,
-    ) -> Lock:
+    def lock(self, name: str, **options: Unpack[LockOptions]) -> Lock:
         """An exclusive lock on ``name`` (not taken yet: ``with`` it, or
-        ``acquire()``). See :class:`Lock`."""
-        return Lock(
-            self,
-            name,
-            ttl=ttl,
-            timeout=timeout,
-            owner=owner,
-            lock_delay=lock_delay,
-            on_lost=on_lost,
-        )
+        ``acquire()``); the keywords are :class:`Lock`'s."""
+        return Lock(self, name, **options)
 
     def semaphore(
         self, name: str, limit: int, *, ttl: float | None = None, timeout: float | None = None

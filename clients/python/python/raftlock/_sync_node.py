@@ -18,7 +18,7 @@ if TYPE_CHECKING:
         from typing_extensions import Unpack
 
 
-class Node(NodeBase, Scoped):
+class Node(NodeBase[Client], Scoped):
     """A raftlock node run by this process, so an application's replicas
     form their own lock cluster with no server to operate.
 
@@ -46,7 +46,7 @@ class Node(NodeBase, Scoped):
     """
 
     def __init__(self, **options: Unpack[NodeOptions]) -> None:
-        super().__init__(options)
+        super().__init__(options, Client)
         self._native.start()
         self._started()
 
@@ -57,19 +57,6 @@ class Node(NodeBase, Scoped):
         waits until then, Ctrl-C interrupts)."""
         leader: int = self._native.wait_ready(seconds("timeout", timeout))
         return leader
-
-    def client(
-        self,
-        *,
-        session_ttl: float | None = None,
-        safety_margin: float | None = None,
-        retry_for: float | None = None,
-        token: str | None = None,
-    ) -> Client:
-        """A :class:`raftlock.Client` of this node, which forwards calls to
-        the leader; with TLS it presents the node's own certificate. The
-        keywords are ``Client``'s."""
-        return Client._wrap(self._client_native(session_ttl, safety_margin, retry_for, token))
 
     def stop(self) -> None:
         """Stops the node in order: no new client calls, running ones end

@@ -31,7 +31,7 @@ use crate::metrics::PeerRefusals;
 use crate::pb::Blob;
 use crate::peer::auth::{ClusterKey, Direction, REPLAY_WINDOW};
 
-pub use refusal::{Malformed, Refusal, Unauthenticated};
+pub use refusal::{Malformed, Refusal, SeenProcess, Unauthenticated};
 use refusal_log::RefusalLog;
 use speakers::Speakers;
 
@@ -329,8 +329,8 @@ impl PeerGuard {
         if sender.id == self.id && sender.incarnation != self.incarnation {
             let refusal = Refusal::Duplicate {
                 from: sender.id,
-                active: "this process".to_string(),
-                other: "another process".to_string(),
+                active: Box::new(SeenProcess::This),
+                other: Box::new(SeenProcess::Another),
                 ago: Duration::ZERO,
             };
             return self.refused(sender.id, "self", refusal);

@@ -1,7 +1,11 @@
 //! Why a peer message is refused ([`Refusal`]), each reason with the
 //! values that made it one. The words go to the sender and the log.
 
+use std::fmt;
+use std::net::SocketAddr;
 use std::time::Duration;
+
+use uuid::Uuid;
 
 use raftlock_storage::NodeId;
 
@@ -24,8 +28,8 @@ pub enum Refusal {
     )]
     Duplicate {
         from: NodeId,
-        active: String,
-        other: String,
+        active: Box<SeenProcess>,
+        other: Box<SeenProcess>,
         ago: Duration,
     },
     #[error(
@@ -37,7 +41,7 @@ pub enum Refusal {
         from: NodeId,
         boot: u64,
         seen: u64,
-        seen_at: String,
+        seen_at: Box<SeenProcess>,
     },
     #[error("not authenticated: {0}")]
     Unauthenticated(Unauthenticated),
@@ -61,6 +65,42 @@ pub enum Refusal {
     },
     #[error("cannot record the cluster id: {0}")]
     Storage(Source),
+}
+
+/// A process seen speaking as a node, as a refusal names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeenProcess {
+    /// This node's own process.
+    This,
+    /// Another process sending as this node.
+    Another,
+    /// The process at `remote` (`None`: an unknown address) on its
+    /// `boot`th start, `incarnation` its run's id.
+    At {
+        remote: Option<SocketAddr>,
+        boot: u64,
+        incarnation: Uuid,
+    },
+}
+
+impl fmt::Display for SeenProcess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SeenProcess::This => f.write_str("this process"),
+            SeenProcess::Another => f.write_str("another process"),
+            SeenProcess::At {
+                remote,
+                boot,
+                incarnation,
+            } => {
+                match remote {
+                    Some(addr) => write!(f, "{addr}")?,
+                    None => f.write_str("an unknown address")?,
+                }
+                write!(f, " (boot {boot}, incarnation {incarnation})")
+            }
+        }
+    }
 }
 
 /// How an envelope is malformed.

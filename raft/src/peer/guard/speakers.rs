@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use raftlock_storage::NodeId;
 
-use super::{Refusal, Sender, MAX_BOOT_STEP, MAX_SENDERS};
+use super::{Refusal, SeenProcess, Sender, MAX_BOOT_STEP, MAX_SENDERS};
 
 /// The last process seen speaking for one node id.
 #[derive(Debug, Clone)]
@@ -23,14 +23,12 @@ struct Speaker {
 }
 
 impl Speaker {
-    fn describe(&self) -> String {
-        let addr = self
-            .remote
-            .map_or_else(|| "an unknown address".to_string(), |a| a.to_string());
-        format!(
-            "{addr} (boot {}, incarnation {})",
-            self.boot, self.incarnation
-        )
+    fn describe(&self) -> Box<SeenProcess> {
+        Box::new(SeenProcess::At {
+            remote: self.remote,
+            boot: self.boot,
+            incarnation: self.incarnation,
+        })
     }
 }
 
@@ -143,19 +141,6 @@ impl Speakers {
             last: now,
         };
         let ago = now.saturating_duration_since(known.last);
-        if sender.boot == known.boot {
-            // A restart raises the boot count before anything is sent: two
-            // processes with one count started from one copy of a dir.
-            return Err((
-                "speaker",
-                Refusal::Duplicate {
-                    from: sender.id,
-                    active: known.describe(),
-                    other: candidate.describe(),
-                    ago,
-                },
-            ));
-        }
         if sender.boot < known.boot {
             return Err((
                 "speaker",
@@ -177,7 +162,11 @@ impl Speakers {
                 },
             ));
         }
-        if ago < self.alive_for {
+        // A restart raises the boot count before anything is sent: two
+        // processes with one count started from one copy of a dir, and a
+        // higher count from a sender heard within `alive_for` is a second
+        // process while the first still speaks.
+        if sender.boot == known.boot || ago < self.alive_for {
             return Err((
                 "speaker",
                 Refusal::Duplicate {

@@ -83,6 +83,7 @@ async fn refuses_a_second_live_process_with_the_same_id() {
     let Err(Refusal::Duplicate { active, other, .. }) = refused else {
         panic!("copy admitted: {refused:?}");
     };
+    let (active, other) = (active.to_string(), other.to_string());
     assert!(active.contains("127.0.0.1:1") && other.contains("127.0.0.1:9"));
     // The original keeps being served.
     deliver(&b, &original.seal("vote", 2, Vec::new()), addr(1))

@@ -20,7 +20,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
 use super::queue::Occupancy;
-use super::{AccountUse, Changes, ClientSession, LockState, SessionKey, StateParts, StoredReply};
+use super::{
+    AccountUse, Changes, ClientSession, Lease, LockState, SessionKey, StateParts, StoredReply,
+};
 use crate::account::Account;
 use crate::command::{Acquire, Cancel, GrantLease, Release};
 use crate::command::{Claim, ClientSeq, Command, CommandError, LeaseId, Mode, Request, Response};
@@ -50,6 +52,29 @@ impl Harness {
         Self {
             state: LockState::default().with_client_capacity(capacity),
             index: 0,
+            quotas: Quotas::default(),
+        }
+    }
+
+    /// A harness whose state holds leases `1..=n` (1 s TTL, granted for
+    /// `account`) and nothing else, `n` entries applied.
+    fn with_leases(n: u64, account: Option<&Account>) -> Self {
+        let leases = (1..=n)
+            .map(|id| Lease {
+                id,
+                ttl_ms: 1_000,
+                granted_at_ms: 0,
+                granted_by: None,
+                identity: None,
+                account: account.cloned(),
+            })
+            .collect();
+        Self {
+            state: LockState::from_parts(StateParts {
+                leases,
+                ..StateParts::default()
+            }),
+            index: n,
             quotas: Quotas::default(),
         }
     }

@@ -12,7 +12,6 @@ use crate::account::Account;
 use crate::command::Caller;
 use crate::command::{AcquireWithTtl, ExpireLeases, GrantLease, RevokeAccountLeases, RevokeLease};
 use crate::limits::{Quota, MAX_REVOKED_PER_ENTRY};
-use crate::state::Lease;
 
 /// A small client bound, so a flood is quick.
 const CAPACITY: usize = 16;
@@ -411,22 +410,7 @@ fn revoking_an_accounts_leases_ends_only_those() {
 fn a_revoke_entry_ends_a_bounded_number_of_leases() {
     let flooder = Account::source(IpAddr::from([10, 0, 0, 1]));
     let n = MAX_REVOKED_PER_ENTRY as u64 + 3;
-    let leases = (1..=n)
-        .map(|id| Lease {
-            id,
-            ttl_ms: 1_000,
-            granted_at_ms: 0,
-            granted_by: None,
-            identity: None,
-            account: Some(flooder.clone()),
-        })
-        .collect();
-    let mut h = Harness::new();
-    h.state = LockState::from_parts(StateParts {
-        leases,
-        ..StateParts::default()
-    });
-    h.index = n;
+    let mut h = Harness::with_leases(n, Some(&flooder));
     let revoke = Command::RevokeAccountLeases(RevokeAccountLeases {
         account: flooder.clone(),
     });

@@ -8,7 +8,7 @@ use crate::limits::{
     MAX_LEASES, MAX_NAME_LEN, MAX_OWNER_LEN, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_VALUE_LEN,
     MAX_WAITERS_PER_LOCK, MIN_TTL_MS,
 };
-use crate::state::{ClientSession, Lease, StateParts};
+use crate::state::ClientSession;
 
 /// Applies `command` and asserts it was refused without any effect.
 fn assert_refused(h: &mut Harness, command: Command) -> CommandError {
@@ -230,22 +230,7 @@ fn too_many_waiters() {
 
 #[test]
 fn too_many_leases() {
-    let leases = (1..=MAX_LEASES as u64)
-        .map(|id| Lease {
-            id,
-            ttl_ms: 1_000,
-            granted_at_ms: 0,
-            granted_by: None,
-            identity: None,
-            account: None,
-        })
-        .collect();
-    let mut h = Harness::new();
-    h.state = LockState::from_parts(StateParts {
-        leases,
-        ..StateParts::default()
-    });
-    h.index = MAX_LEASES as u64;
+    let mut h = Harness::with_leases(MAX_LEASES as u64, None);
     let before = h.state.clone();
     let mut changes = Changes::default();
     let request = Request {

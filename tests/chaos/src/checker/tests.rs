@@ -15,22 +15,21 @@ struct H {
 
 impl H {
     fn op(&mut self, client: u32, span: (u64, u64), op: Op, outcome: Outcome) -> &mut Self {
-        let seq = self.ops.len() as u64;
-        self.ops.push(Operation {
-            id: OpId {
-                client,
-                worker: 0,
-                seq,
-            },
-            op,
-            invoke: span.0,
-            complete: Some(span.1),
-            outcome: Some(outcome),
-        });
-        self
+        self.push(client, span.0, op, Some((span.1, outcome)))
     }
+    /// An op invoked at `at` that never got an answer.
     fn lost(&mut self, client: u32, at: u64, op: Op) -> &mut Self {
+        self.push(client, at, op, None)
+    }
+    fn push(
+        &mut self,
+        client: u32,
+        invoke: u64,
+        op: Op,
+        answer: Option<(u64, Outcome)>,
+    ) -> &mut Self {
         let seq = self.ops.len() as u64;
+        let (complete, outcome) = answer.unzip();
         self.ops.push(Operation {
             id: OpId {
                 client,
@@ -38,9 +37,9 @@ impl H {
                 seq,
             },
             op,
-            invoke: at,
-            complete: None,
-            outcome: None,
+            invoke,
+            complete,
+            outcome,
         });
         self
     }
@@ -63,14 +62,12 @@ impl H {
         mode: Mode,
         got: Outcome,
     ) -> &mut Self {
-        let op = Op::Acquire {
-            name: "x".into(),
-            owner: owner.into(),
-            lease,
-            mode,
-            wait: true,
-        };
-        self.op(c, span, op, got)
+        self.op(c, span, acquire_op(owner, lease, mode, true), got)
+    }
+    /// An exclusive try-lock (no wait) answered busy.
+    fn busy(&mut self, c: u32, span: (u64, u64), owner: &str, lease: u64) -> &mut Self {
+        let op = acquire_op(owner, lease, Mode::Exclusive, false);
+        self.op(c, span, op, Outcome::Ok(Value::Busy))
     }
     fn release(&mut self, c: u32, span: (u64, u64), owner: &str, got: Outcome) -> &mut Self {
         let op = Op::Release {
@@ -92,6 +89,17 @@ impl H {
     }
 }
 
+/// An acquire of lock "x" by `owner` on `lease`.
+fn acquire_op(owner: &str, lease: u64, mode: Mode, wait: bool) -> Op {
+    Op::Acquire {
+        name: "x".into(),
+        owner: owner.into(),
+        lease,
+        mode,
+        wait,
+    }
+}
+
 fn granted(fence: u64) -> Outcome {
     Outcome::Ok(Value::Granted { fence, count: 1 })
 }
@@ -103,6 +111,19 @@ fn alive() -> Outcome {
 }
 fn gone() -> Outcome {
     Outcome::Fail(Failure::LeaseExpired)
+}
+
+/// Asserts that each of `checks` finds something in `h`'s history.
+fn assert_reported(h: &H, checks: &[&str]) {
+    let found = failing(&h.history(), &Cells::new());
+    for check in checks {
+        assert!(found.contains(check), "{check} not in {found:?}");
+    }
+}
+
+/// Asserts that exactly `checks` find something in `h`'s history.
+fn assert_failing_exactly(h: &H, checks: &[&str]) {
+    assert_eq!(failing(&h.history(), &Cells::new()), checks);
 }
 
 /// Names of the checks that found something.
@@ -130,27 +151,31 @@ fn a_clean_history_passes_every_check() {
     assert_eq!(failing(&h.history(), &cells), Vec::<&str>::new());
 }
 
-#[test]
-fn overlapping_exclusive_holds_are_reported() {
-    // b is granted while a holds; a later releases successfully.
+/// a granted (fence 5) from 0 to 10, then b (fence 8) from 12 to 20.
+fn b_granted_after_a() -> H {
     let mut h = H::default();
     h.acquire(1, (0, 10), "a", 1, granted(5))
-        .acquire(2, (12, 20), "b", 2, granted(8))
-        .release(1, (25, 30), "a", released());
-    let found = failing(&h.history(), &Cells::new());
-    assert!(found.contains(&"no overlapping holds"), "{found:?}");
-    assert!(found.contains(&"linearizable (Wing-Gong)"), "{found:?}");
+        .acquire(2, (12, 20), "b", 2, granted(8));
+    h
 }
 
+/// b is granted while a holds: a proves it still held after b's grant by
+/// releasing successfully, or by a keep-alive of its lease.
 #[test]
-fn a_keep_alive_proves_the_first_holder_was_still_live() {
-    let mut h = H::default();
-    h.acquire(1, (0, 10), "a", 1, granted(5))
-        .acquire(2, (12, 20), "b", 2, granted(8))
-        .keep_alive(1, (21, 22), 1, alive());
-    let found = failing(&h.history(), &Cells::new());
-    assert!(found.contains(&"no overlapping holds"), "{found:?}");
-    assert!(found.contains(&"linearizable (Wing-Gong)"), "{found:?}");
+fn overlapping_exclusive_holds_are_reported() {
+    let proofs: [fn(&mut H); 2] = [
+        |h| {
+            h.release(1, (25, 30), "a", released());
+        },
+        |h| {
+            h.keep_alive(1, (21, 22), 1, alive());
+        },
+    ];
+    for prove in proofs {
+        let mut h = b_granted_after_a();
+        prove(&mut h);
+        assert_reported(&h, &["no overlapping holds", "linearizable (Wing-Gong)"]);
+    }
 }
 
 /// A hold is proven live by an op called after the new grant was
@@ -160,10 +185,8 @@ fn a_keep_alive_proves_the_first_holder_was_still_live() {
 #[test]
 fn only_proof_after_the_grant_counts() {
     let overlap = |release_at: u64, keep_alive_at: u64| {
-        let mut h = H::default();
-        h.acquire(1, (0, 10), "a", 1, granted(5))
-            .acquire(2, (12, 20), "b", 2, granted(8))
-            .keep_alive(1, (keep_alive_at, keep_alive_at + 1), 1, alive())
+        let mut h = b_granted_after_a();
+        h.keep_alive(1, (keep_alive_at, keep_alive_at + 1), 1, alive())
             .release(1, (release_at, 40), "a", released());
         failing(&h.history(), &Cells::new()).contains(&"no overlapping holds")
     };
@@ -188,9 +211,7 @@ fn too_many_semaphore_holders_are_reported() {
         .acquire_mode(3, (7, 9), "c", 3, sem, granted(7))
         .release(1, (10, 11), "a", released())
         .release(2, (10, 12), "b", released());
-    let found = failing(&h.history(), &Cells::new());
-    assert!(found.contains(&"no overlapping holds"), "{found:?}");
-    assert!(found.contains(&"linearizable (Wing-Gong)"), "{found:?}");
+    assert_reported(&h, &["no overlapping holds", "linearizable (Wing-Gong)"]);
 }
 
 #[test]
@@ -199,9 +220,7 @@ fn decreasing_fencing_tokens_are_reported() {
     h.acquire(1, (0, 10), "a", 1, granted(9))
         .release(1, (11, 12), "a", released())
         .acquire(2, (13, 20), "b", 2, granted(7));
-    let found = failing(&h.history(), &Cells::new());
-    assert!(found.contains(&"fencing tokens increase"), "{found:?}");
-    assert!(found.contains(&"linearizable (Wing-Gong)"), "{found:?}");
+    assert_reported(&h, &["fencing tokens increase", "linearizable (Wing-Gong)"]);
 }
 
 #[test]
@@ -209,8 +228,7 @@ fn one_token_for_two_exclusive_owners_is_reported() {
     let mut h = H::default();
     h.acquire(1, (0, 10), "a", 1, granted(9))
         .acquire(2, (0, 10), "b", 2, granted(9));
-    let found = failing(&h.history(), &Cells::new());
-    assert!(found.contains(&"fencing tokens increase"), "{found:?}");
+    assert_reported(&h, &["fencing tokens increase"]);
 }
 
 #[test]
@@ -220,7 +238,7 @@ fn shared_holders_granted_together_may_share_a_token() {
         .acquire_mode(2, (0, 10), "b", 2, Mode::Shared, granted(9))
         .release(1, (11, 12), "a", released())
         .release(2, (11, 12), "b", released());
-    assert_eq!(failing(&h.history(), &Cells::new()), Vec::<&str>::new());
+    assert_failing_exactly(&h, &[]);
 }
 
 #[test]
@@ -228,9 +246,10 @@ fn a_grant_to_a_lease_reported_gone_is_reported() {
     let mut h = H::default();
     h.keep_alive(1, (0, 3), 7, gone())
         .acquire(1, (4, 6), "z", 7, granted(11));
-    let found = failing(&h.history(), &Cells::new());
-    assert!(found.contains(&"no grant to a dead lease"), "{found:?}");
-    assert!(found.contains(&"linearizable (Wing-Gong)"), "{found:?}");
+    assert_reported(
+        &h,
+        &["no grant to a dead lease", "linearizable (Wing-Gong)"],
+    );
 }
 
 #[test]
@@ -239,23 +258,14 @@ fn a_revoked_lease_that_keeps_living_is_not_linearizable() {
     h.op(1, (0, 2), Op::Revoke { lease: 4 }, Outcome::Ok(Value::Unit))
         .acquire(2, (0, 1), "a", 4, granted(3))
         .keep_alive(1, (5, 6), 4, alive());
-    let found = failing(&h.history(), &Cells::new());
-    assert_eq!(found, vec!["linearizable (Wing-Gong)"]);
+    assert_failing_exactly(&h, &["linearizable (Wing-Gong)"]);
 }
 
 #[test]
 fn a_try_lock_refused_on_a_free_lock_is_not_linearizable() {
     let mut h = H::default();
-    let op = Op::Acquire {
-        name: "x".into(),
-        owner: "a".into(),
-        lease: 1,
-        mode: Mode::Exclusive,
-        wait: false,
-    };
-    h.op(1, (0, 2), op, Outcome::Ok(Value::Busy));
-    let found = failing(&h.history(), &Cells::new());
-    assert_eq!(found, vec!["linearizable (Wing-Gong)"]);
+    h.busy(1, (0, 2), "a", 1);
+    assert_failing_exactly(&h, &["linearizable (Wing-Gong)"]);
 }
 
 #[test]
@@ -263,25 +273,15 @@ fn an_unknown_acquire_may_or_may_not_have_happened() {
     let mut h = H::default();
     // a's acquire got no answer; b is granted later, then a's lease is
     // revoked. Either way is linearizable.
-    h.lost(
-        1,
-        0,
-        Op::Acquire {
-            name: "x".into(),
-            owner: "a".into(),
-            lease: 1,
-            mode: Mode::Exclusive,
-            wait: true,
-        },
-    )
-    .acquire(2, (10, 20), "b", 2, granted(9))
-    .op(
-        1,
-        (30, 31),
-        Op::Revoke { lease: 1 },
-        Outcome::Ok(Value::Unit),
-    );
-    assert_eq!(failing(&h.history(), &Cells::new()), Vec::<&str>::new());
+    h.lost(1, 0, acquire_op("a", 1, Mode::Exclusive, true))
+        .acquire(2, (10, 20), "b", 2, granted(9))
+        .op(
+            1,
+            (30, 31),
+            Op::Revoke { lease: 1 },
+            Outcome::Ok(Value::Unit),
+        );
+    assert_failing_exactly(&h, &[]);
 }
 
 #[test]
@@ -397,8 +397,7 @@ fn a_leader_read_naming_a_deposed_leader_is_not_linearizable() {
                 fence: 10,
             }),
         );
-    let found = failing(&h.history(), &Cells::new());
-    assert!(found.contains(&"linearizable (Wing-Gong)"), "{found:?}");
+    assert_reported(&h, &["linearizable (Wing-Gong)"]);
 }
 
 #[test]
@@ -407,21 +406,10 @@ fn a_timed_out_wait_may_have_held_the_lock_inside_the_call() {
     // other holder: the grant happened and the server's cancel released it.
     let mut h = H::default();
     h.acquire(1, (0, 20), "a", 1, Outcome::Fail(Failure::Timeout))
-        .op(
-            2,
-            (5, 6),
-            Op::Acquire {
-                name: "x".into(),
-                owner: "b".into(),
-                lease: 2,
-                mode: Mode::Exclusive,
-                wait: false,
-            },
-            Outcome::Ok(Value::Busy),
-        )
+        .busy(2, (5, 6), "b", 2)
         .keep_alive(1, (25, 26), 1, alive())
         .acquire(2, (27, 30), "c", 2, granted(9));
-    assert_eq!(failing(&h.history(), &Cells::new()), Vec::<&str>::new());
+    assert_failing_exactly(&h, &[]);
 }
 
 #[test]
@@ -430,19 +418,7 @@ fn a_grant_left_behind_by_a_timed_out_wait_is_not_linearizable() {
     // and nobody else holding: the cancel did not release the grant.
     let mut h = H::default();
     h.acquire(1, (0, 20), "a", 1, Outcome::Fail(Failure::Timeout))
-        .op(
-            2,
-            (25, 26),
-            Op::Acquire {
-                name: "x".into(),
-                owner: "b".into(),
-                lease: 2,
-                mode: Mode::Exclusive,
-                wait: false,
-            },
-            Outcome::Ok(Value::Busy),
-        )
+        .busy(2, (25, 26), "b", 2)
         .keep_alive(1, (27, 28), 1, alive());
-    let found = failing(&h.history(), &Cells::new());
-    assert_eq!(found, vec!["linearizable (Wing-Gong)"]);
+    assert_failing_exactly(&h, &["linearizable (Wing-Gong)"]);
 }

@@ -1,7 +1,8 @@
 //! What the smoke tests share: a seed and an output dir, each taken from
-//! an environment variable when set.
+//! an environment variable when set, and the verdict on a run.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// `$var`, or a fresh seed from the clock (it widens coverage run to run,
 /// and the run prints it for replay).
@@ -21,4 +22,33 @@ pub fn out_dir(var: &str, temp: &Path, name: &str) -> PathBuf {
     std::env::var(var)
         .map(PathBuf::from)
         .unwrap_or_else(|_| temp.join(name))
+}
+
+/// Runs `run` (a `raftlock-chaos` run with seed `seed`, writing its files
+/// to `out`), prints its output, and panics naming `what`, the seed and the
+/// kept files unless it printed `violations: 0` and exited 0.
+pub fn expect_no_violations(
+    run: &mut Command,
+    what: &str,
+    seed: &str,
+    out: &Path,
+    temp: tempfile::TempDir,
+) {
+    let result = run.output().expect("run raftlock-chaos");
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    println!("{stdout}");
+    eprintln!("{stderr}");
+    let passed = stdout.lines().any(|l| l == "violations: 0") && result.status.success();
+    if !passed {
+        // Keep the node logs, history and timeline for whoever looks next.
+        let kept = temp.keep();
+        panic!(
+            "{what} (seed {seed}) failed: {} (exit 3: violations found, 1: the run itself \
+             failed); files in {} (or {})",
+            result.status,
+            out.display(),
+            kept.display()
+        );
+    }
 }
