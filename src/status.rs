@@ -1,6 +1,6 @@
 //! The one place where internal errors become gRPC statuses. The client maps
 //! them back in `raftlock_client::error`, and nowhere else; the metadata
-//! keys both sides use live in `raftlock_client::metadata`.
+//! keys both sides use live in `raftlock_api::metadata`.
 
 use raftlock_raft::Error;
 
@@ -9,7 +9,7 @@ use raftlock_storage::CommandError;
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Status};
 
-pub use raftlock_client::metadata::{LEADER_ADDR_KEY, LEADER_ID_KEY, OUTCOME_KEY, OUTCOME_UNKNOWN};
+pub use raftlock_api::metadata::{LEADER_ADDR_KEY, LEADER_ID_KEY, OUTCOME_KEY, OUTCOME_UNKNOWN};
 
 /// Maps a replication-layer error to the status a client sees. The
 /// message says what happened in words once: the code already says

@@ -1,7 +1,7 @@
-//! The Rust client for `raftlock.v1`, with the generated API: everything a
-//! program needs to take locks from a raftlock cluster, and nothing of the
-//! server (no openraft, no sled). The `raftlock` crate re-exports it as
-//! `raftlock::client`; the Python package binds it.
+//! The Rust client for `raftlock.v1`: everything a program needs to take
+//! locks from a raftlock cluster, and nothing of the server (no openraft,
+//! no sled). The wire types are the `raftlock-api` crate's, re-exported as
+//! [`pb`] and [`metadata`]; the Python package binds this crate.
 //!
 //! [`Client`] talks to any node (nodes forward to the leader), follows
 //! not-leader answers, retries transient failures with backoff, and re-sends
@@ -72,7 +72,8 @@ macro_rules! rpc {
 
 pub mod blocking;
 pub mod error;
-pub mod metadata;
+/// The gRPC metadata keys of answers: `raftlock_api::metadata`.
+pub use raftlock_api::metadata;
 pub mod pb;
 
 mod abandoned;
