@@ -182,7 +182,7 @@ mod tests {
             let status = to_status(Error::Rejected(e.clone()));
             assert_eq!(status.code(), code, "{e}");
             // Said once: the client puts the code's words back in front.
-            let back = crate::error::from_status(&status);
+            let back = raftlock_client::error::from_status(&status);
             assert_eq!(
                 back.to_string().matches(&e.to_string()).count(),
                 1,
@@ -196,7 +196,7 @@ mod tests {
             assert_eq!(marked, unknown, "{e}");
             // The client maps it back to the same kind of error.
             assert_eq!(
-                matches!(back, crate::Error::OutcomeUnknown(_)),
+                matches!(back, raftlock_client::Error::OutcomeUnknown(_)),
                 unknown,
                 "{e}: {back:?}"
             );

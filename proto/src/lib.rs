@@ -11,6 +11,12 @@
 //!   request with `INVALID_ARGUMENT`).
 //! - [`metadata`]: the gRPC metadata keys a node sets on its answers and a
 //!   client reads back.
+//! - [`NodeAccess`]: what an application needs to reach the node it
+//!   embeds (address, TLS material, admin credential), handed from
+//!   `raftlock::Node::access` to `raftlock_client::Client::for_node`.
 
 pub mod metadata;
+mod node_access;
 pub mod pb;
+
+pub use node_access::{NodeAccess, NodeAccessTls};

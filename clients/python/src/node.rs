@@ -346,19 +346,15 @@ impl NativeNode {
         retry_for: Option<f64>,
         token: Option<String>,
     ) -> PyResult<NativeClient> {
-        let (endpoint, tls, admin) = self.with_node(|node| {
-            (
-                node.client_endpoint(),
-                node.client_tls(),
-                node.admin_token(),
-            )
-        })?;
+        let access = self.with_node(|node| node.access())?;
+        let endpoint = access.endpoint.clone();
         let mut options = ClientOptions {
             setting_names: PYTHON_NAMES,
-            tls,
-            token: token.or(admin),
-            ..ClientOptions::default()
+            ..ClientOptions::for_node(access)
         };
+        if token.is_some() {
+            options.token = token;
+        }
         if let Some(ttl) = session_ttl {
             options.session_ttl = secs("session_ttl", ttl)?;
         }

@@ -15,7 +15,8 @@
 //!   low-level calls, one per RPC (`grant_lease`, `acquire`, `release`,
 //!   `campaign`, ...), with [`Acquire`], [`Acquired`] and [`LeaseTtl`];
 //! - `options`: [`ClientOptions`] and [`ClientBuilder`]; `tls`:
-//!   [`ClientTls`], the CA and client certificate;
+//!   [`ClientTls`], the CA and client certificate; `node_access`:
+//!   [`Client::for_node`], a client of a node in this process;
 //! - `session`: the session lease kept alive in the background, and the
 //!   force-release checks of the holds on it; `loss`: the lost signal
 //!   and the one `Check` that proves a hold (`ensure_owned`);
@@ -74,6 +75,7 @@ pub mod blocking;
 pub mod error;
 /// The gRPC metadata keys of answers: `raftlock_api::metadata`.
 pub use raftlock_api::metadata;
+pub use raftlock_api::NodeAccess;
 pub mod pb;
 
 mod abandoned;
@@ -91,6 +93,7 @@ mod lock_builder;
 mod lock_calls;
 mod lock_guard;
 mod loss;
+mod node_access;
 mod options;
 mod request_ids;
 mod semaphore;
