@@ -336,7 +336,7 @@ impl NativeNode {
     /// A client of this node (which forwards to the leader), with the
     /// node's own TLS identity when it has one, else (no `token`) the
     /// cluster's admin credential: the embedding application is trusted
-    /// with its cluster, as `raftlock::Node::client` is.
+    /// with its cluster, as `raftlock_client::Client::for_node` is.
     #[pyo3(signature = (*, session_ttl=None, safety_margin=None, retry_for=None, token=None))]
     fn client(
         &self,

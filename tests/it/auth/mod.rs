@@ -293,10 +293,10 @@ async fn the_client_authenticates_with_its_token() {
 
 /// With TLS, a client certificate is an identity: `test` (the fixture's
 /// client certificate) is listed with `jobs`'s role, so it may lock
-/// `jobs/*` but not `billing/*`; a node's own client (`Node::client`,
-/// which presents the node certificate) is an admin. Without the
-/// certificate half of `Auth::authenticate`, both are refused as
-/// unauthenticated.
+/// `jobs/*` but not `billing/*`; a node's own client
+/// (`Client::for_node(node.access())`, which presents the node
+/// certificate) is an admin. Without the certificate half of
+/// `Auth::authenticate`, both are refused as unauthenticated.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_client_certificate_is_an_identity() {
     let dir = tempfile::tempdir().expect("temp dir");
