@@ -271,5 +271,7 @@ source "$here/selftest_ops.sh"
 source "$here/selftest_health.sh"
 # shellcheck source=selftest_failover.sh source-path=SCRIPTDIR
 source "$here/selftest_failover.sh"
+# shellcheck source=selftest_api.sh source-path=SCRIPTDIR
+source "$here/selftest_api.sh"
 
 printf 'cluster-scripts selftest: %d passed, 0 failed\n' "$passed"

@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clap::Parser;
-use raftlock::{Client, Config, Error, InitialMember, Node, ReplicationConfig};
+use raftlock::{Config, InitialMember, Node, ReplicationConfig};
+use raftlock_client::{Client, Error};
 use tokio::time::{sleep, timeout};
 
 /// The election every copy campaigns in.
@@ -88,7 +89,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..Config::default()
     })
     .await?;
-    let client = node.client().await?;
+    let client = Client::for_node(node.access()).await?;
     println!("app {}: node started on {}", args.id, node.client_addr());
 
     let ttl = Duration::from_millis(args.ttl_ms);

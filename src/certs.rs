@@ -29,7 +29,7 @@ use time::{Duration, OffsetDateTime};
 
 use raftlock_raft::transport::tls::{client_uri, node_dns_name, node_id_of_dns_name};
 
-use crate::error::Error;
+use raftlock_client::Error;
 
 /// How long the CA is valid.
 const CA_DAYS: i64 = 3650;

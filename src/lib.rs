@@ -5,9 +5,15 @@
 //! on disk with sled, and serves etcd-like lease, lock and election calls over
 //! gRPC (`raftlock.v1`).
 //!
+//! An application embeds a node and talks to it with the client crate
+//! (`raftlock-client`). The library does not depend on it (only the
+//! command line behind the `cli` feature does); both share the wire types
+//! of the `raftlock-api` crate.
+//!
 //! ```no_run
-//! # async fn demo() -> Result<(), raftlock::Error> {
-//! let client = raftlock::Client::connect(["127.0.0.1:7379"]).await?;
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let node = raftlock::Node::start(raftlock::Config::default()).await?;
+//! let client = raftlock_client::Client::for_node(node.access()).await?;
 //! let guard = client.lock("jobs/nightly").acquire().await?; // session lease kept alive for you
 //! let lost = guard.lost();
 //! tokio::select! {
@@ -35,24 +41,23 @@
 //! - [`status`]: the one mapping from internal errors to gRPC statuses.
 //! - [`observe`]: the admin listener (`/metrics`, `/healthz`, `/readyz`,
 //!   the status page), the gRPC health service and per-call metrics.
-//! - [`client`]: the Rust client (sessions, lock guards, semaphores,
-//!   elections, task locks, fencing), with [`blocking`] for non-async code;
-//!   [`error`]: its error type and the one mapping back from gRPC statuses.
-//!   They are the `raftlock-client` crate (`clients/rust`), which has no
-//!   server dependencies, re-exported here so existing code keeps compiling.
 //! - [`config_layers`]: a node's [`Config`] filled in layers (defaults, a
 //!   TOML file, then overlays such as `raftlock serve`'s flags and
 //!   `RAFTLOCK_*` variables), merged key by key by serde, never by hand.
 //! - `certs` (feature `certs`, part of `cli`): a cluster's CA, node and
 //!   client certificates (`raftlock certs`).
 //! - `cli` (feature `cli`, on by default): the `raftlock` command line (the
-//!   binary only parses and calls). An application that embeds a node
+//!   binary only parses and calls). It is the one part of this crate that
+//!   uses the client crate (`raftlock-client`, an optional dependency of
+//!   this feature), as `certs` does for its error type. An application that embeds a node
 //!   depends on `raftlock` with `default-features = false`, and builds
 //!   without clap, rcgen, the log subscriber or mimalloc.
 //! - [`duration`]: durations as the command line writes them (`500ms`,
 //!   `10s`, `2m`), also used by the chaos tool.
-//! - [`pb`]: the generated `raftlock.v1` API (the client crate's messages
-//!   and the server stubs).
+//! - [`pb`]: the generated `raftlock.v1` API (the messages of the
+//!   `raftlock-api` crate and the server stubs generated here);
+//!   [`NodeAccess`]: what a client in this process needs to reach a node
+//!   ([`Node::access`]).
 //!
 //! Below this crate: `raftlock_raft` (replication: openraft, the peer
 //! transport, forwarding, membership; nothing of leases or locks) and
@@ -82,10 +87,8 @@ pub mod status;
 
 pub use config::{Config, ServingConfig};
 pub use config_layers::ConfigLayers;
-pub use node::{Node, NodeBuilder, NodeError};
-/// The Rust client: the `raftlock-client` crate, re-exported.
-pub use raftlock_client as client;
-pub use raftlock_client::{blocking, error, Client, Error};
+pub use node::{NoLeader, Node, NodeBuilder, NodeError};
+pub use raftlock_api::NodeAccess;
 pub use raftlock_raft::peer::admin_credential::AdminCredential;
 pub use raftlock_raft::peer::auth::ClusterKey;
 pub use raftlock_raft::Config as ReplicationConfig;

@@ -1,6 +1,6 @@
 //! The one place where internal errors become gRPC statuses. The client maps
 //! them back in `raftlock_client::error`, and nowhere else; the metadata
-//! keys both sides use live in `raftlock_client::metadata`.
+//! keys both sides use live in `raftlock_api::metadata`.
 
 use raftlock_raft::Error;
 
@@ -9,7 +9,7 @@ use raftlock_storage::CommandError;
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Status};
 
-pub use raftlock_client::metadata::{LEADER_ADDR_KEY, LEADER_ID_KEY, OUTCOME_KEY, OUTCOME_UNKNOWN};
+pub use raftlock_api::metadata::{LEADER_ADDR_KEY, LEADER_ID_KEY, OUTCOME_KEY, OUTCOME_UNKNOWN};
 
 /// Maps a replication-layer error to the status a client sees. The
 /// message says what happened in words once: the code already says
@@ -182,7 +182,7 @@ mod tests {
             let status = to_status(Error::Rejected(e.clone()));
             assert_eq!(status.code(), code, "{e}");
             // Said once: the client puts the code's words back in front.
-            let back = crate::error::from_status(&status);
+            let back = raftlock_client::error::from_status(&status);
             assert_eq!(
                 back.to_string().matches(&e.to_string()).count(),
                 1,
@@ -196,7 +196,7 @@ mod tests {
             assert_eq!(marked, unknown, "{e}");
             // The client maps it back to the same kind of error.
             assert_eq!(
-                matches!(back, crate::Error::OutcomeUnknown(_)),
+                matches!(back, raftlock_client::Error::OutcomeUnknown(_)),
                 unknown,
                 "{e}: {back:?}"
             );

@@ -2,7 +2,7 @@
 //! make. etcd is driven through its Lease and Lock services exactly as the
 //! `etcd-client` crate does (one connection balanced over all members, a
 //! keep-alive stream per client); raftlock through its client library
-//! (`raftlock::Client`, the low-level acquire/release with a lease per
+//! (`raftlock_client::Client`, the low-level acquire/release with a lease per
 //! client, and a keep-alive stream per client).
 
 use std::time::Duration;
@@ -60,10 +60,10 @@ struct KeepAliveStream {
 /// would have).
 #[derive(Debug)]
 pub struct RaftlockDriver {
-    client: raftlock::Client,
+    client: raftlock_client::Client,
     owner: String,
     /// Open keep-alive stream, as etcd's driver keeps one.
-    keep_alive: Option<raftlock::client::KeepAliveStream>,
+    keep_alive: Option<raftlock_client::KeepAliveStream>,
 }
 
 impl Driver {
@@ -84,7 +84,7 @@ impl Driver {
                 })))
             }
             System::Raftlock => Ok(Driver::Raftlock(Box::new(RaftlockDriver {
-                client: raftlock::Client::connect(endpoints.iter().cloned()).await?,
+                client: raftlock_client::Client::connect(endpoints.iter().cloned()).await?,
                 owner: uuid::Uuid::new_v4().to_string(),
                 keep_alive: None,
             }))),
@@ -150,10 +150,10 @@ impl Driver {
                 Ok(Held::Etcd(r.key))
             }
             Driver::Raftlock(d) => {
-                let spec = raftlock::client::Acquire::exclusive(name, d.owner.clone(), lease);
+                let spec = raftlock_client::Acquire::exclusive(name, d.owner.clone(), lease);
                 match d.client.acquire(&spec).await? {
                     Some(_) => Ok(Held::Raftlock(name.to_string())),
-                    None => Err(Error::Raftlock(raftlock::Error::Internal(
+                    None => Err(Error::Raftlock(raftlock_client::Error::Internal(
                         "a waiting acquire answered 'busy'".into(),
                     ))),
                 }
@@ -209,7 +209,7 @@ impl RaftlockDriver {
         };
         match stream.keep_alive(lease).await {
             Ok(_) => Ok(()),
-            Err(e @ raftlock::Error::LeaseExpired(_)) => Err(e.into()),
+            Err(e @ raftlock_client::Error::LeaseExpired(_)) => Err(e.into()),
             Err(e) => {
                 self.keep_alive = None;
                 Err(e.into())

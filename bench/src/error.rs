@@ -25,7 +25,7 @@ pub enum Error {
     Etcd(#[from] tonic::Status),
     /// A raftlock call failed.
     #[error("raftlock: {0}")]
-    Raftlock(#[from] raftlock::Error),
+    Raftlock(#[from] raftlock_client::Error),
     /// A workload could not run as planned.
     #[error("workload {workload}: {message}")]
     Workload {

@@ -10,7 +10,7 @@ use raftlock_raft::peer::admin_credential::AdminCredential;
 use raftlock_raft::peer::auth::{key_path, ClusterKey};
 
 use super::Endpoints;
-use crate::client::Client;
+use raftlock_client::Client;
 
 /// The data dir `raftlock serve` uses without flags.
 const DEFAULT_DATA_DIR: &str = "raftlock-data";

@@ -13,9 +13,9 @@ use super::admin_args::AdminArgs;
 use super::cluster_status::{self, HEALTH_EXIT_CODES, NODE_TIMEOUT};
 use super::learner_wait::{wait_caught_up, Learner};
 use super::{Endpoints, Output, EXIT_SUCCESS};
-use crate::client::Client;
 use crate::duration::parse_duration;
 use crate::pb;
+use raftlock_client::Client;
 
 /// `raftlock cluster ...`
 #[derive(Debug, clap::Args)]
@@ -97,7 +97,7 @@ pub async fn run(args: ClusterArgs) -> Result<u8, String> {
             (start, Duration::ZERO),
         ),
     };
-    let check = |e: crate::Error| format!("{e} (check `raftlock cluster status`)");
+    let check = |e: raftlock_client::Error| format!("{e} (check `raftlock cluster status`)");
     let members = match args.command {
         ClusterCommand::Status => unreachable!("answered above"),
         ClusterCommand::AddLearner {
@@ -154,7 +154,7 @@ async fn status(endpoints: &Endpoints) -> Result<u8, String> {
 
 /// What to say when no endpoint answered: the first endpoint's error,
 /// worded for the command line.
-fn unreachable_message(endpoints: &Endpoints, errors: &[crate::Error]) -> String {
+fn unreachable_message(endpoints: &Endpoints, errors: &[raftlock_client::Error]) -> String {
     match errors.first() {
         Some(e) => endpoints.explain(e),
         None => "no endpoint given".to_string(),

@@ -14,8 +14,8 @@ use std::time::Duration;
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde::Serialize;
 
-use crate::client::{Client, ClientOptions};
 use crate::pb;
+use raftlock_client::{Client, ClientOptions};
 
 /// The exit codes of `cluster status` and `endpoint health`, as their
 /// `--help` (and so the man pages) list them.
@@ -80,7 +80,7 @@ pub async fn ask_node(
     addr: &str,
     limit: Duration,
     linearizable: bool,
-) -> Result<pb::StatusResponse, crate::Error> {
+) -> Result<pb::StatusResponse, raftlock_client::Error> {
     let client = Client::connect_with([addr.to_string()], one_node_options(options, limit)).await?;
     let call = async {
         if linearizable {
@@ -90,7 +90,7 @@ pub async fn ask_node(
         }
     };
     tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
-        Err(crate::Error::Unavailable(format!(
+        Err(raftlock_client::Error::Unavailable(format!(
             "no answer from {addr} within {limit:?} (is the process stopped, or overloaded?)"
         )))
     })
@@ -104,7 +104,7 @@ pub async fn first_answer(
     options: &ClientOptions,
     endpoints: &[String],
     limit: Duration,
-) -> Result<pb::StatusResponse, Vec<crate::Error>> {
+) -> Result<pb::StatusResponse, Vec<raftlock_client::Error>> {
     let mut asks: FuturesUnordered<_> = endpoints
         .iter()
         .enumerate()
@@ -134,7 +134,7 @@ pub async fn gather(
     options: &ClientOptions,
     endpoints: &[String],
     retry_for: Duration,
-) -> Result<ClusterView, Vec<crate::Error>> {
+) -> Result<ClusterView, Vec<raftlock_client::Error>> {
     let first = first_answer(options, endpoints, retry_for.max(NODE_TIMEOUT)).await?;
     let asks = first.members.iter().map(|m| async move {
         ask_node(options, &m.client_addr, NODE_TIMEOUT, false)

@@ -11,9 +11,9 @@ use serde::Serialize;
 use super::lock_cmd::revoke;
 use super::signals::Interrupts;
 use super::{print_json_line, Endpoints, Output, EXIT_SUCCESS};
-use crate::client::{Client, LeaderInfo};
 use crate::duration::parse_duration;
-use crate::error::Error;
+use raftlock_client::Error;
+use raftlock_client::{Client, LeaderInfo};
 
 /// Pause before observing again after the cluster was unreachable.
 const RESUBSCRIBE_AFTER: Duration = Duration::from_millis(500);

@@ -15,8 +15,8 @@ use serde::Serialize;
 
 use super::cluster_status::{ask_node, first_answer, HEALTH_EXIT_CODES, NODE_TIMEOUT};
 use super::{print_json, Endpoints, Output, EXIT_SUCCESS};
-use crate::client::ClientOptions;
 use crate::duration::parse_duration;
+use raftlock_client::ClientOptions;
 
 /// `raftlock endpoint ...`
 #[derive(Debug, clap::Args)]

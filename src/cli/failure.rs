@@ -1,7 +1,7 @@
 //! How the command line words a failed call: one line saying what went
 //! wrong and what to do about it.
 
-use crate::error::Error;
+use raftlock_client::Error;
 
 /// `error` for a user who gave `endpoints`, with the next step to take.
 pub fn explain(error: &Error, endpoints: &[String]) -> String {

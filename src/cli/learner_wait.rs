@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::cluster_status::ask_node;
-use crate::client::ClientOptions;
+use raftlock_client::ClientOptions;
 
 /// A long catch-up shows its first progress line after this long.
 const PROGRESS_AFTER: Duration = Duration::from_secs(2);

@@ -9,8 +9,8 @@ use tokio::time::Instant;
 use super::admin_args::AdminArgs;
 use super::signals::Interrupts;
 use super::{print_json, print_json_line, Endpoints, Output, EXIT_SUCCESS};
-use crate::client::{Client, LeaseAccount, LeaseId};
 use crate::duration::{format_duration, parse_duration};
+use raftlock_client::{Client, LeaseAccount, LeaseId};
 
 /// `raftlock lease ...`
 #[derive(Debug, clap::Args)]
@@ -219,7 +219,7 @@ async fn keep_alive(
     }
 }
 
-fn print_ttl(id: LeaseId, ttl: &crate::client::LeaseTtl, output: Output) -> Result<(), String> {
+fn print_ttl(id: LeaseId, ttl: &raftlock_client::LeaseTtl, output: Output) -> Result<(), String> {
     #[derive(Serialize)]
     struct Attachment<'a> {
         name: &'a str,

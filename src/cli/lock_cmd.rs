@@ -3,7 +3,7 @@
 //! safe across machines).
 //!
 //! The lock hangs on a lease of its own, granted here and held through a
-//! [`LockGuard`](crate::client::LockGuard) on it, which renews the lease in
+//! [`LockGuard`](raftlock_client::LockGuard) on it, which renews the lease in
 //! the background while we wait and while CMD runs. CMD sees
 //! `RAFTLOCK_LOCK`, `RAFTLOCK_FENCE` and `RAFTLOCK_LEASE`. When the guard
 //! reports the lock lost — the lease was revoked or expired, renewals failed
@@ -39,9 +39,9 @@ use serde::Serialize;
 use super::child_process::{exit_code, ChildProcess};
 use super::signals::Interrupts;
 use super::{print_json, Endpoints, Output, EXIT_SUCCESS};
-use crate::client::{Client, LeaseId, LockGuard};
 use crate::duration::{format_duration, parse_duration};
-use crate::error::Error;
+use raftlock_client::Error;
+use raftlock_client::{Client, LeaseId, LockGuard};
 
 /// The exit codes, as `raftlock lock --help` lists them (the module doc
 /// shows the same file).

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use crate::client::{LockInfo, LockMode};
 use crate::pb::{HolderInfo, WaiterInfo};
+use raftlock_client::{LockInfo, LockMode};
 
 /// A lock as `locks list` / `locks describe` print it.
 #[derive(Debug, Serialize)]

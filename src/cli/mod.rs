@@ -52,7 +52,7 @@ use serde::Serialize;
 
 use std::path::PathBuf;
 
-use crate::client::{Client, ClientOptions, ClientTls};
+use raftlock_client::{Client, ClientOptions, ClientTls};
 
 pub use crate::duration::{format_duration, parse_duration};
 pub use serve_options::{serve_config, serve_options, ServeOption};
@@ -201,7 +201,7 @@ impl Endpoints {
     }
 
     /// The client settings these flags describe.
-    fn options(&self) -> Result<ClientOptions, crate::Error> {
+    fn options(&self) -> Result<ClientOptions, raftlock_client::Error> {
         let tls = if self.cacert.is_some() || self.cert.is_some() || self.key.is_some() {
             Some(ClientTls::from_files(
                 self.cacert.as_deref(),
@@ -221,7 +221,7 @@ impl Endpoints {
     }
 
     /// Words a client error for this command line (see `failure`).
-    pub fn explain(&self, error: &crate::Error) -> String {
+    pub fn explain(&self, error: &raftlock_client::Error) -> String {
         failure::explain(error, &self.endpoints)
     }
 }

@@ -32,3 +32,12 @@ pub enum NodeError {
     #[error("serving layer: {0}")]
     Serving(#[source] raftlock_raft::Error),
 }
+
+/// [`Node::wait_for_leader`](super::Node::wait_for_leader) ran out of
+/// time: this node knew no leader for all of `waited`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no leader after {waited:?}")]
+pub struct NoLeader {
+    /// How long it waited.
+    pub waited: std::time::Duration,
+}

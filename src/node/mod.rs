@@ -10,7 +10,8 @@ mod error;
 
 use crate::Config;
 use client_listener::serve_clients;
-pub use error::NodeError;
+pub use error::{NoLeader, NodeError};
+use raftlock_api::{NodeAccess, NodeAccessTls};
 use raftlock_raft::storage::state::LockState;
 use raftlock_raft::transport::tls::node_dns_name;
 #[cfg(feature = "test-util")]
@@ -24,8 +25,6 @@ use tokio::task::JoinHandle;
 
 use crate::auth::policy::Policy;
 use crate::auth::{AdminGate, Auth};
-use crate::client::{Client, ClientOptions, ClientTls};
-use crate::error::Error;
 use crate::observe::{bind_admin, serve_admin};
 use crate::serving::{Serving, ServingTasks};
 
@@ -259,34 +258,38 @@ impl Node {
     pub fn tls_enabled(&self) -> bool {
         self.raft.tls().is_some()
     }
-    /// A [`Client`] of this node, as an embedding application uses it: any
-    /// node accepts any call and forwards to the Raft leader, so talking to
-    /// the local one is enough. With TLS it trusts the cluster CA, checks
-    /// that it reached this node (`node-ID.raftlock`) and presents the
-    /// node's own certificate; with a join token it sends the cluster's
-    /// admin credential. Either makes it an admin: the application that
-    /// embeds a node is trusted with its cluster.
+    /// What a client in this process needs to reach this node as the
+    /// application that embeds it (an admin of its cluster): the address,
+    /// the TLS material (trust the cluster CA, expect this node's
+    /// certificate `node-ID.raftlock`, present the node's own), the admin
+    /// credential when peers use a join token. The client crate makes a
+    /// client from it; any node accepts any call and forwards to the
+    /// leader, so talking to the local one is enough.
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     /// let node = raftlock::Node::start(raftlock::Config::default()).await?;
-    /// let client = node.client().await?;
+    /// let client = raftlock_client::Client::for_node(node.access()).await?;
     /// let lease = client.grant_lease(std::time::Duration::from_secs(10)).await?;
     /// # let _ = lease;
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn client(&self) -> Result<Client, Error> {
-        let options = ClientOptions {
-            tls: self.client_tls(),
+    pub fn access(&self) -> NodeAccess {
+        NodeAccess {
+            endpoint: self.client_endpoint(),
+            tls: self.raft.tls().map(|tls| NodeAccessTls {
+                ca_pem: tls.ca_pem().to_vec(),
+                cert_pem: tls.cert_pem().to_vec(),
+                key_pem: tls.key_pem().to_vec(),
+                server_name: node_dns_name(self.id()),
+            }),
             token: self.admin_token(),
-            ..ClientOptions::default()
-        };
-        Client::connect_with([self.client_endpoint()], options).await
+        }
     }
 
     /// The cluster's admin credential as a bearer token (what
-    /// [`client`](Self::client) sends), for a client of this process that
+    /// [`access`](Self::access) carries), for a client of this process that
     /// makes operator calls; `None` when peers use mTLS (the node
     /// certificate is the admin identity then) or `--insecure`.
     pub fn admin_token(&self) -> Option<String> {
@@ -304,17 +307,6 @@ impl Node {
             });
         }
         addr.to_string()
-    }
-
-    /// The TLS settings of [`client`](Self::client): trust the cluster CA,
-    /// expect this node's certificate (`node-ID.raftlock`), present the
-    /// node's own. `None` when the node speaks plain text.
-    pub fn client_tls(&self) -> Option<ClientTls> {
-        self.raft.tls().map(|tls| ClientTls {
-            ca_pem: Some(tls.ca_pem().to_vec()),
-            identity: Some((tls.cert_pem().to_vec(), tls.key_pem().to_vec())),
-            server_name: Some(node_dns_name(self.id())),
-        })
     }
 
     /// This node's view of the cluster.
@@ -367,11 +359,11 @@ impl Node {
     }
 
     /// Waits until this node knows a leader, up to `timeout`.
-    pub async fn wait_for_leader(&self, timeout: Duration) -> Result<u64, Error> {
+    pub async fn wait_for_leader(&self, timeout: Duration) -> Result<u64, NoLeader> {
         self.inner()
             .wait_for_leader(timeout)
             .await
-            .ok_or_else(|| Error::Unavailable(format!("no leader after {timeout:?}")))
+            .ok_or(NoLeader { waited: timeout })
     }
 
     /// Stops accepting client calls, lets in-flight ones finish (up to 5 s),

@@ -3,8 +3,9 @@
 //! node has applied, holders and waiters in order.
 //!
 //! This node's own figures come from its replica; every other member is
-//! asked for its own with a `Cluster.Status` call (TLS as this node's
-//! client, its certificate presented), so the page shows the same numbers
+//! asked for its own with a `Cluster.Status` call (the generated stub over
+//! a tonic channel; with TLS as between peers: this node's certificate
+//! presented, the member's name checked), so the page shows the same numbers
 //! on whichever node it is opened.
 
 use std::collections::HashMap;
@@ -12,13 +13,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use raftlock_raft::clock::wall_clock_ms;
-use raftlock_raft::transport::tls::node_dns_name;
 use raftlock_raft::NodeTls;
 use raftlock_raft::Replica;
 use raftlock_storage::Mode;
 use serde::Serialize;
 
-use crate::client::{Client, ClientOptions, ClientTls};
+use tonic::transport::{Channel, Endpoint};
+
+use crate::pb;
+use crate::pb::cluster_client::ClusterClient;
 
 /// Most leases and locks listed; the totals say how many there are.
 const MAX_LISTED: usize = 200;
@@ -89,11 +92,11 @@ pub struct HolderView {
     pub for_ms: u64,
 }
 
-/// Builds [`StatusView`]s, keeping one client per member between calls.
+/// Builds [`StatusView`]s, keeping one channel per member between calls.
 pub struct StatusSource {
     node: Arc<Replica>,
     tls: Option<NodeTls>,
-    clients: Mutex<HashMap<(u64, String), Client>>,
+    channels: Mutex<HashMap<(u64, String), Channel>>,
 }
 
 impl StatusSource {
@@ -102,7 +105,7 @@ impl StatusSource {
         StatusSource {
             node,
             tls,
-            clients: Mutex::default(),
+            channels: Mutex::default(),
         }
     }
 
@@ -207,49 +210,36 @@ impl StatusSource {
     }
 
     /// Member `id`'s own status, or `None` if it does not answer in time.
-    async fn ask(&self, id: u64, addr: &str) -> Option<crate::client::NodeStatus> {
-        let key = (id, addr.to_string());
-        let cached = self
-            .clients
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .cloned();
-        let client = match cached {
-            Some(c) => c,
-            None => {
-                let options = self.options(id);
-                let connect = Client::connect_with([addr.to_string()], options);
-                let c = tokio::time::timeout(MEMBER_TIMEOUT, connect)
-                    .await
-                    .ok()?
-                    .ok()?;
-                self.clients
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(key, c.clone());
-                c
-            }
-        };
-        tokio::time::timeout(MEMBER_TIMEOUT, client.status())
+    async fn ask(&self, id: u64, addr: &str) -> Option<pb::StatusResponse> {
+        let channel = self.channel(id, addr)?;
+        let mut cluster = ClusterClient::new(channel);
+        tokio::time::timeout(MEMBER_TIMEOUT, cluster.status(pb::StatusRequest::default()))
             .await
             .ok()?
             .ok()
+            .map(|r| r.into_inner())
     }
 
-    /// Client settings to reach member `id`: with TLS, this node's
-    /// certificate, the cluster CA, and the member's name.
-    fn options(&self, id: u64) -> ClientOptions {
-        let tls = self.tls.as_ref().map(|tls| ClientTls {
-            ca_pem: Some(tls.ca_pem().to_vec()),
-            identity: Some((tls.cert_pem().to_vec(), tls.key_pem().to_vec())),
-            server_name: Some(node_dns_name(id)),
-        });
-        ClientOptions {
-            tls,
-            retry_for: Duration::from_millis(500),
-            ..ClientOptions::default()
+    /// The channel to member `id` at `addr`, made on first use and kept
+    /// (it reconnects by itself). With TLS it presents this node's
+    /// certificate, trusts the cluster CA and expects `node-ID.raftlock`;
+    /// `None` if `addr` is not a valid address.
+    fn channel(&self, id: u64, addr: &str) -> Option<Channel> {
+        let key = (id, addr.to_string());
+        let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(channel) = channels.get(&key) {
+            return Some(channel.clone());
         }
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
+            .ok()?
+            .connect_timeout(MEMBER_TIMEOUT);
+        if let Some(tls) = &self.tls {
+            endpoint = endpoint.tls_config(tls.peer_client_config(id)).ok()?;
+        }
+        let channel = endpoint.connect_lazy();
+        channels.insert(key, channel.clone());
+        Some(channel)
     }
 }
 

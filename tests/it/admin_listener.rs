@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use raftlock::client::Acquire;
+use raftlock_client::Acquire;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use raftlock::client::Acquire;
+use raftlock_client::Acquire;
 use raftlock_storage::backup::Backup;
 
 use crate::cluster::TestCluster;

@@ -2,15 +2,14 @@
 
 use std::time::Duration;
 
-use raftlock::client::{Acquire, LockMode};
 use raftlock::pb;
-use raftlock::Error;
+use raftlock_client::{Acquire, Error, LockMode};
 use raftlock_storage::limits::{MAX_NAME_LEN, MAX_WAITERS_PER_LOCK};
 
 use crate::cluster::TestCluster;
 
 /// Every lock, without the hold durations that change as time passes.
-async fn locks(client: &raftlock::Client) -> Vec<pb::LockInfo> {
+async fn locks(client: &raftlock_client::Client) -> Vec<pb::LockInfo> {
     let mut locks = client.list("", 0).await.unwrap();
     for l in &mut locks {
         l.holders.iter_mut().for_each(|h| h.held_ms = 0);

@@ -11,8 +11,7 @@
 
 use std::time::Duration;
 
-use raftlock::client::Acquire;
-use raftlock::{Client, Error};
+use raftlock_client::{Acquire, Client, Error};
 use raftlock_testkit::DelayProxy;
 use tokio::time::Instant;
 

@@ -1,10 +1,9 @@
-//! `raftlock::blocking::Client` from plain threads: locks released on drop
+//! `raftlock_client::blocking::Client` from plain threads: locks released on drop
 //! before `drop` returns, try-lock, semaphores, elections.
 
 use std::time::Duration;
 
-use raftlock::blocking;
-use raftlock::client::ClientOptions;
+use raftlock_client::{blocking, ClientOptions};
 
 use crate::cluster::TestCluster;
 

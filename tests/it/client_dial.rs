@@ -9,8 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use raftlock::client::{Acquire, ClientOptions};
-use raftlock::Client;
+use raftlock_client::{Acquire, Client, ClientOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -124,7 +123,7 @@ async fn the_callers_timeout_bounds_the_dial_timeout() {
         .expect_err("nothing answers");
     let took = started.elapsed();
     assert!(took < Duration::from_secs(5), "took {took:?}: {e}");
-    assert!(matches!(e, raftlock::Error::Unavailable(_)), "{e}");
+    assert!(matches!(e, raftlock_client::Error::Unavailable(_)), "{e}");
     let said = e.to_string();
     assert!(
         said.contains(&silent) && said.contains("connected, but no answer within"),

@@ -5,8 +5,7 @@ use std::pin::pin;
 use std::time::Duration;
 
 use futures::StreamExt;
-use raftlock::client::LeaderInfo;
-use raftlock::{Client, Error};
+use raftlock_client::{Client, Error, LeaderInfo};
 
 use crate::client_locks::{short_client, TTL};
 use crate::cluster::TestCluster;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use raftlock::{Client, Error};
+use raftlock_client::{Client, Error};
 
 use crate::cluster::TestCluster;
 

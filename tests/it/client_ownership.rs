@@ -9,8 +9,7 @@
 
 use std::time::Duration;
 
-use raftlock::client::ClientOptions;
-use raftlock::{blocking, Client, Error};
+use raftlock_client::{blocking, Client, ClientOptions, Error};
 
 use crate::cluster::TestCluster;
 

@@ -4,8 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use raftlock::client::Fenced;
-use raftlock::Error;
+use raftlock_client::{Error, Fenced};
 use tokio::time::Instant;
 
 use crate::client_locks::{short_client, wait_free};

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use prost::Message;
-use raftlock::client::Acquire;
 use raftlock::pb;
+use raftlock_client::Acquire;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpSocket, TcpStream};
 use tonic::codegen::http::uri::PathAndQuery;
@@ -71,7 +71,7 @@ async fn closed_within(conn: &mut TcpStream, wait: Duration) -> bool {
 
 /// Grants a lease and takes and releases an exclusive lock through
 /// `client`, as an honest user would.
-async fn lock_and_unlock(client: &raftlock::Client, name: &str) {
+async fn lock_and_unlock(client: &raftlock_client::Client, name: &str) {
     let lease = client.grant_lease(TTL).await.expect("grant");
     let grant = client
         .acquire(&Acquire {
@@ -352,7 +352,7 @@ async fn a_flood_of_watches_from_one_source_is_bounded() {
     };
     let waited = honest.acquire(&waiter).await;
     assert!(
-        matches!(waited, Err(raftlock::Error::Timeout(_)) | Ok(None)),
+        matches!(waited, Err(raftlock_client::Error::Timeout(_)) | Ok(None)),
         "the honest wait runs its course: {waited:?}"
     );
 

@@ -6,8 +6,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use raftlock::client::ReadWriteOp;
-use raftlock::Error;
+use raftlock_client::{Error, ReadWriteOp};
 
 use crate::cluster::TestCluster;
 

@@ -16,8 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use raftlock::client::Acquire;
-use raftlock::Client;
+use raftlock_client::{Acquire, Client};
 use tokio::process::{Child, Command};
 
 use crate::small_disk::SmallDisk;

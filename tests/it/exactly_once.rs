@@ -5,12 +5,11 @@
 //! "outcome unknown", and a caller at another address sending the same
 //! client id cannot disturb the first client's retries.
 
-use raftlock::error::from_status;
 use raftlock::pb;
 use raftlock::pb::lease_client::LeaseClient;
 use raftlock::pb::lock_client::LockClient;
 use raftlock::status::{OUTCOME_KEY, OUTCOME_UNKNOWN};
-use raftlock::Error;
+use raftlock_client::{error::from_status, Error};
 use tonic::transport::Channel;
 use tonic::Code;
 

@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use raftlock::client::{Acquire, Acquired, LeaseId};
-use raftlock::Client;
+use raftlock_client::{Acquire, Acquired, Client, LeaseId};
 use tokio::task::JoinHandle;
 
 use crate::cluster::{test_config, TestCluster};
@@ -22,7 +21,7 @@ struct Contended {
     held: Acquired,
     /// `b`'s acquire, queued (through a client of its own) when this is
     /// returned.
-    waiter: JoinHandle<Result<Option<Acquired>, raftlock::Error>>,
+    waiter: JoinHandle<Result<Option<Acquired>, raftlock_client::Error>>,
 }
 
 /// Starts the cluster, lets `a` take `name` and queues `b` behind it.

@@ -6,22 +6,25 @@ use std::process::Command;
 
 /// Crates only the command line and the binary use: argument parsing, its
 /// man page and completions, certificate generation (`raftlock certs`),
-/// the log subscriber (an application sets its own) and mimalloc (an
-/// application keeps its allocator).
-const COMMAND_LINE_ONLY: [&str; 6] = [
+/// the log subscriber (an application sets its own), mimalloc (an
+/// application keeps its allocator) and the client crate (the lock, lease,
+/// elect and cluster commands are a client; the library is not).
+const COMMAND_LINE_ONLY: [&str; 7] = [
     "clap",
     "clap_mangen",
     "clap_complete",
     "rcgen",
     "tracing-subscriber",
     "mimalloc",
+    "raftlock-client",
 ];
 
 /// `cargo tree -p raftlock -e normal --no-default-features` lists none of
 /// [`COMMAND_LINE_ONLY`]. Fails when one of them is made a plain
 /// dependency again (or another normal dependency pulls it in); it failed
 /// so before the `cli` feature, listing clap, clap_complete, clap_mangen,
-/// rcgen, tracing-subscriber and mimalloc.
+/// rcgen, tracing-subscriber and mimalloc, and listed raftlock-client while
+/// the library re-exported the client.
 #[test]
 fn the_library_alone_has_no_command_line_crates() {
     let out = Command::new(env!("CARGO"))

@@ -6,7 +6,7 @@
 //! A reference is a code span `FILE::NAME`: a `.rs` file and a function it
 //! defines (`fn NAME`), a `.py` file and a `def NAME` in it, or a `.sh`
 //! file and a quoted substring of it (`FILE::"words of a check"`). Code
-//! spans whose left side is not such a file (`raftlock::Client`) are not
+//! spans whose left side is not such a file (`raftlock_client::Client`) are not
 //! references.
 
 use std::collections::BTreeSet;
@@ -249,7 +249,7 @@ fn the_checker_reports_tests_that_are_gone() {
     let doc = "\
 # Guarantees
 
-Written as `FILE::NAME`; `raftlock::Client` is code, not a reference.
+Written as `FILE::NAME`; `raftlock_client::Client` is code, not a reference.
 
 ## Locks
 

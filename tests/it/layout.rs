@@ -1,6 +1,7 @@
 //! The source tree's shape, checked on every run: no Rust file past 500
-//! lines (a file that long owns two things), and no circle of imports
-//! among the modules of a crate (each folder's modules form layers).
+//! lines (a file that long owns two things), no circle of imports among
+//! the modules of a crate (each folder's modules form layers), and no
+//! arrow pointing up from the server's crates to a client's.
 //!
 //! A module's imports are the `crate::` and `super::` paths in its code
 //! (comments and test files left out), resolved to the sibling they reach:
@@ -18,6 +19,7 @@ const CRATE_ROOTS: &[&str] = &[
     "src",
     "raft/src",
     "storage/src",
+    "proto/src",
     "clients/rust/src",
     "clients/python/src",
     "tests/chaos/src",
@@ -187,7 +189,7 @@ fn no_crate_has_a_circle_of_imports() {
     for root in CRATE_ROOTS {
         let edges = module_edges(&repo().join(root));
         assert!(
-            !edges.is_empty() || *root == "tests/lazyfs/src",
+            !edges.is_empty() || ["tests/lazyfs/src", "proto/src"].contains(root),
             "{root}: no modules read"
         );
         if let Some(circle) = find_circle(&edges) {
@@ -213,4 +215,148 @@ fn the_circle_check_finds_a_circle() {
         paths_after("use crate::peer::network::{a, b};", "crate::"),
         [vec!["peer".to_string(), "network".to_string()]]
     );
+}
+
+/// The server's crates and the shared API crate: none of them may depend
+/// on, or import, a crate under `clients/`.
+const LOWER_CRATES: &[&str] = &[".", "raft", "storage", "proto"];
+
+/// The command line, which still lives in `src/` behind the `cli` feature
+/// and is a client: the one part of a lower crate allowed to use the
+/// client crate (an optional dependency enabled by `cli` and `certs`).
+const COMMAND_LINE: &[&str] = &["src/cli", "src/certs.rs"];
+
+/// The package names of the crates under `clients/`, read from their
+/// manifests (`raftlock-client`, `raftlock-python`).
+fn client_packages() -> Vec<String> {
+    let mut names = Vec::new();
+    let entries = std::fs::read_dir(repo().join("clients")).expect("clients/");
+    for entry in entries.flatten() {
+        let Ok(manifest) = std::fs::read_to_string(entry.path().join("Cargo.toml")) else {
+            continue;
+        };
+        let name = manifest
+            .lines()
+            .find_map(|l| l.strip_prefix("name = \""))
+            .and_then(|rest| rest.split('"').next());
+        if let Some(name) = name {
+            names.push(name.to_string());
+        }
+    }
+    assert!(names.contains(&"raftlock-client".to_string()), "{names:?}");
+    names
+}
+
+/// The entries of `manifest`'s normal and build dependency tables that name
+/// one of `clients` (by package name or by a path under `clients/`),
+/// except an `optional` one when `optional_allowed`.
+fn upward_dependencies(manifest: &str, clients: &[String], optional_allowed: bool) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut in_deps = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_deps = line.ends_with("dependencies]") && !line.contains("dev-dependencies");
+            continue;
+        }
+        let key = line.split('=').next().unwrap_or_default().trim();
+        let names_client = clients.iter().any(|c| c == key)
+            || line.contains("\"clients/")
+            || line.contains("/clients/");
+        if in_deps && names_client && !(optional_allowed && line.contains("optional = true")) {
+            found.push(line.to_string());
+        }
+    }
+    found
+}
+
+/// Whether `code` names crate `lib` as a path (`raftlock_client::...`,
+/// `use raftlock_client`, `extern crate raftlock_client`).
+fn names_crate(code: &str, lib: &str) -> bool {
+    code.match_indices(lib).any(|(at, _)| {
+        let before = code[..at].chars().last();
+        let after = code[at + lib.len()..].chars().next();
+        let ident = |c: char| c.is_alphanumeric() || c == '_';
+        !before.is_some_and(|c| ident(c) || c == ':') && !after.is_some_and(ident)
+    })
+}
+
+/// No crate under `src/`, `raft/`, `storage/` or `proto/` depends on a
+/// crate under `clients/` (in `[dependencies]` or `[build-dependencies]`;
+/// the root's optional one for the command line excepted) or names one in
+/// its code outside the command line. Fails naming the manifest line or
+/// the file: with `raftlock-client = { path = "../clients/rust" }` added
+/// to `raft/Cargo.toml`, or `use raftlock_client::Client;` added to
+/// `src/status.rs`, as `src/pb.rs` re-exported `raftlock_client::pb` and
+/// `src/lib.rs` the whole client before the `raftlock-api` crate.
+#[test]
+fn no_server_crate_depends_on_a_client_crate() {
+    let clients = client_packages();
+    let libs: Vec<String> = clients.iter().map(|c| c.replace('-', "_")).collect();
+    let mut upward = Vec::new();
+    for dir in LOWER_CRATES {
+        let crate_dir = if *dir == "." {
+            repo()
+        } else {
+            repo().join(dir)
+        };
+        let manifest_path = crate_dir.join("Cargo.toml");
+        let manifest = std::fs::read_to_string(&manifest_path).expect("manifest");
+        for line in upward_dependencies(&manifest, &clients, *dir == ".") {
+            upward.push(format!("{}: {line}", manifest_path.display()));
+        }
+        let src = if *dir == "." {
+            "src".into()
+        } else {
+            format!("{dir}/src")
+        };
+        let mut files = vec![crate_dir.join("build.rs")];
+        rust_files(&repo().join(&src), true, &mut files);
+        for file in files {
+            let rel = file.strip_prefix(repo()).unwrap_or(&file).to_string_lossy();
+            if COMMAND_LINE.iter().any(|cli| rel.starts_with(cli)) {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue;
+            };
+            let code = code_of(&text);
+            for lib in libs.iter().filter(|lib| names_crate(&code, lib)) {
+                upward.push(format!("{rel} uses {lib}"));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "the server reaches up to a client crate (share raftlock-api instead): {upward:#?}"
+    );
+}
+
+/// The check itself: an upward dependency or import is found, the API
+/// crate and an optional dependency (when allowed) are not.
+#[test]
+fn the_arrow_check_finds_an_upward_arrow() {
+    let clients = vec!["raftlock-client".to_string()];
+    let manifest = "[dependencies]\nraftlock-api = { path = \"proto\" }\n\
+                    raftlock-client = { path = \"clients/rust\", optional = true }\n\
+                    [dev-dependencies]\nraftlock-client = { path = \"clients/rust\" }\n";
+    assert!(upward_dependencies(manifest, &clients, true).is_empty());
+    assert_eq!(upward_dependencies(manifest, &clients, false).len(), 1);
+    let plain = "[build-dependencies]\nraftlock-client = { path = \"../clients/rust\" }\n";
+    assert_eq!(upward_dependencies(plain, &clients, true).len(), 1);
+    assert!(names_crate(
+        "use raftlock_client::Client;",
+        "raftlock_client"
+    ));
+    assert!(names_crate(
+        "pub use raftlock_client as client;",
+        "raftlock_client"
+    ));
+    assert!(!names_crate(
+        "use my_raftlock_client_shim::X;",
+        "raftlock_client"
+    ));
+    assert!(!names_crate(
+        "use crate::raftlock_client_like;",
+        "raftlock_client"
+    ));
 }

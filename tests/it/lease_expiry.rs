@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use raftlock::Error;
+use raftlock_client::Error;
 
 use crate::cluster::{test_config, TestCluster};
 
@@ -19,7 +19,7 @@ async fn keep_alive_during_uncommitted_expiry_is_not_told_the_lease_is_gone() {
     let leader = cluster.wait_for_leader().await;
     let followers = cluster.others(leader);
     // One endpoint, a short retry budget: the answer comes from this leader.
-    let at_leader = raftlock::Client::builder([cluster.addrs[&leader].0.to_string()])
+    let at_leader = raftlock_client::Client::builder([cluster.addrs[&leader].0.to_string()])
         .retry_for(Duration::from_secs(2))
         .connect()
         .await
@@ -83,7 +83,7 @@ async fn a_cut_off_leader_stops_renewing_once_its_lease_runs_out() {
     base.replication.leader_wait = Duration::from_millis(500);
     let cluster = TestCluster::with_config(3, base.clone()).await;
     let leader = cluster.wait_for_leader().await;
-    let at_leader = raftlock::Client::builder([cluster.addrs[&leader].0.to_string()])
+    let at_leader = raftlock_client::Client::builder([cluster.addrs[&leader].0.to_string()])
         .retry_for(Duration::from_secs(1))
         .connect()
         .await

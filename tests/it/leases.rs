@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use raftlock::Error;
+use raftlock_client::Error;
 
 use crate::cluster::TestCluster;
 
@@ -69,7 +69,7 @@ async fn a_lease_ttl_change_extends_and_shortens_a_lock_and_survives_failover() 
     // Extend: the lock outlives its first TTL.
     let first = Duration::from_millis(400);
     let lease = client.grant_lease(first).await.unwrap();
-    let spec = raftlock::client::Acquire::exclusive("own-ttl", "a", lease);
+    let spec = raftlock_client::Acquire::exclusive("own-ttl", "a", lease);
     assert!(client.acquire(&spec).await.unwrap().is_some());
     assert_eq!(
         client
@@ -98,9 +98,9 @@ async fn a_lease_ttl_change_extends_and_shortens_a_lock_and_survives_failover() 
         .await
         .unwrap();
     let next = survivor.grant_lease(Duration::from_secs(30)).await.unwrap();
-    let waiter = raftlock::client::Acquire {
+    let waiter = raftlock_client::Acquire {
         timeout: Some(Duration::from_secs(10)),
-        ..raftlock::client::Acquire::exclusive("own-ttl", "b", next)
+        ..raftlock_client::Acquire::exclusive("own-ttl", "b", next)
     };
     assert!(survivor.acquire(&waiter).await.unwrap().is_some());
     assert!(matches!(

@@ -4,9 +4,8 @@
 
 use std::time::Duration;
 
-use raftlock::client::{Acquire, LockMode};
 use raftlock::pb;
-use raftlock::Error;
+use raftlock_client::{Acquire, Error, LockMode};
 
 use crate::cluster::TestCluster;
 

@@ -4,8 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use raftlock::client::Acquire;
-use raftlock::Client;
+use raftlock_client::{Acquire, Client};
 
 use crate::cluster::TestCluster;
 
@@ -121,16 +120,17 @@ async fn a_removed_member_learns_it_and_stops_serving() {
             .unwrap_or_else(|_| panic!("node {id} never learned it was removed"));
         assert!(why.contains("no longer lists"), "node {id}: {why}");
     }
-    let options = raftlock::client::ClientOptions {
+    let options = raftlock_client::ClientOptions {
         retry_for: Duration::from_millis(300),
         ..cluster.client_options()
     };
-    let removed = raftlock::Client::connect_with([cluster.addrs[&cut_off].0.to_string()], options)
-        .await
-        .expect("client");
+    let removed =
+        raftlock_client::Client::connect_with([cluster.addrs[&cut_off].0.to_string()], options)
+            .await
+            .expect("client");
     let answer = removed.grant_lease(Duration::from_secs(10)).await;
     assert!(
-        matches!(answer, Err(raftlock::Error::Unavailable(_))),
+        matches!(answer, Err(raftlock_client::Error::Unavailable(_))),
         "the removed node answered {answer:?}"
     );
     client
@@ -145,7 +145,7 @@ async fn a_removed_member_learns_it_and_stops_serving() {
 /// operator is told: watch `cluster status`, then promote); it is asked
 /// again for up to 30 s.
 pub(crate) async fn promote_once_answered(
-    client: &raftlock::Client,
+    client: &raftlock_client::Client,
     id: u64,
 ) -> Vec<raftlock::pb::Member> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);

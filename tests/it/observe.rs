@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use raftlock::client::Acquire;
+use raftlock_client::Acquire;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -275,6 +275,43 @@ async fn status_data_names_holder_waiter_and_leader() {
     assert_eq!(code, 200);
     assert!(page.contains("/api/status"));
     waiting.abort();
+    cluster.shutdown().await;
+}
+
+/// With TLS (and client certificates required), the status page still
+/// shows every member's own figures: the node asks each one over a
+/// channel that presents its node certificate and checks the member's
+/// name. Without the TLS settings on that channel (plain text, or no
+/// certificate presented) every other member shows as "unreachable" and
+/// the test fails.
+#[tokio::test]
+async fn status_data_of_a_tls_cluster_reaches_every_member() {
+    let mut base = test_config();
+    base.serving.admin_addr = Some("127.0.0.1:0".into());
+    base.serving.client_cert_auth = true;
+    let cluster = TestCluster::with_tls_config(3, base).await;
+    let leader = cluster.wait_for_leader().await;
+    let follower = cluster.others(leader)[0];
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let (code, body) = get(&cluster, follower, "/api/status").await;
+        assert_eq!(code, 200);
+        let status: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+        let members = status["members"].as_array().expect("members");
+        assert_eq!(members.len(), 3, "{body}");
+        let answered = members
+            .iter()
+            .filter(|m| m["role"] != "unreachable" && m["term"].is_u64())
+            .count();
+        if answered == 3 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not every member answered: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     cluster.shutdown().await;
 }
 

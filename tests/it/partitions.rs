@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use raftlock::client::{Acquire, Acquired};
-use raftlock::Client;
+use raftlock_client::{Acquire, Acquired, Client};
 
 use crate::cluster::{test_config, TestCluster};
 
@@ -90,7 +89,7 @@ async fn wait_until_queued(client: &Client, name: &str, owner: &str) {
 async fn a_leader_without_quorum_answers_instead_of_hanging() {
     let cluster = TestCluster::new(3).await;
     let leader = cluster.wait_for_leader().await;
-    let options = raftlock::client::ClientOptions {
+    let options = raftlock_client::ClientOptions {
         retry_for: Duration::from_millis(500),
         ..cluster.client_options()
     };
@@ -104,7 +103,7 @@ async fn a_leader_without_quorum_answers_instead_of_hanging() {
     .await
     .expect("the write returned within 60 s");
     match answer {
-        Err(raftlock::Error::Unavailable(why)) => {
+        Err(raftlock_client::Error::Unavailable(why)) => {
             assert!(why.contains("no quorum") || why.contains("leader"), "{why}")
         }
         other => panic!("expected UNAVAILABLE, got {other:?}"),

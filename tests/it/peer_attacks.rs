@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use openraft::raft::{AppendEntriesRequest, VoteRequest};
 use openraft::vote::RaftLeaderId;
-use raftlock::client::{Acquire, Acquired};
-use raftlock::{Client, Node};
+use raftlock::Node;
+use raftlock_client::{Acquire, Acquired, Client};
 use raftlock_raft::pb::peer_client::PeerClient;
 use raftlock_raft::pb::Blob;
 use raftlock_raft::peer::auth::Direction;
@@ -423,12 +423,12 @@ async fn a_node_whose_raft_core_stops_reports_it_and_stops_serving() {
         .await
         .expect("the node reports its stopped core");
     assert!(reason.contains("Raft core"), "{reason}");
-    let options = raftlock::client::ClientOptions {
+    let options = raftlock_client::ClientOptions {
         retry_for: Duration::from_millis(300),
         ..cluster.client_options()
     };
     let endpoint = cluster.addrs[&victim].0.to_string();
-    let client = raftlock::Client::connect_with([endpoint], options)
+    let client = raftlock_client::Client::connect_with([endpoint], options)
         .await
         .expect("client");
     // The listener closes just after the failure is reported: give it a
@@ -436,7 +436,7 @@ async fn a_node_whose_raft_core_stops_reports_it_and_stops_serving() {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         let answer = client.grant_lease(TTL).await;
-        if matches!(answer, Err(raftlock::Error::Unavailable(_))) {
+        if matches!(answer, Err(raftlock_client::Error::Unavailable(_))) {
             break;
         }
         assert!(
@@ -446,7 +446,7 @@ async fn a_node_whose_raft_core_stops_reports_it_and_stops_serving() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let survivors = cluster.others(victim);
-    let client = raftlock::Client::connect_with(
+    let client = raftlock_client::Client::connect_with(
         survivors.iter().map(|id| cluster.addrs[id].0.to_string()),
         cluster.client_options(),
     )

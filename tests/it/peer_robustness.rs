@@ -39,9 +39,7 @@ async fn cluster_with_a_lock() -> (TestCluster, u64, u64, u64) {
     let client = cluster.client().await;
     let lease = client.grant_lease(TTL).await.expect("grant");
     client
-        .acquire(&raftlock::client::Acquire::exclusive(
-            "held", "first", lease,
-        ))
+        .acquire(&raftlock_client::Acquire::exclusive("held", "first", lease))
         .await
         .expect("acquire")
         .expect("granted");

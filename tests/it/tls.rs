@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use raftlock::client::{ClientOptions, ClientTls};
-use raftlock::{Client, Config, Error, Node};
+use raftlock::{Config, Node};
+use raftlock_client::{Client, ClientOptions, ClientTls, Error};
 use raftlock_raft::pb::peer_client::PeerClient;
 use raftlock_raft::pb::Blob;
 use raftlock_raft::NodeTls;
@@ -112,7 +112,9 @@ async fn tls_cluster_elects_a_leader_and_serves_locks() {
         guard.release().await.expect("release");
     }
     // The embedded client of a node trusts its CA and checks its name.
-    let local = cluster.node(2).client().await.expect("local client");
+    let local = Client::for_node(cluster.node(2).access())
+        .await
+        .expect("local client");
     local
         .grant_lease(Duration::from_secs(5))
         .await

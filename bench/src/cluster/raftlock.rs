@@ -75,7 +75,7 @@ pub async fn start(
 /// What node `addr` says, or `None` if it does not answer.
 pub async fn view(addr: &str) -> Option<NodeView> {
     let client =
-        raftlock::Client::connect_with_retry([addr.to_string()], Duration::from_millis(500))
+        raftlock_client::Client::connect_with_retry([addr.to_string()], Duration::from_millis(500))
             .await
             .ok()?;
     let status = client.status().await.ok()?;

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use raftlock_client::{pb, Error, ReadWriteOp};
+use raftlock_api::pb;
+use raftlock_client::{Error, ReadWriteOp};
 use raftlock_storage::limits::{MAX_LOCK_DELAY_MS, MAX_TTL_MS, MIN_TTL_MS};
 
 use crate::run::to_py;

@@ -336,7 +336,7 @@ impl NativeNode {
     /// A client of this node (which forwards to the leader), with the
     /// node's own TLS identity when it has one, else (no `token`) the
     /// cluster's admin credential: the embedding application is trusted
-    /// with its cluster, as `raftlock::Node::client` is.
+    /// with its cluster, as `raftlock_client::Client::for_node` is.
     #[pyo3(signature = (*, session_ttl=None, safety_margin=None, retry_for=None, token=None))]
     fn client(
         &self,
@@ -346,19 +346,15 @@ impl NativeNode {
         retry_for: Option<f64>,
         token: Option<String>,
     ) -> PyResult<NativeClient> {
-        let (endpoint, tls, admin) = self.with_node(|node| {
-            (
-                node.client_endpoint(),
-                node.client_tls(),
-                node.admin_token(),
-            )
-        })?;
+        let access = self.with_node(|node| node.access())?;
+        let endpoint = access.endpoint.clone();
         let mut options = ClientOptions {
             setting_names: PYTHON_NAMES,
-            tls,
-            token: token.or(admin),
-            ..ClientOptions::default()
+            ..ClientOptions::for_node(access)
         };
+        if token.is_some() {
+            options.token = token;
+        }
         if let Some(ttl) = session_ttl {
             options.session_ttl = secs("session_ttl", ttl)?;
         }

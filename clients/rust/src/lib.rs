@@ -1,7 +1,7 @@
-//! The Rust client for `raftlock.v1`, with the generated API: everything a
-//! program needs to take locks from a raftlock cluster, and nothing of the
-//! server (no openraft, no sled). The `raftlock` crate re-exports it as
-//! `raftlock::client`; the Python package binds it.
+//! The Rust client for `raftlock.v1`: everything a program needs to take
+//! locks from a raftlock cluster, and nothing of the server (no openraft,
+//! no sled). The wire types are the `raftlock-api` crate's, re-exported as
+//! [`pb`] and [`metadata`]; the Python package binds this crate.
 //!
 //! [`Client`] talks to any node (nodes forward to the leader), follows
 //! not-leader answers, retries transient failures with backoff, and re-sends
@@ -15,7 +15,8 @@
 //!   low-level calls, one per RPC (`grant_lease`, `acquire`, `release`,
 //!   `campaign`, ...), with [`Acquire`], [`Acquired`] and [`LeaseTtl`];
 //! - `options`: [`ClientOptions`] and [`ClientBuilder`]; `tls`:
-//!   [`ClientTls`], the CA and client certificate;
+//!   [`ClientTls`], the CA and client certificate; `node_access`:
+//!   [`Client::for_node`], a client of a node in this process;
 //! - `session`: the session lease kept alive in the background, and the
 //!   force-release checks of the holds on it; `loss`: the lost signal
 //!   and the one `Check` that proves a hold (`ensure_owned`);
@@ -72,7 +73,9 @@ macro_rules! rpc {
 
 pub mod blocking;
 pub mod error;
-pub mod metadata;
+/// The gRPC metadata keys of answers: `raftlock_api::metadata`.
+pub use raftlock_api::metadata;
+pub use raftlock_api::NodeAccess;
 pub mod pb;
 
 mod abandoned;
@@ -90,6 +93,7 @@ mod lock_builder;
 mod lock_calls;
 mod lock_guard;
 mod loss;
+mod node_access;
 mod options;
 mod request_ids;
 mod semaphore;

@@ -1,3 +1,4 @@
-//! The generated `raftlock.v1` client API.
+//! The generated `raftlock.v1` client API: the `raftlock-api` crate's, so
+//! code written against `raftlock_client::pb` keeps compiling.
 
-tonic::include_proto!("raftlock.v1");
+pub use raftlock_api::pb::*;

@@ -339,7 +339,7 @@ impl Cluster {
             let Ok(options) = crate::secure::client_options(Duration::from_millis(300)) else {
                 continue;
             };
-            let Ok(client) = raftlock::Client::connect_with([addr], options).await else {
+            let Ok(client) = raftlock_client::Client::connect_with([addr], options).await else {
                 continue;
             };
             if let Ok(Ok(status)) =

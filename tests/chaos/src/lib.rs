@@ -58,7 +58,7 @@ pub enum Error {
     Kit(#[from] raftlock_testkit::Error),
     /// The raftlock client refused to start.
     #[error("client: {0}")]
-    Client(#[from] raftlock::Error),
+    Client(#[from] raftlock_client::Error),
     /// Drawing the timeline failed.
     #[error("timeline: {0}")]
     Plot(String),

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use raftlock::auth::policy::token_sha256;
-use raftlock::client::{ClientOptions, ClientTls};
+use raftlock_client::{ClientOptions, ClientTls};
 
 use crate::Error;
 
@@ -37,7 +37,7 @@ impl Secure {
     /// Makes a CA, a certificate per node (ids 1..=n) and an auth file in
     /// `dir`, and makes them the harness's client settings.
     pub fn create(dir: &Path, n: u64) -> Result<Secure, Error> {
-        let setup = |e: raftlock::Error| Error::Setup(format!("certificates: {e}"));
+        let setup = |e: raftlock_client::Error| Error::Setup(format!("certificates: {e}"));
         std::fs::create_dir_all(dir).map_err(Error::io("create the certs dir"))?;
         raftlock::certs::create_ca(dir, true).map_err(setup)?;
         let hosts = ["127.0.0.1".to_string(), "localhost".to_string()];

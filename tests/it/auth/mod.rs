@@ -13,13 +13,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use raftlock::auth::policy::token_sha256;
-use raftlock::client::ClientOptions;
 use raftlock::pb;
 use raftlock::pb::cluster_client::ClusterClient;
 use raftlock::pb::election_client::ElectionClient;
 use raftlock::pb::lease_client::LeaseClient;
 use raftlock::pb::lock_client::LockClient;
-use raftlock::{Client, Error};
+use raftlock_client::{Client, ClientOptions, Error};
 use raftlock_storage::state::{Lease, Lock};
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
@@ -108,11 +107,7 @@ async fn attack_scene() -> (
 
 /// `client`, with `jobs`'s role, locks `mine` and is refused `theirs`
 /// (`PERMISSION_DENIED`); the guard of `mine`.
-async fn assert_jobs_role(
-    client: &Client,
-    mine: &str,
-    theirs: &str,
-) -> raftlock::client::LockGuard {
+async fn assert_jobs_role(client: &Client, mine: &str, theirs: &str) -> raftlock_client::LockGuard {
     let guard = client
         .lock(mine)
         .acquire()
@@ -298,10 +293,10 @@ async fn the_client_authenticates_with_its_token() {
 
 /// With TLS, a client certificate is an identity: `test` (the fixture's
 /// client certificate) is listed with `jobs`'s role, so it may lock
-/// `jobs/*` but not `billing/*`; a node's own client (`Node::client`,
-/// which presents the node certificate) is an admin. Without the
-/// certificate half of `Auth::authenticate`, both are refused as
-/// unauthenticated.
+/// `jobs/*` but not `billing/*`; a node's own client
+/// (`Client::for_node(node.access())`, which presents the node
+/// certificate) is an admin. Without the certificate half of
+/// `Auth::authenticate`, both are refused as unauthenticated.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_client_certificate_is_an_identity() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -310,7 +305,9 @@ async fn a_client_certificate_is_an_identity() {
     let cluster = TestCluster::with_tls_config(3, base).await;
     let client = cluster.client().await;
     let guard = assert_jobs_role(&client, "jobs/cert", "billing/cert").await;
-    let node_client = cluster.node(1).client().await.expect("node client");
+    let node_client = Client::for_node(cluster.node(1).access())
+        .await
+        .expect("node client");
     let released = node_client
         .force_release("jobs/cert")
         .await

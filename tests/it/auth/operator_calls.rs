@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use raftlock::client::{Acquire, ClientOptions, LeaseAccount};
-use raftlock::{AdminCredential, Client, ClusterKey, Error};
+use raftlock::{AdminCredential, ClusterKey};
+use raftlock_client::{Acquire, Client, ClientOptions, Error, LeaseAccount};
 
 use crate::cluster::TestCluster;
 
@@ -119,7 +119,9 @@ async fn operator_calls_need_the_clusters_admin_credential() {
         .expect("acquire as admin")
         .expect("granted");
     // An embedding application's own client is an operator too.
-    let own = cluster.node(3).client().await.expect("node client");
+    let own = Client::for_node(cluster.node(3).access())
+        .await
+        .expect("node client");
     assert_eq!(own.force_release("res").await.expect("node's client"), 1);
     cluster.shutdown().await;
 }

@@ -2,7 +2,7 @@
 //! flooding leases is refused at its quota while another is served, and
 //! an admin revokes every lease of the flooder at once.
 
-use raftlock::client::LeaseAccount;
+use raftlock_client::LeaseAccount;
 
 use super::*;
 

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use raftlock::client::Acquire;
 use raftlock::pb;
+use raftlock_client::Acquire;
 use raftlock_storage::limits::DEFAULT_QUOTA_CLIENTS;
 use tonic::Code;
 

@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use raftlock::client::{Acquire, ClientOptions};
-use raftlock::Client;
+use raftlock_client::{Acquire, Client, ClientOptions};
 use serde_json::Value;
 
 use super::{describe, json, node_dir, raftlock, run, stderr_of, TTL};

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use raftlock::client::Acquire;
+use raftlock_client::Acquire;
 use serde_json::Value;
 
 use super::{describe, next_line, run, spawn, stderr_of, terminate, wait_exit, TTL};
@@ -212,7 +212,7 @@ async fn cli_lock_never_starts_its_command_on_a_grant_lost_while_paused() {
         &cluster,
         &["lock", "res", "--ttl", "1s", "--", "sh", "-c", &script],
     );
-    let queued = |info: &Option<raftlock::client::LockInfo>| {
+    let queued = |info: &Option<raftlock_client::LockInfo>| {
         info.as_ref().is_some_and(|i| !i.waiters.is_empty())
     };
     wait_for(&client, "res", "the CLI to queue", queued).await;
@@ -285,10 +285,10 @@ fn signal(pid: &str, name: &str) {
 
 /// Polls `describe(name)` until `ready` holds (60 s at most).
 async fn wait_for(
-    client: &raftlock::Client,
+    client: &raftlock_client::Client,
     name: &str,
     what: &str,
-    ready: impl Fn(&Option<raftlock::client::LockInfo>) -> bool,
+    ready: impl Fn(&Option<raftlock_client::LockInfo>) -> bool,
 ) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {

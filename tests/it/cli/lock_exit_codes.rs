@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use raftlock::client::Acquire;
+use raftlock_client::Acquire;
 
 use super::{describe, raftlock, run, stderr_of, BIN, TTL};
 use crate::cluster::TestCluster;

@@ -55,7 +55,7 @@ async fn time_to_grant(cluster: &TestCluster) -> Duration {
 /// twice the time a grant takes, and answers the name once it exited.
 async fn signalled_lock(
     cluster: &TestCluster,
-    holder: &raftlock::Client,
+    holder: &raftlock_client::Client,
     window: Duration,
     i: usize,
     signal: i32,
@@ -99,7 +99,7 @@ async fn cli_lock_stopped_by_sigterm_or_sigint_leaves_nothing() {
     for i in 0..trials() {
         for signal in [SIGTERM, SIGINT] {
             let (name, after) = signalled_lock(&cluster, &holder, window, i, signal).await;
-            let held_by_cli = |info: Option<raftlock::client::LockInfo>| {
+            let held_by_cli = |info: Option<raftlock_client::LockInfo>| {
                 info.is_some_and(|l| {
                     l.holders.iter().any(|h| h.lease != holder_lease)
                         || l.waiters.iter().any(|w| w.lease != holder_lease)
@@ -171,7 +171,7 @@ async fn cli_lock_killed_while_queued_leaves_the_queue_at_once() {
     let (mut child, _lines) = spawn(&cluster, &["lock", "cli-signals/queued", "--ttl", "60s"]);
     let deadline = Instant::now() + Duration::from_secs(30);
     let waiters =
-        |info: &Option<raftlock::client::LockInfo>| info.as_ref().map_or(0, |l| l.waiters.len());
+        |info: &Option<raftlock_client::LockInfo>| info.as_ref().map_or(0, |l| l.waiters.len());
     while waiters(
         &holder
             .describe("cli-signals/queued")

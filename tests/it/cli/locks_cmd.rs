@@ -1,6 +1,6 @@
 //! `raftlock locks ...`: list, describe, check a fence, force-release.
 
-use raftlock::client::Acquire;
+use raftlock_client::Acquire;
 use serde_json::Value;
 
 use super::{describe, force_release, hold_jobs_a, json, run, stderr_of};

@@ -32,7 +32,7 @@ mod systemd_recipe;
 use std::process::{ExitStatus, Output, Stdio};
 use std::time::Duration;
 
-use raftlock::client::Acquire;
+use raftlock_client::Acquire;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
@@ -101,7 +101,7 @@ pub(crate) async fn run(cluster: &TestCluster, args: &[&str]) -> Output {
 
 /// A client of `cluster` that holds `jobs/a` as `owner-a` on a lease of
 /// its own: the client, the lease and the fencing token.
-async fn hold_jobs_a(cluster: &TestCluster) -> (raftlock::Client, u64, u64) {
+async fn hold_jobs_a(cluster: &TestCluster) -> (raftlock_client::Client, u64, u64) {
     let client = cluster.client().await;
     let lease = client.grant_lease(TTL).await.unwrap();
     let fence = client

@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use raftlock::client::Acquire;
+use raftlock_client::Acquire;
 use tokio::process::{Child, Command};
 
 use super::{describe, serve_command, terminate, wait_exit, BIN};
@@ -58,9 +58,10 @@ fn serve(dir: &Path, (client, peer): (&str, &str)) -> (Child, String) {
 
 /// Grants, locks and releases enough to make the node snapshot.
 async fn work(client_addr: &str) {
-    let client = raftlock::Client::connect_with_retry([client_addr], Duration::from_secs(60))
-        .await
-        .expect("client");
+    let client =
+        raftlock_client::Client::connect_with_retry([client_addr], Duration::from_secs(60))
+            .await
+            .expect("client");
     let lease = client
         .grant_lease(Duration::from_secs(60))
         .await
@@ -139,7 +140,7 @@ async fn every_file_a_node_makes_is_private() {
     loosen(&dir);
     assert!(!loose(&dir).is_empty());
     let (child, client) = serve(&dir, (&addrs.0, &addrs.1));
-    let c = raftlock::Client::connect_with_retry([client.as_str()], Duration::from_secs(60))
+    let c = raftlock_client::Client::connect_with_retry([client.as_str()], Duration::from_secs(60))
         .await
         .expect("client");
     c.grant_lease(Duration::from_secs(5)).await.expect("grant");

@@ -116,9 +116,10 @@ async fn cli_serve_exits_non_zero_when_its_disk_fills() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn raftlock serve");
-    let client = raftlock::Client::connect_with_retry([client_addr], Duration::from_secs(30))
-        .await
-        .expect("client");
+    let client =
+        raftlock_client::Client::connect_with_retry([client_addr], Duration::from_secs(30))
+            .await
+            .expect("client");
     // 64 KiB election values until a write fails.
     let value = vec![b'v'; 60_000];
     let mut failed = false;
@@ -277,9 +278,10 @@ async fn cli_serve_raises_its_open_file_limit_to_the_hard_limit() {
         });
     }
     let serve = command.spawn().expect("spawn raftlock serve");
-    let client = raftlock::Client::connect_with_retry([client_addr], Duration::from_secs(30))
-        .await
-        .expect("client");
+    let client =
+        raftlock_client::Client::connect_with_retry([client_addr], Duration::from_secs(30))
+            .await
+            .expect("client");
     client
         .grant_lease(Duration::from_secs(5))
         .await

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use raftlock::client::Acquire;
+use raftlock_client::Acquire;
 use tokio::process::Command;
 
 use super::lease_cmd::run_as;
@@ -134,11 +134,11 @@ async fn cli_snapshot_save_needs_the_admin_role() {
     let dir = tempfile::tempdir().expect("temp dir");
     let cluster = auth::cluster(&dir).await;
     let endpoints: Vec<String> = cluster.addrs.values().map(|(c, _)| c.to_string()).collect();
-    let options = raftlock::client::ClientOptions {
+    let options = raftlock_client::ClientOptions {
         token: Some(BILLING_TOKEN.into()),
         ..cluster.client_options()
     };
-    let billing = raftlock::Client::connect_with(endpoints, options)
+    let billing = raftlock_client::Client::connect_with(endpoints, options)
         .await
         .expect("billing connects");
     let lease = billing.grant_lease(TTL).await.expect("billing's lease");

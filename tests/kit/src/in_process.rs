@@ -9,10 +9,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use raftlock::client::{ClientOptions, ClientTls};
 use raftlock::{
-    AdminCredential, Client, ClusterKey, Config, InitialMember, LinkFilter, Node, ReplicationConfig,
+    AdminCredential, ClusterKey, Config, InitialMember, LinkFilter, Node, ReplicationConfig,
 };
+use raftlock_client::{Client, ClientOptions, ClientTls};
 use raftlock_storage::NodeAddr;
 use tempfile::TempDir;
 use tokio::net::TcpListener;

@@ -41,7 +41,7 @@ impl<T> Answer<T> {
 /// Runs `call` under [`CALL_DEADLINE`] and sorts its result.
 pub async fn settle<T, F>(call: F) -> Answer<T>
 where
-    F: Future<Output = Result<T, raftlock::Error>>,
+    F: Future<Output = Result<T, raftlock_client::Error>>,
 {
     match tokio::time::timeout(CALL_DEADLINE, call).await {
         Ok(Ok(v)) => Answer::Ok(v),
@@ -52,8 +52,8 @@ where
 
 /// Definite failures vs indeterminate errors, as the chaos recorder sorts
 /// them: only `Unavailable` and `Internal` leave the effect open.
-fn sort<T>(e: &raftlock::Error) -> Answer<T> {
-    use raftlock::Error as E;
+fn sort<T>(e: &raftlock_client::Error) -> Answer<T> {
+    use raftlock_client::Error as E;
     match e {
         E::InvalidArgument(_)
         | E::LeaseExpired(_)

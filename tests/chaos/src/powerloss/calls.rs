@@ -5,8 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use raftlock::client::{Acquire, LockMode};
-use raftlock::Client;
+use raftlock_client::{Acquire, Client, LockMode};
 
 use super::answer::{settle, Answer};
 use super::ledger::{Digest, Ledger};

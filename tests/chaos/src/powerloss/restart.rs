@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use raftlock::Client;
+use raftlock_client::Client;
 use tokio::time::Instant;
 
 use super::answer::Answer;
@@ -101,7 +101,7 @@ async fn wait_answering(cluster: &mut Cluster, id: u64, until: Instant) -> Resul
         .spec(id)
         .map(|s| s.client_addr.to_string())
         .ok_or("is not a node")?;
-    let options = raftlock::client::ClientOptions {
+    let options = raftlock_client::ClientOptions {
         retry_for: Duration::from_millis(100),
         ..Default::default()
     };
@@ -131,7 +131,7 @@ pub async fn views(cluster: &Cluster) -> String {
         let Some(spec) = cluster.spec(id) else {
             continue;
         };
-        let options = raftlock::client::ClientOptions {
+        let options = raftlock_client::ClientOptions {
             retry_for: Duration::from_millis(100),
             ..Default::default()
         };

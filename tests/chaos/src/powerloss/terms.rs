@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use raftlock::Client;
+use raftlock_client::Client;
 use tokio::task::JoinSet;
 
 use crate::checker::Verdict;
@@ -125,7 +125,7 @@ impl TermWatch {
         }));
         let mut tasks = JoinSet::new();
         for (id, addr) in nodes {
-            let options = raftlock::client::ClientOptions {
+            let options = raftlock_client::ClientOptions {
                 retry_for: Duration::from_millis(100),
                 ..Default::default()
             };

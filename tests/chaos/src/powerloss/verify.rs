@@ -7,7 +7,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use futures::StreamExt;
-use raftlock::Client;
+use raftlock_client::Client;
 
 use super::answer::{settle, Answer};
 use super::findings::{Findings, Taint, Totals};
@@ -23,7 +23,7 @@ const READ_ATTEMPTS: u32 = 3;
 pub async fn read<T, F, Fut>(mut call: F) -> Answer<T>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, raftlock::Error>>,
+    Fut: Future<Output = Result<T, raftlock_client::Error>>,
 {
     let mut answer = settle(call()).await;
     for _ in 1..READ_ATTEMPTS {

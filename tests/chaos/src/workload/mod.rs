@@ -36,7 +36,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use futures::StreamExt;
-use raftlock::Client;
+use raftlock_client::Client;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio::time::Instant;

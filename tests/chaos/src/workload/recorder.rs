@@ -62,7 +62,7 @@ impl Recorder {
         value: impl FnOnce(&T) -> Value,
     ) -> Outcome
     where
-        F: std::future::Future<Output = Result<T, raftlock::Error>>,
+        F: std::future::Future<Output = Result<T, raftlock_client::Error>>,
     {
         let id = self.invoke(op);
         let outcome = match tokio::time::timeout(OP_DEADLINE, call).await {
@@ -78,8 +78,8 @@ impl Recorder {
 }
 
 /// Classifies a client error: definite failures vs indeterminate.
-fn outcome_of(e: &raftlock::Error) -> Outcome {
-    use raftlock::Error as E;
+fn outcome_of(e: &raftlock_client::Error) -> Outcome {
+    use raftlock_client::Error as E;
     let fail = match e {
         E::InvalidArgument(_) => Failure::InvalidArgument,
         E::LeaseExpired(_) => Failure::LeaseExpired,

@@ -6,8 +6,7 @@ mod lease;
 
 use std::time::Duration;
 
-use raftlock::client::{Acquire, LockMode};
-use raftlock::Client;
+use raftlock_client::{Acquire, Client, LockMode};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use raftlock::Client;
+use raftlock_client::Client;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 

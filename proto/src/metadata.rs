@@ -1,5 +1,6 @@
 //! The gRPC metadata keys of `raftlock.v1` answers: the server sets them
-//! (`raftlock::status`), [`crate::error::from_status`] reads them.
+//! (`raftlock::status`), the client reads them back
+//! (`raftlock_client::error::from_status`).
 
 /// Metadata key naming the leader's node id in a not-leader answer.
 pub const LEADER_ID_KEY: &str = "raftlock-leader-id";
