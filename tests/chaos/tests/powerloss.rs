@@ -1,7 +1,10 @@
 //! The power-loss smoke run in the default test command: two rounds of
-//! load, power cut (all three nodes once, two of them once), restart and
-//! checks against a 3-node cluster on LazyFs disks, which must end with
-//! `violations: 0`.
+//! load, power cut (all three nodes once, two of them once) aimed inside
+//! an append of the Raft log (`--stage append`: a LazyFs cut point on a
+//! `pwrite` or `fdatasync` of a segment), restart and checks against a
+//! 3-node cluster on LazyFs disks, which must end with `violations: 0`
+//! and both cut points fired (the line fails without LazyFs's cut points:
+//! `append 0 of 2 fired`).
 //!
 //! It attacks durability: a node that acknowledges before its writes are
 //! fsynced loses them here, and the run reports lost holds, fences going
@@ -34,6 +37,7 @@ fn acknowledged_state_survives_power_cuts() {
     let result = Command::new(exe)
         .arg("powerloss")
         .args(["--rounds", &rounds, "--seed", &seed, "--load", "5s"])
+        .args(["--stage", "append"])
         .arg("--out")
         .arg(&out)
         .output()
@@ -46,12 +50,15 @@ fn acknowledged_state_survives_power_cuts() {
     // vote lost, no fence gone back, every node restarted. It fails while
     // the storage layer acknowledges writes sled has not fsynced (exit 3,
     // the violations listed above).
-    let passed = stdout.lines().any(|l| l == "violations: 0") && result.status.success();
+    let fired = format!("cut points: append {rounds} of {rounds} fired");
+    let passed = stdout.lines().any(|l| l == "violations: 0")
+        && stdout.lines().any(|l| l == fired)
+        && result.status.success();
     if !passed {
         let kept = temp.keep();
         panic!(
             "power-loss smoke run (seed {seed}) failed: {} (exit 3: violations found, 1: the run \
-             itself failed); files in {} (or {})",
+             itself failed; exit 0: a cut point did not fire); files in {} (or {})",
             result.status,
             out.display(),
             kept.display()
