@@ -10,9 +10,12 @@
 //! keeps only the state machine's snapshots ([`crate::sm_store`]).
 //!
 //! A data dir of the earlier layout (the log in sled's `log` and
-//! `raft_meta` trees) is moved across when it is opened: [`upgrade`].
+//! `raft_meta` trees) is moved across when it is opened: [`upgrade`]
+//! (test builds can write that layout: `format6`).
 
 mod flusher;
+#[cfg(feature = "format6-writer")]
+pub mod format6;
 mod reader;
 mod record;
 mod state;

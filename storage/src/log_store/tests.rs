@@ -13,12 +13,12 @@ use crate::types::{Entry, EntryPayload, LogId, TypeConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-fn log_id(index: u64) -> LogId {
+pub(super) fn log_id(index: u64) -> LogId {
     openraft::testing::log_id::<TypeConfig>(1, 1, index)
 }
 
 /// An entry of about `size` bytes.
-fn entry(index: u64, size: usize) -> Entry {
+pub(super) fn entry(index: u64, size: usize) -> Entry {
     let request = Request {
         origin: None,
         caller: Default::default(),

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use raftlock::duration::parse_duration;
 
 use crate::powerloss::disk::DiskKind;
+use crate::powerloss::stage::Stage;
 use crate::powerloss::PowerLossConfig;
 use crate::run::{run, RunConfig};
 use crate::workload::{self, ClientConfig};
@@ -97,6 +98,11 @@ struct PowerLossArgs {
     /// proper) or `plain` (kill -9 only, a control run).
     #[arg(long, value_enum, default_value_t = DiskKind::Lazy)]
     disk: DiskKind,
+    /// Where the cuts land: `timed` (a seeded moment of the load), or
+    /// inside a stage of the Raft log: `append`, `rotate`, `purge`,
+    /// `upgrade`, `any` (the four in turn); see docs/powerloss.md.
+    #[arg(long, value_enum, default_value_t = Stage::Timed)]
+    stage: Stage,
     /// The nodes' heartbeat in ms (openraft also gives each AppendEntries
     /// this long). Longer than raftlock's 50 ms default, so that entries
     /// with 64 KiB values replicate in a debug build on a busy machine.
@@ -173,6 +179,7 @@ pub fn main() -> ExitCode {
                 seed,
                 max_load: a.load,
                 disk: a.disk,
+                stage: a.stage,
                 timing: (a.heartbeat_ms, a.election_timeout_ms),
                 snapshot_after: a.snapshot_after,
                 large_every: a.large_every,
@@ -260,11 +267,12 @@ fn powerloss_main(runtime: &tokio::runtime::Runtime, cfg: &PowerLossConfig) -> E
                     .collect();
                 eprintln!(
                     "replay with: raftlock-chaos powerloss --seed {} --rounds {} --load {}ms --disk {} \
-                     --heartbeat-ms {} --election-timeout-ms {} --snapshot-after {} --large-every {}{node_args}",
+                     --stage {} --heartbeat-ms {} --election-timeout-ms {} --snapshot-after {} --large-every {}{node_args}",
                     cfg.seed,
                     cfg.rounds,
                     cfg.max_load.as_millis(),
                     cfg.disk.label(),
+                    cfg.stage.label(),
                     cfg.timing.0,
                     cfg.timing.1,
                     cfg.snapshot_after,

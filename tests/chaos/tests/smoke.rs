@@ -41,5 +41,5 @@ fn smoke(secs: &str, extra: &[&str], name: &str) {
         .args(["--seed", &seed])
         .arg("--out")
         .arg(&out);
-    common::expect_no_violations(&mut run, "chaos smoke run", &seed, &out, temp);
+    common::expect_no_violations(&mut run, "chaos smoke run", &seed, &out, temp, &[]);
 }

@@ -3,7 +3,7 @@
 //! caching anything a power cut could make stale.
 
 use std::ffi::OsStr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -13,6 +13,7 @@ use fuser::{
     ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
+use crate::cut_point::{self, Gate, Op};
 use crate::file_io::AttrChanges;
 use crate::limits::{MAX_NAME_LEN, PAGE_SIZE};
 use crate::namespace::{Creator, NewNode};
@@ -57,6 +58,33 @@ impl LazyFilesystem {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Runs operation `op`, which changes the model, through the cut point
+    /// (see `cut_point`): applied as usual, or, once the power is off, not
+    /// at all (or this once, if the cut comes right after it) with the
+    /// caller held until it is being killed and then answered `EIO`.
+    /// `path` works out the operation's path when the armed point needs it.
+    fn change<T>(
+        &self,
+        req: &Request,
+        op: Op,
+        path: impl FnOnce(&FsState) -> Option<PathBuf>,
+        apply: impl FnOnce(&mut FsState) -> FsResult<T>,
+    ) -> FsResult<T> {
+        let mut state = self.state();
+        let path = path(&state);
+        match state.aim.gate(op, path, req.pid()) {
+            Gate::Pass => return apply(&mut state),
+            Gate::Off => {}
+            Gate::ApplyThenOff => {
+                // Its outcome is never answered: the caller is about to die.
+                let _ = apply(&mut state);
+            }
+        }
+        drop(state);
+        cut_point::hold(req.pid(), || self.state().aim.frozen);
+        Err(Errno::EIO)
+    }
+
     /// Creates `name` in `parent` and replies with its entry.
     fn create_entry(
         &self,
@@ -72,10 +100,19 @@ impl LazyFilesystem {
             uid: req.uid(),
             gid: req.gid(),
         };
-        let mut state = self.state();
-        let result = state
-            .create_node(parent.0, name, node, creator)
-            .and_then(|ino| state.attr(ino));
+        let op = match node {
+            NewNode::Dir => Op::Mkdir,
+            NewNode::File | NewNode::Symlink(_) => Op::Create,
+        };
+        let result = self.change(
+            req,
+            op,
+            |s| s.entry_path(op, parent.0, name),
+            |state| {
+                let ino = state.create_node(parent.0, name, node, creator)?;
+                state.attr(ino)
+            },
+        );
         reply_entry(reply, result);
     }
 }
@@ -115,7 +152,7 @@ impl Filesystem for LazyFilesystem {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -140,7 +177,8 @@ impl Filesystem for LazyFilesystem {
             mtime,
             ctime,
         };
-        reply_attr(reply, self.state().set_attr(ino.0, changes));
+        let result = self.change(req, Op::Write, |_| None, |s| s.set_attr(ino.0, changes));
+        reply_attr(reply, result);
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
@@ -178,12 +216,24 @@ impl Filesystem for LazyFilesystem {
         self.create_entry(req, parent, name, NewNode::Dir, mode & !umask, reply);
     }
 
-    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply_empty(reply, self.state().unlink(parent.0, name));
+    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let result = self.change(
+            req,
+            Op::Remove,
+            |s| s.entry_path(Op::Remove, parent.0, name),
+            |s| s.unlink(parent.0, name),
+        );
+        reply_empty(reply, result);
     }
 
-    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply_empty(reply, self.state().rmdir(parent.0, name));
+    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let result = self.change(
+            req,
+            Op::Remove,
+            |s| s.entry_path(Op::Remove, parent.0, name),
+            |s| s.rmdir(parent.0, name),
+        );
+        reply_empty(reply, result);
     }
 
     fn symlink(
@@ -200,7 +250,7 @@ impl Filesystem for LazyFilesystem {
 
     fn rename(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         newparent: INodeNo,
@@ -208,24 +258,32 @@ impl Filesystem for LazyFilesystem {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let result = self
-            .state()
-            .rename(parent.0, name, newparent.0, newname, flags);
+        let result = self.change(
+            req,
+            Op::Rename,
+            |s| s.entry_path(Op::Rename, parent.0, name),
+            |s| s.rename(parent.0, name, newparent.0, newname, flags),
+        );
         reply_empty(reply, result);
     }
 
     fn link(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         newparent: INodeNo,
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        let mut state = self.state();
-        let result = state
-            .link(ino.0, newparent.0, newname)
-            .and_then(|()| state.attr(ino.0));
+        let result = self.change(
+            req,
+            Op::Create,
+            |_| None,
+            |state| {
+                state.link(ino.0, newparent.0, newname)?;
+                state.attr(ino.0)
+            },
+        );
         reply_entry(reply, result);
     }
 
@@ -255,7 +313,7 @@ impl Filesystem for LazyFilesystem {
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -265,7 +323,13 @@ impl Filesystem for LazyFilesystem {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match self.state().write(ino.0, fh.0, offset, data) {
+        let result = self.change(
+            req,
+            Op::Write,
+            |s| s.inode_path(Op::Write, ino.0),
+            |s| s.write(ino.0, fh.0, offset, data),
+        );
+        match result {
             Ok(written) => reply.written(written),
             Err(errno) => reply.error(errno),
         }
@@ -298,13 +362,19 @@ impl Filesystem for LazyFilesystem {
 
     fn fsync(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        reply_empty(reply, self.state().fsync(ino.0, fh.0));
+        let result = self.change(
+            req,
+            Op::Fsync,
+            |s| s.inode_path(Op::Fsync, ino.0),
+            |s| s.fsync(ino.0, fh.0),
+        );
+        reply_empty(reply, result);
     }
 
     fn readdir(
@@ -330,13 +400,19 @@ impl Filesystem for LazyFilesystem {
 
     fn fsyncdir(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        reply_empty(reply, self.state().fsync_dir(ino.0));
+        let result = self.change(
+            req,
+            Op::FsyncDir,
+            |s| s.inode_path(Op::FsyncDir, ino.0),
+            |s| s.fsync_dir(ino.0),
+        );
+        reply_empty(reply, result);
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
@@ -377,10 +453,15 @@ impl Filesystem for LazyFilesystem {
             uid: req.uid(),
             gid: req.gid(),
         };
-        let mut state = self.state();
-        let result = state
-            .create_node(parent.0, name, NewNode::File, creator)
-            .and_then(|ino| Ok((state.open(ino)?, state.attr(ino)?)));
+        let result = self.change(
+            req,
+            Op::Create,
+            |s| s.entry_path(Op::Create, parent.0, name),
+            |state| {
+                let ino = state.create_node(parent.0, name, NewNode::File, creator)?;
+                Ok((state.open(ino)?, state.attr(ino)?))
+            },
+        );
         match result {
             Ok((fh, attr)) => reply.created(&TTL, &attr, GENERATION, FileHandle(fh), OPEN_FLAGS),
             Err(errno) => reply.error(errno),
@@ -389,7 +470,7 @@ impl Filesystem for LazyFilesystem {
 
     fn fallocate(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -397,9 +478,12 @@ impl Filesystem for LazyFilesystem {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        reply_empty(
-            reply,
-            self.state().fallocate(ino.0, fh.0, offset, length, mode),
+        let result = self.change(
+            req,
+            Op::Write,
+            |_| None,
+            |s| s.fallocate(ino.0, fh.0, offset, length, mode),
         );
+        reply_empty(reply, result);
     }
 }

@@ -72,12 +72,14 @@
 //! - `namespace` — create, link, unlink, rmdir, rename, readdir.
 //! - `file_io` — read, write, setattr, fallocate.
 //! - `power` — fsync, fsyncdir and the power cut.
+//! - `cut_point` — [`CutPoint`]: the power goes at a chosen operation.
 //! - `inode`, `file_data` — one inode; one file's pages in both views.
 //! - `limits` — every size bound; `stats`, `error` — public types.
 
 #![warn(missing_docs)]
 
 mod availability;
+mod cut_point;
 mod error;
 mod file_data;
 mod file_io;
@@ -91,6 +93,7 @@ mod state;
 mod stats;
 
 pub use availability::{check_available, skip_unless_ci, Unavailable};
+pub use cut_point::{CutPoint, Fired, Op, When};
 pub use error::Error;
 pub use limits::CAPACITY_BYTES;
 pub use mount::LazyFs;

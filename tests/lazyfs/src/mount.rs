@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use fuser::{BackgroundSession, Config, MountOption};
 use nix::mount::MntFlags;
 
+use crate::cut_point::{CutPoint, Fired};
 use crate::error::Error;
 use crate::filesystem::LazyFilesystem;
 use crate::state::FsState;
@@ -92,6 +93,39 @@ impl LazyFs {
         Ok(())
     }
 
+    /// Arms `point`: the power goes right before or after the operation it
+    /// names, and stays off (every change held, unanswered) until the next
+    /// [`cut_power`](LazyFs::cut_power). Kill the processes using the mount
+    /// once [`fired`](LazyFs::fired) says so, then cut the power: the
+    /// durable state is the one at the operation. Replaces an armed point
+    /// and forgets what fired before.
+    ///
+    /// ```no_run
+    /// use raftlock_lazyfs::{CutPoint, LazyFs, Op, When};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let fs = LazyFs::mount(dir.path())?;
+    /// let point = CutPoint { op: Op::Create, path: "/wal/".into(), nth: 2, then: 0, when: When::After };
+    /// fs.arm(point);
+    /// // ... run a process that creates files in /wal/; once `fs.fired()`
+    /// // is `Some`, kill it, then:
+    /// fs.cut_power()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn arm(&self, point: CutPoint) {
+        self.state().aim.arm(point);
+    }
+
+    /// Drops an armed cut point that has not fired.
+    pub fn disarm(&self) {
+        self.state().aim.armed = None;
+    }
+
+    /// The operation the armed cut point fired on, if it did.
+    pub fn fired(&self) -> Option<Fired> {
+        self.state().aim.fired.clone()
+    }
+
     /// Counters: fsync calls, fsyncdir calls, bytes dropped by the last cut, writes.
     pub fn stats(&self) -> Stats {
         self.state().stats()
@@ -111,6 +145,8 @@ impl Drop for LazyFs {
         let Some(session) = self.session.take() else {
             return;
         };
+        // Let held callers go, or the FUSE threads never finish.
+        self.state().aim.frozen = false;
         if session.guard.is_finished() {
             return; // unmounted from outside: nothing left to do
         }

@@ -49,8 +49,12 @@ impl FsState {
     /// Drops every change not covered by an fsync: file data, sizes and
     /// metadata revert to their durable copies, directories to their durable
     /// entry lists, and inodes the durable tree no longer reaches vanish. Every
-    /// open handle becomes stale (`EIO`). Returns the bytes of data dropped.
+    /// open handle becomes stale (`EIO`). The power comes back: an armed cut
+    /// point is dropped, a fired one no longer holds changes. Returns the
+    /// bytes of data dropped.
     pub(crate) fn cut_power(&mut self) -> u64 {
+        self.aim.armed = None;
+        self.aim.frozen = false;
         let mut dropped = 0;
         for inode in self.inodes.values_mut() {
             inode.meta = inode.durable_meta;

@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use fuser::{Errno, FileAttr, FileType, INodeNo};
 
+use crate::cut_point::Aim;
 use crate::inode::{Body, Directory, Ino, Inode, Meta, ROOT};
 use crate::limits::{CAPACITY_PAGES, PAGE_SIZE};
 use crate::stats::Stats;
@@ -32,6 +33,8 @@ pub(crate) struct FsState {
     pub(crate) used_pages: u64,
     /// Counters for [`LazyFs::stats`](crate::LazyFs::stats).
     pub(crate) stats: Stats,
+    /// The cut point armed, fired, and whether the power is off.
+    pub(crate) aim: Aim,
 }
 
 impl FsState {
@@ -54,6 +57,7 @@ impl FsState {
             next_fh: 1,
             used_pages: 0,
             stats: Stats::default(),
+            aim: Aim::default(),
         }
     }
 

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use raftlock_lazyfs::LazyFs;
+use raftlock_lazyfs::{CutPoint, Fired, LazyFs};
 
 use crate::Error;
 
@@ -95,6 +95,28 @@ impl DataDisk {
             DataDisk::Lazy(fs) => fs.cut_power().map_err(|e| {
                 Error::Setup(format!("cut the power of {}: {e}", self.root().display()))
             }),
+        }
+    }
+
+    /// Arms a cut point (see `stage`); a plain dir has none.
+    pub fn arm(&self, point: CutPoint) {
+        if let DataDisk::Lazy(fs) = self {
+            fs.arm(point);
+        }
+    }
+
+    /// Drops a cut point that has not fired.
+    pub fn disarm(&self) {
+        if let DataDisk::Lazy(fs) = self {
+            fs.disarm();
+        }
+    }
+
+    /// The operation the armed cut point fired on, if it did.
+    pub fn fired(&self) -> Option<Fired> {
+        match self {
+            DataDisk::Plain { .. } => None,
+            DataDisk::Lazy(fs) => fs.fired(),
         }
     }
 

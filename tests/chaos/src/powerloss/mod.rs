@@ -18,7 +18,8 @@
 //! # Layout
 //!
 //! - this file: [`PowerLossConfig`] and [`run`], the whole run;
-//! - `round`: one round and its plan; `restart`: check (e), with
+//! - `round`: one round and its plan; `stage` and `aimed`: cuts aimed
+//!   inside a stage of the Raft log (`--stage`); `restart`: check (e), with
 //!   `node_logs` (log tails, panics);
 //! - `disk`: [`DataDisk`](disk::DataDisk), plain dir or LazyFs mount;
 //! - `load`: the tasks the cut interrupts; `calls`: every call they and the
@@ -29,6 +30,7 @@
 //!   (c); `probe`: check (b); `terms`: check (d);
 //! - `findings` and `summary`: the totals and the one-screen summary.
 
+mod aimed;
 mod answer;
 mod calls;
 pub mod disk;
@@ -41,6 +43,7 @@ mod restart;
 mod round;
 mod seats;
 mod selection;
+pub mod stage;
 mod summary;
 mod terms;
 mod verify;
@@ -81,6 +84,9 @@ pub struct PowerLossConfig {
     /// between a third of this and all of it).
     pub max_load: Duration,
     pub disk: DiskKind,
+    /// Where the cuts land: at a seeded moment, or inside a stage of the
+    /// Raft log (`stage`).
+    pub stage: stage::Stage,
     /// The nodes' heartbeat and election timeout in ms.
     pub timing: (u64, u64),
     /// Entries between the nodes' snapshots.
@@ -102,6 +108,7 @@ pub struct PowerLossOutcome {
 
 /// Runs the whole test.
 pub async fn run(cfg: &PowerLossConfig) -> Result<PowerLossOutcome, Error> {
+    check_stage(cfg)?;
     std::fs::create_dir_all(&cfg.out)
         .map_err(Error::io(format!("create {}", cfg.out.display())))?;
     let nodes_dir = cfg.out.join("nodes");
@@ -121,15 +128,23 @@ pub async fn run(cfg: &PowerLossConfig) -> Result<PowerLossOutcome, Error> {
         cluster.set_data_dir(id, disk.data_dir())?;
         disks.insert(id, disk);
     }
-    let plans = round::plan(cfg.seed, cfg.rounds, cfg.max_load, &cluster.ids());
-    eprintln!(
-        "raftlock-chaos powerloss: seed {} ({} rounds, {} disks)",
+    let plans = round::plan(
         cfg.seed,
         cfg.rounds,
-        cfg.disk.label()
+        cfg.max_load,
+        &cluster.ids(),
+        cfg.stage,
+    );
+    eprintln!(
+        "raftlock-chaos powerloss: seed {} ({} rounds, {} disks, cuts {})",
+        cfg.seed,
+        cfg.rounds,
+        cfg.disk.label(),
+        cfg.stage.label()
     );
     let ledger = Arc::new(Ledger::default());
     let mut found = Findings::default();
+    let mut aims = stage::Tally::default();
     let mut lines = Vec::new();
     let result = async {
         cluster.start_all()?;
@@ -153,6 +168,7 @@ pub async fn run(cfg: &PowerLossConfig) -> Result<PowerLossOutcome, Error> {
                     seed: cfg.seed,
                     large_every: cfg.large_every,
                     logs: &mut logs,
+                    aims: &mut aims,
                 };
                 let (line, recovered) = round::run(ctx, i as u32 + 1, plan).await?;
                 eprintln!("raftlock-chaos powerloss: {line}");
@@ -177,6 +193,7 @@ pub async fn run(cfg: &PowerLossConfig) -> Result<PowerLossOutcome, Error> {
         cfg,
         wall: Duration::from_nanos(now_ns() - t0),
         rounds: &lines,
+        aims: aims.line(),
         shared_terms: &terms::shared_terms(&terms),
         book: &ledger.book(),
         verdicts: &verdicts,
@@ -198,6 +215,23 @@ pub async fn run(cfg: &PowerLossConfig) -> Result<PowerLossOutcome, Error> {
         summary,
         violations,
     })
+}
+
+/// Refuses a stage this run cannot aim at: aimed cuts need LazyFs disks,
+/// `upgrade` the format-6 writer.
+fn check_stage(cfg: &PowerLossConfig) -> Result<(), Error> {
+    use stage::Stage;
+    if cfg.stage != Stage::Timed && cfg.disk != DiskKind::Lazy {
+        return Err(Error::Setup(format!(
+            "--stage {} needs --disk lazy: cut points live in LazyFs",
+            cfg.stage.label()
+        )));
+    }
+    let upgrade = matches!(cfg.stage, Stage::Upgrade | Stage::Any);
+    if upgrade && !cfg!(feature = "small-wal-segments") {
+        return Err(Error::Setup(stage::NEEDS_FEATURE.into()));
+    }
+    Ok(())
 }
 
 /// Waits for the first leader; fails at once when a node exits (e.g. it

@@ -11,6 +11,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::aimed;
 use super::calls::Calls;
 use super::disk::DataDisk;
 use super::findings::Findings;
@@ -18,6 +19,7 @@ use super::ledger::{Book, Ledger};
 use super::load::Load;
 use super::node_logs::NodeLogs;
 use super::selection::Selection;
+use super::stage::{self, Aim, Stage, Tally};
 use super::{probe, restart, verify};
 use crate::cluster::Cluster;
 use crate::Error;
@@ -29,11 +31,30 @@ pub struct RoundPlan {
     pub load: Duration,
     /// The nodes that lose power: all three, or two of them.
     pub victims: Vec<u64>,
+    /// Where the cut is aimed (`--stage`); none: at the end of the load.
+    pub aim: Option<Aim>,
 }
 
 /// Draws the plan of `rounds` rounds: the first two cut all nodes once
-/// and two nodes once (in a seeded order), later ones either.
-pub fn plan(seed: u64, rounds: u32, max_load: Duration, ids: &[u64]) -> Vec<RoundPlan> {
+/// and two nodes once (in a seeded order), later ones either; each aimed
+/// at `stage` (drawn apart, so a seed's timed plan stays the same).
+pub fn plan(
+    seed: u64,
+    rounds: u32,
+    max_load: Duration,
+    ids: &[u64],
+    stage: Stage,
+) -> Vec<RoundPlan> {
+    let mut plans = timed_plan(seed, rounds, max_load, ids);
+    let victims: Vec<Vec<u64>> = plans.iter().map(|p| p.victims.clone()).collect();
+    for (plan, aim) in plans.iter_mut().zip(stage::draw(seed, stage, &victims)) {
+        plan.aim = aim;
+    }
+    plans
+}
+
+/// The plan's load lengths and victims.
+fn timed_plan(seed: u64, rounds: u32, max_load: Duration, ids: &[u64]) -> Vec<RoundPlan> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let first_all = rng.gen_bool(0.5);
     (0..rounds)
@@ -51,7 +72,11 @@ pub fn plan(seed: u64, rounds: u32, max_load: Duration, ids: &[u64]) -> Vec<Roun
             victims.sort_unstable();
             let ms = max_load.as_millis() as u64;
             let load = Duration::from_millis(rng.gen_range(ms / 3..=ms.max(1)));
-            RoundPlan { load, victims }
+            RoundPlan {
+                load,
+                victims,
+                aim: None,
+            }
         })
         .collect()
 }
@@ -68,6 +93,8 @@ pub struct RoundCtx<'a> {
     /// See [`PowerLossConfig::large_every`](super::PowerLossConfig).
     pub large_every: u32,
     pub logs: &'a mut NodeLogs,
+    /// Aimed cuts so far, per stage.
+    pub aims: &'a mut Tally,
 }
 
 /// Runs round number `cut` (1-based; the cut it ends with has the same
@@ -130,6 +157,12 @@ async fn load_and_cut(
     tokio::time::sleep(plan.load).await;
     let leader = ctx.cluster.leader().await;
     let views = restart::views(ctx.cluster).await;
+    // An aimed cut waits for its point, then kills at once; `upgrade`'s
+    // point is armed after this round's ordinary cut.
+    let mut aimed = match &plan.aim {
+        Some(aim) if aim.stage != Stage::Upgrade => Some(aimed::fire(ctx.disks, aim).await),
+        _ => None,
+    };
     ctx.cluster.kill_many(&plan.victims).await?;
     load.stop().await;
     let sel = {
@@ -145,13 +178,23 @@ async fn load_and_cut(
             disks.push(format!("n{id}: {}", disk.describe()));
         }
     }
+    if let (Some(aim), None) = (&plan.aim, &aimed) {
+        aimed = Some(aimed::upgrade(ctx.cluster, ctx.disks, aim, &plan.victims).await?);
+    }
+    let aimed = match (&plan.aim, aimed) {
+        (Some(aim), Some((fired, line))) => {
+            ctx.aims.add(aim.stage, fired);
+            format!("\n  {line}")
+        }
+        _ => String::new(),
+    };
     let who = if plan.victims.len() == ctx.cluster.ids().len() {
         "all"
     } else {
         "two"
     };
     let line = format!(
-        "round {cut}: load {:.1}s, {} calls answered, {} cut short; power cut on {} ({who}; leader was {})\n  before: {views}\n  disks: {}",
+        "round {cut}: load {:.1}s, {} calls answered, {} cut short; power cut on {} ({who}; leader was {})\n  before: {views}\n  disks: {}{aimed}",
         plan.load.as_secs_f64(),
         answered_now - before.0,
         cut_short - before.1,

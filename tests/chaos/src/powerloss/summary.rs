@@ -17,6 +17,8 @@ pub struct Facts<'a> {
     pub cfg: &'a PowerLossConfig,
     pub wall: Duration,
     pub rounds: &'a [String],
+    /// Aimed cuts per stage, fired or not (`--stage`).
+    pub aims: Option<String>,
     /// Raft terms with two leaders (allowed by openraft's leader ids).
     pub shared_terms: &'a [String],
     pub book: &'a Book,
@@ -28,10 +30,11 @@ pub fn render(f: &Facts<'_>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "raftlock-chaos powerloss  seed={}  nodes=3  rounds={}  disk={}  duration={:.1}s",
+        "raftlock-chaos powerloss  seed={}  nodes=3  rounds={}  disk={}  stage={}  duration={:.1}s",
         f.cfg.seed,
         f.cfg.rounds,
         f.cfg.disk.label(),
+        f.cfg.stage.label(),
         f.wall.as_secs_f64()
     );
     let _ = writeln!(
@@ -48,6 +51,9 @@ pub fn render(f: &Facts<'_>) -> String {
         }
     );
     for line in f.rounds {
+        let _ = writeln!(s, "{line}");
+    }
+    if let Some(line) = &f.aims {
         let _ = writeln!(s, "{line}");
     }
     let total: u64 = f.book.tally.values().map(|t| t.begun).sum();

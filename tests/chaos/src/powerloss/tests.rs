@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::answer::Answer;
 use super::ledger::{Digest, Hold, Ledger, Seat};
 use super::round::plan;
+use super::stage::Stage;
 use super::terms::{verdict, TermLog};
 use super::verify::{judge_election, judge_lock};
 
@@ -173,14 +174,14 @@ fn a_vote_that_goes_back_is_a_violation_and_two_leaders_in_a_term_are_not() {
 #[test]
 fn the_first_two_rounds_cut_all_nodes_once_and_two_nodes_once() {
     for seed in 0..20 {
-        let p = plan(seed, 2, Duration::from_secs(6), &[1, 2, 3]);
+        let p = plan(seed, 2, Duration::from_secs(6), &[1, 2, 3], Stage::Timed);
         let mut sizes: Vec<usize> = p.iter().map(|r| r.victims.len()).collect();
         sizes.sort_unstable();
         assert_eq!(sizes, [2, 3], "seed {seed}");
         assert!(p.iter().all(|r| r.load >= Duration::from_secs(2)));
     }
-    let a = plan(7, 10, Duration::from_secs(6), &[1, 2, 3]);
-    let b = plan(7, 10, Duration::from_secs(6), &[1, 2, 3]);
+    let a = plan(7, 10, Duration::from_secs(6), &[1, 2, 3], Stage::Timed);
+    let b = plan(7, 10, Duration::from_secs(6), &[1, 2, 3], Stage::Timed);
     assert_eq!(
         format!("{a:?}"),
         format!("{b:?}"),

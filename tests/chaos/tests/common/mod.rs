@@ -33,19 +33,22 @@ pub fn expect_no_violations(
     seed: &str,
     out: &Path,
     temp: tempfile::TempDir,
+    also: &[String],
 ) {
     let result = run.output().expect("run raftlock-chaos");
     let stdout = String::from_utf8_lossy(&result.stdout);
     let stderr = String::from_utf8_lossy(&result.stderr);
     println!("{stdout}");
     eprintln!("{stderr}");
-    let passed = stdout.lines().any(|l| l == "violations: 0") && result.status.success();
+    let printed = |line: &str| stdout.lines().any(|l| l == line);
+    let passed =
+        printed("violations: 0") && also.iter().all(|l| printed(l)) && result.status.success();
     if !passed {
         // Keep the node logs, history and timeline for whoever looks next.
         let kept = temp.keep();
         panic!(
             "{what} (seed {seed}) failed: {} (exit 3: violations found, 1: the run itself \
-             failed); files in {} (or {})",
+             failed; exit 0: a line of {also:?} is missing); files in {} (or {})",
             result.status,
             out.display(),
             kept.display()

@@ -3,6 +3,7 @@
 //! checks that exactly the durable state is left. Without FUSE they print
 //! `SKIPPED: <reason>` and pass, except under CI (`CI` set), where they fail.
 
+mod cut_point;
 mod data;
 mod fixture;
 mod lifecycle;
