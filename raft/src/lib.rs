@@ -37,6 +37,7 @@ pub mod metrics;
 pub mod node;
 pub mod peer;
 pub mod replica;
+pub mod source;
 pub mod transport;
 
 /// Generated peer API.

@@ -69,7 +69,7 @@ pub enum ConfigError {
     ReadFile {
         path: String,
         /// The file system's error.
-        source: crate::error::Source,
+        source: crate::source::Source,
     },
     /// A layer of settings (a config file, or flags) that does not fit:
     /// an unknown key, or a value of the wrong type. `layer` names it.
@@ -78,7 +78,7 @@ pub enum ConfigError {
         /// The layer ("config file PATH", "flags", ...).
         layer: String,
         /// What the TOML reader said.
-        source: crate::error::Source,
+        source: crate::source::Source,
     },
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use raftlock_storage::{NodeAddr, NodeId};
 
-use crate::peer::probe::{NoAnswer, NoSecret, OtherService};
+use super::probe_fault::{NoAnswer, NoSecret, OtherService};
 
 /// A membership change the leader will not make; nothing was proposed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -18,17 +18,20 @@ use serde::{Deserialize, Serialize};
 
 use raftlock_storage::{CommandError, NodeId};
 
+pub mod content_refusal;
+pub mod dial_error;
 pub mod internal;
 pub mod invalid;
 pub mod membership;
-pub mod source;
+pub mod probe_fault;
+pub mod refusal;
 pub mod unavailable;
 mod wire;
 
+pub use crate::source::{Dump, Source};
 pub use internal::{Asked, Internal, Step};
 pub use invalid::{Problem, ValidationError};
 pub use membership::{Found, MembershipRefusal, NewLearner};
-pub use source::{Dump, Source};
 pub use unavailable::{ForwardFailure, ForwardFault, Unavailable};
 
 /// Why a replicated call did not produce an answer.

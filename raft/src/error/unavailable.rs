@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use raftlock_storage::{LeaseId, NodeId};
 
+use super::dial_error::DialError;
+use super::refusal::Refusal;
 use super::Source;
-use crate::peer::dial_error::DialError;
-use crate::peer::guard::Refusal;
 
 /// Why a call cannot be served right now.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

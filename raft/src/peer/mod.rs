@@ -7,8 +7,6 @@
 pub mod admin_credential;
 pub mod auth;
 pub mod checks;
-pub mod content_refusal;
-pub mod dial_error;
 pub mod forward;
 pub mod guard;
 pub(crate) mod link_filter;
@@ -17,6 +15,9 @@ pub mod payload;
 pub mod probe;
 pub mod snapshot_transfer;
 pub mod witness;
+
+/// The refusals and dial errors, where every error of this crate lives.
+pub use crate::error::{content_refusal, dial_error};
 
 use std::sync::Arc;
 

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use raftlock_storage::{NodeAddr, NodeId};
 
+pub use crate::error::probe_fault::{NoAnswer, NoSecret, OtherService};
 use crate::error::Source;
 use crate::pb::peer_client::PeerClient;
-use crate::peer::dial_error::DialError;
 use crate::peer::network::PeerNetwork;
 use crate::peer::payload::decode;
 
@@ -32,44 +32,6 @@ pub enum PeerProbe {
     /// Nothing answered: nothing listens, or (over TLS) the certificate
     /// is not node `expect`'s.
     Unreachable(NoAnswer),
-}
-
-/// How a peer listener showed it does not hold this cluster's secret.
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NoSecret {
-    /// Its answer is not tagged with the secret.
-    #[error("its answer is not tagged with this cluster's secret")]
-    Untagged,
-    /// It refused the request as unauthenticated, in its words.
-    #[error("{0}")]
-    Refused(String),
-}
-
-/// The error status of something that is not a raftlock peer port.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{code:?}: {message}")]
-pub struct OtherService {
-    /// The status code (a client port: `Unimplemented`).
-    pub code: tonic::Code,
-    /// The status message, in that service's words.
-    pub message: String,
-}
-
-/// Why nothing answered at a peer address.
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NoAnswer {
-    /// The address cannot be dialed.
-    #[error(transparent)]
-    Dial(#[from] DialError),
-    /// The connection failed (the transport's error; the words are its
-    /// innermost causes).
-    #[error("{}", connect_error(.0))]
-    Connect(Source),
-    /// Nothing answered within this long.
-    #[error("no answer within {0:?}")]
-    Silent(Duration),
 }
 
 /// Asks who answers at `addr` for node `expect` (over TLS the handshake
@@ -108,22 +70,5 @@ pub async fn probe(net: &PeerNetwork, expect: NodeId, addr: &str, timeout: Durat
             message: status.message().to_owned(),
         }),
         Err(_) => PeerProbe::Unreachable(NoAnswer::Silent(timeout)),
-    }
-}
-
-/// A connect error's innermost causes (tonic's own text is "transport
-/// error", and its sources repeat each other).
-fn connect_error(e: &Source) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        parts.retain(|p| !text.contains(p.as_str()));
-        parts.push(text);
-        source = cause.source();
-    }
-    match parts.is_empty() {
-        true => e.to_string(),
-        false => parts.join(": "),
     }
 }

@@ -4,11 +4,12 @@
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
+use std::path::PathBuf;
 use std::time::SystemTime;
 
 use fuser::{Errno, FileAttr, FileType, INodeNo};
 
-use crate::cut_point::Aim;
+use crate::cut_point::{Aim, Op};
 use crate::inode::{Body, Directory, Ino, Inode, Meta, ROOT};
 use crate::limits::{CAPACITY_PAGES, PAGE_SIZE};
 use crate::stats::Stats;
@@ -247,6 +248,51 @@ pub(crate) fn resolve_time(time: fuser::TimeOrNow) -> SystemTime {
     match time {
         fuser::TimeOrNow::SpecificTime(time) => time,
         fuser::TimeOrNow::Now => SystemTime::now(),
+    }
+}
+
+/// Paths, for the cut point: the armed point matches on them.
+impl FsState {
+    /// The path of `name` in directory `parent`, if the armed point names
+    /// `op` (working it out costs a walk up the tree).
+    pub(crate) fn entry_path(&self, op: Op, parent: Ino, name: &OsStr) -> Option<PathBuf> {
+        if !self.aim.wants(op) {
+            return None;
+        }
+        Some(self.dir_path(parent)?.join(name))
+    }
+
+    /// The path of file or directory `ino`, if the armed point names `op`:
+    /// the first name found for it (a scan of every directory for a file).
+    pub(crate) fn inode_path(&self, op: Op, ino: Ino) -> Option<PathBuf> {
+        if !self.aim.wants(op) {
+            return None;
+        }
+        if self.inode(ino).ok()?.dir().is_some() {
+            return self.dir_path(ino);
+        }
+        let (parent, name) = self.inodes.iter().find_map(|(&dir_ino, inode)| {
+            let dir = inode.dir()?;
+            let name = dir.entries.iter().find(|(_, &i)| i == ino)?.0;
+            Some((dir_ino, name))
+        })?;
+        Some(self.dir_path(parent)?.join(name))
+    }
+
+    /// The path of directory `ino`, walking up its parents.
+    fn dir_path(&self, mut ino: Ino) -> Option<PathBuf> {
+        let mut names = Vec::new();
+        while ino != ROOT {
+            let parent = self.dir(ino).ok()?.parent;
+            let entries = &self.dir(parent).ok()?.entries;
+            names.push(entries.iter().find(|(_, &i)| i == ino)?.0.clone());
+            ino = parent;
+        }
+        Some(
+            std::iter::once(OsStr::new("/"))
+                .chain(names.iter().rev().map(|n| n.as_os_str()))
+                .collect(),
+        )
     }
 }
 

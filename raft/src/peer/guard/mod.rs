@@ -31,7 +31,7 @@ use crate::metrics::PeerRefusals;
 use crate::pb::Blob;
 use crate::peer::auth::{ClusterKey, Direction, REPLAY_WINDOW};
 
-pub use refusal::{Malformed, Refusal, SeenProcess, Unauthenticated};
+pub use crate::error::refusal::{Malformed, Refusal, SeenProcess, Unauthenticated};
 use refusal_log::RefusalLog;
 use speakers::Speakers;
 
@@ -425,7 +425,6 @@ fn parse_cluster(text: &str) -> Result<Option<Uuid>, Refusal> {
     })
 }
 
-mod refusal;
 mod refusal_log;
 mod speakers;
 #[cfg(test)]

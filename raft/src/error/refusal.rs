@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use raftlock_storage::NodeId;
 
-use crate::error::Source;
+use super::Source;
 
 /// Why a peer message is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -61,7 +61,7 @@ pub enum Refusal {
     #[error("its {what} fails a check: {why}")]
     Content {
         what: &'static str,
-        why: crate::peer::content_refusal::ContentRefusal,
+        why: super::content_refusal::ContentRefusal,
     },
     #[error("cannot record the cluster id: {0}")]
     Storage(Source),

@@ -2,7 +2,7 @@
 
 use raftlock_storage::NodeId;
 
-use crate::error::Source;
+use super::Source;
 
 /// Why node `target` at `addr` cannot be dialed; nothing was sent.
 #[non_exhaustive]

@@ -4,7 +4,7 @@
 
 use raftlock_storage::{CommittedLeaderId, LogId, NodeId};
 
-use crate::error::Source;
+use super::Source;
 
 /// Why a Raft message's contents are refused before openraft sees them.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

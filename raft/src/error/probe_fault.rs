@@ -1,0 +1,63 @@
+//! Why a probe of a peer address found no raftlock peer of this cluster
+//! there ([`crate::peer::probe`]): nothing answered, a listener without
+//! the cluster's secret, or another service.
+
+use std::time::Duration;
+
+use super::dial_error::DialError;
+use super::Source;
+
+/// How a peer listener showed it does not hold this cluster's secret.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoSecret {
+    /// Its answer is not tagged with the secret.
+    #[error("its answer is not tagged with this cluster's secret")]
+    Untagged,
+    /// It refused the request as unauthenticated, in its words.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// The error status of something that is not a raftlock peer port.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code:?}: {message}")]
+pub struct OtherService {
+    /// The status code (a client port: `Unimplemented`).
+    pub code: tonic::Code,
+    /// The status message, in that service's words.
+    pub message: String,
+}
+
+/// Why nothing answered at a peer address.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoAnswer {
+    /// The address cannot be dialed.
+    #[error(transparent)]
+    Dial(#[from] DialError),
+    /// The connection failed (the transport's error; the words are its
+    /// innermost causes).
+    #[error("{}", connect_error(.0))]
+    Connect(Source),
+    /// Nothing answered within this long.
+    #[error("no answer within {0:?}")]
+    Silent(Duration),
+}
+
+/// A connect error's innermost causes (tonic's own text is "transport
+/// error", and its sources repeat each other).
+fn connect_error(e: &Source) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        parts.retain(|p| !text.contains(p.as_str()));
+        parts.push(text);
+        source = cause.source();
+    }
+    match parts.is_empty() {
+        true => e.to_string(),
+        false => parts.join(": "),
+    }
+}
