@@ -98,24 +98,23 @@ pub(super) async fn http_get(addr: &str, path: &str) -> String {
 #[tokio::test]
 async fn cli_serve_exits_non_zero_when_its_disk_fills() {
     let disk = SmallDisk::mount("3m");
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
-    let peer = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
-    let client_addr = format!("127.0.0.1:{port}");
-    let serve = serve_command()
+    // Port 0 for both listeners, the client address read from the node's
+    // start line: a port chosen here and freed for the child could be
+    // taken by another test first (seen in CI: "Address already in use",
+    // and the client then reached another test's node).
+    let mut serve = serve_command()
         .arg("--data-dir")
         .arg(disk.path().join("data"))
-        .args(["--client-addr", &client_addr])
-        .args(["--peer-addr", &format!("127.0.0.1:{peer}")])
+        .args(["--client-addr", "127.0.0.1:0"])
+        .args(["--peer-addr", "127.0.0.1:0"])
         .args(["--admin-addr", "off"])
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn raftlock serve");
+    let stderr = serve.stderr.take().expect("the node's stderr");
+    let (client_addr, stderr) = tokio::time::timeout(Duration::from_secs(60), start_line(stderr))
+        .await
+        .expect("the node logs its start within 60 s");
     let client =
         raftlock_client::Client::connect_with_retry([client_addr], Duration::from_secs(30))
             .await
@@ -141,14 +140,44 @@ async fn cli_serve_exits_non_zero_when_its_disk_fills() {
         }
     }
     assert!(failed, "3 MiB held 200 values of 60 kB");
-    let out = tokio::time::timeout(Duration::from_secs(60), serve.wait_with_output())
+    let status = tokio::time::timeout(Duration::from_secs(60), serve.wait())
         .await
         .expect("the node exits within 60 s of its disk filling")
         .expect("wait for raftlock serve");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "exit {}: {stderr}", out.status);
+    let stderr = stderr.await.expect("read the node's stderr");
+    assert!(!status.success(), "exit {status}: {stderr}");
     assert!(stderr.contains("ERROR"), "{stderr}");
     assert!(stderr.contains("No space left on device"), "{stderr}");
+}
+
+/// The client address in a node's "node started" line on `stderr`, and a
+/// task that reads the rest (every line, that one included) to the end.
+async fn start_line(
+    stderr: tokio::process::ChildStderr,
+) -> (String, tokio::task::JoinHandle<String>) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let mut seen = String::new();
+    while let Ok(Some(line)) = lines.next_line().await {
+        seen.push_str(&line);
+        seen.push('\n');
+        let addr = line
+            .contains("node started")
+            .then(|| line.split_once("client_addr=")?.1.split_whitespace().next())
+            .flatten();
+        if let Some(addr) = addr {
+            let addr = addr.to_string();
+            let rest = tokio::spawn(async move {
+                while let Ok(Some(line)) = lines.next_line().await {
+                    seen.push_str(&line);
+                    seen.push('\n');
+                }
+                seen
+            });
+            return (addr, rest);
+        }
+    }
+    panic!("the node ended without a start line: {seen}");
 }
 
 /// The example config shipped for systemd is one `serve` accepts.
