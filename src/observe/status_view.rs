@@ -13,12 +13,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use raftlock_raft::clock::wall_clock_ms;
+use raftlock_raft::transport::tls::member_endpoint;
 use raftlock_raft::NodeTls;
 use raftlock_raft::Replica;
 use raftlock_storage::Mode;
 use serde::Serialize;
 
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 use crate::pb;
 use crate::pb::cluster_client::ClusterClient;
@@ -230,13 +231,9 @@ impl StatusSource {
         if let Some(channel) = channels.get(&key) {
             return Some(channel.clone());
         }
-        let scheme = if self.tls.is_some() { "https" } else { "http" };
-        let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
+        let endpoint = member_endpoint(self.tls.as_ref(), id, addr)
             .ok()?
             .connect_timeout(MEMBER_TIMEOUT);
-        if let Some(tls) = &self.tls {
-            endpoint = endpoint.tls_config(tls.peer_client_config(id)).ok()?;
-        }
         let channel = endpoint.connect_lazy();
         channels.insert(key, channel.clone());
         Some(channel)

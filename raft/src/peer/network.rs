@@ -39,10 +39,9 @@ use super::payload::{decode, encode};
 use super::snapshot_transfer;
 use super::witness::Witness;
 use super::{OnRefusedAsNonMember, MEMBERSHIP_INDEX_KEY};
-use crate::error::Source;
 use crate::metrics::NodeMetrics;
 use crate::pb::peer_client::PeerClient;
-use crate::transport::tls::NodeTls;
+use crate::transport::tls::{member_endpoint, NodeTls};
 
 /// Largest append-entries message this node sends with more than one
 /// entry: above it only a prefix of the entries is sent and openraft hears
@@ -130,26 +129,11 @@ impl PeerNetwork {
     /// How to reach node `target` at `addr` (over TLS: only if it presents
     /// node `target`'s certificate).
     pub(crate) fn endpoint(&self, target: NodeId, addr: &str) -> Result<Endpoint, DialError> {
-        let scheme = if self.tls.is_some() { "https" } else { "http" };
-        let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
-            .map_err(|e| DialError::BadAddress {
-                addr: addr.to_owned(),
-                source: Source::new(e),
-            })?
+        Ok(member_endpoint(self.tls.as_ref(), target, addr)?
             .connect_timeout(Duration::from_millis(500))
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(5))
-            .keep_alive_timeout(Duration::from_secs(5));
-        if let Some(tls) = &self.tls {
-            endpoint = endpoint
-                .tls_config(tls.peer_client_config(target))
-                .map_err(|e| DialError::Tls {
-                    target,
-                    addr: addr.to_owned(),
-                    source: Source::new(e),
-                })?;
-        }
-        Ok(endpoint)
+            .keep_alive_timeout(Duration::from_secs(5)))
     }
 
     /// The links a test cut or slowed.

@@ -20,11 +20,12 @@ use std::path::Path;
 
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
-use tonic::transport::{Certificate, ClientTlsConfig, Identity};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 use webpki::{EndEntityCert, KeyUsage};
 
 use raftlock_storage::NodeId;
 
+use crate::error::dial_error::DialError;
 use crate::error::Source;
 
 use crate::config::Config;
@@ -38,6 +39,32 @@ const NODE_NAME_SUFFIX: &str = ".raftlock";
 const NODE_NAME_PREFIX: &str = "node-";
 /// Prefix of the URI that names a client in its certificate.
 pub const CLIENT_URI_PREFIX: &str = "raftlock:client:";
+
+/// Where to dial member `target` at its peer address `addr`: `https` with
+/// `tls` (this node's certificate presented, `target`'s name checked),
+/// else `http`. The caller adds its timeouts.
+pub fn member_endpoint(
+    tls: Option<&NodeTls>,
+    target: NodeId,
+    addr: &str,
+) -> Result<Endpoint, DialError> {
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let endpoint =
+        Endpoint::from_shared(format!("{scheme}://{addr}")).map_err(|e| DialError::BadAddress {
+            addr: addr.to_owned(),
+            source: Source::new(e),
+        })?;
+    match tls {
+        None => Ok(endpoint),
+        Some(tls) => endpoint
+            .tls_config(tls.peer_client_config(target))
+            .map_err(|e| DialError::Tls {
+                target,
+                addr: addr.to_owned(),
+                source: Source::new(e),
+            }),
+    }
+}
 
 /// The DNS name a certificate of node `id` carries: `node-ID.raftlock`.
 pub fn node_dns_name(id: NodeId) -> String {
