@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use super::dial_error::DialError;
+use super::peer_words::PeerWords;
 use super::Source;
 
 /// How a peer listener showed it does not hold this cluster's secret.
@@ -14,9 +15,11 @@ pub enum NoSecret {
     /// Its answer is not tagged with the secret.
     #[error("its answer is not tagged with this cluster's secret")]
     Untagged,
-    /// It refused the request as unauthenticated, in its words.
+    /// It refused the request as unauthenticated, in its words (the
+    /// status message; the listener proved no identity, so no node is
+    /// named).
     #[error("{0}")]
-    Refused(String),
+    Refused(#[source] PeerWords),
 }
 
 /// The error status of something that is not a raftlock peer port.
@@ -59,5 +62,24 @@ fn connect_error(e: &Source) -> String {
     match parts.is_empty() {
         true => e.to_string(),
         false => parts.join(": "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refusal prints the listener's words as they were, and a caller
+    /// reads them from its source. Fails if `Refused` holds the words as
+    /// a plain field (its `source()` is `None`; seen by dropping
+    /// `#[source]`).
+    #[test]
+    fn a_refusal_keeps_the_listeners_words_as_its_source() {
+        let refused = NoSecret::Refused(PeerWords::new("missing cluster tag"));
+        assert_eq!(refused.to_string(), "missing cluster tag");
+        let words = std::error::Error::source(&refused)
+            .and_then(|s| s.downcast_ref::<PeerWords>())
+            .map(PeerWords::words);
+        assert_eq!(words, Some("missing cluster tag"));
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use raftlock_storage::{LeaseId, NodeId};
 
 use super::dial_error::DialError;
+use super::peer_words::PeerWords;
 use super::refusal::Refusal;
 use super::Source;
 
@@ -97,7 +98,7 @@ pub enum Unavailable {
     /// Another node's reason, relayed over the peer API in its words
     /// (the wire carries kind and words, not the reason; see `wire`).
     #[error("{0}")]
-    Relayed(String),
+    Relayed(#[source] PeerWords),
 }
 
 /// Why a forwarded call got no answer from the leader.

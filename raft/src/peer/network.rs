@@ -197,7 +197,9 @@ impl PeerNetwork {
                 })
             })?;
         self.witness.saw_boot(target, reply.boot);
-        decode(&reply.data).map_err(|e| lost(ForwardFault::Payload(e)))
+        let result: ForwardResult =
+            decode(&reply.data).map_err(|e| lost(ForwardFault::Payload(e)))?;
+        Ok(result.map_err(|e| e.said_by(target)))
     }
 }
 
