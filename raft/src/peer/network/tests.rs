@@ -2,6 +2,10 @@
 
 use openraft::error::{Fatal, RaftError};
 use openraft::{ErrorSubject, ErrorVerb, StorageError};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use raftlock_storage::{TypeConfig, Vote};
 
 use super::*;
 use crate::error::Error;
