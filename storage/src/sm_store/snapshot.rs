@@ -1,5 +1,5 @@
 //! Snapshots: the [`SnapshotBuilder`] openraft runs to make one, and where
-//! it finds the cluster id it stamps them with ([`ClusterSource`]).
+//! it finds the cluster id it stamps them with (`ClusterSource`).
 //!
 //! # Layout
 //! - `payload`: what a snapshot's bytes hold, their frame and checks.
