@@ -10,7 +10,7 @@
 //! - [`membership`]: a membership change the leader refuses.
 //! - [`internal`]: a broken invariant or a failed library call, with its
 //!   source.
-//! - [`source`]: a foreign error kept whole, shareable and comparable.
+//! - [`source`](crate::source): a foreign error kept whole, shareable and comparable.
 //! - [`peer_words`]: another node's words, the source of a reason relayed
 //!   over the peer API.
 //! - `wire`: the form that crosses the peer API (kind and words), which

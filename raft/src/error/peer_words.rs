@@ -1,15 +1,17 @@
-//! [`PeerWords`]: what another node said, as text. The peer wire carries a
-//! relayed error's kind and words, not its typed reason (see `wire`: the
-//! layout is frozen for rolling upgrades), and a listener that refuses a
-//! probe answers with a status message; neither can be parsed back into
-//! a reason, so the words are kept whole, as the source of the variant
-//! that relays them. Apart from the variants so that each error kind
-//! that relays carries the same type.
+//! [`PeerWords`]: what was said at a peer address, as text. The peer wire
+//! carries a relayed error's kind and words, not its typed reason (see
+//! `wire`: the layout is frozen for rolling upgrades), and a leader that
+//! refuses a forwarded call, or a listener that refuses a probe, answers
+//! with a gRPC status message; none can be parsed back into a reason, so
+//! the words are kept whole, as the source of the variant that carries
+//! them. Apart from the variants so that each error that carries another
+//! side's words carries the same type.
 
 use raftlock_storage::NodeId;
 
-/// The words of an error another node reported, and which node said them
-/// where that is known. Prints the words alone, as they were said.
+/// The words of an error another node (or whatever answered at a peer
+/// address) reported, and which node said them where that is known.
+/// Prints the words alone, as they were said.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{words}")]
 pub struct PeerWords {

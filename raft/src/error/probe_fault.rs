@@ -29,7 +29,8 @@ pub struct OtherService {
     /// The status code (a client port: `Unimplemented`).
     pub code: tonic::Code,
     /// The status message, in that service's words.
-    pub message: String,
+    #[source]
+    pub message: PeerWords,
 }
 
 /// Why nothing answered at a peer address.
@@ -81,5 +82,24 @@ mod tests {
             .and_then(|s| s.downcast_ref::<PeerWords>())
             .map(PeerWords::words);
         assert_eq!(words, Some("missing cluster tag"));
+    }
+
+    /// Another service's status message is its source, as it said it.
+    /// Fails if `OtherService` holds its message as a plain field (seen by
+    /// dropping `#[source]`).
+    #[test]
+    fn another_services_words_are_its_source() {
+        let other = OtherService {
+            code: tonic::Code::Unimplemented,
+            message: PeerWords::new("unknown service raftlock.peer.Peer"),
+        };
+        assert_eq!(
+            other.to_string(),
+            "Unimplemented: unknown service raftlock.peer.Peer"
+        );
+        let words = std::error::Error::source(&other)
+            .and_then(|s| s.downcast_ref::<PeerWords>())
+            .map(PeerWords::words);
+        assert_eq!(words, Some("unknown service raftlock.peer.Peer"));
     }
 }

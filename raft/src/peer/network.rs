@@ -23,6 +23,7 @@ use tonic::transport::{Channel, Endpoint};
 use raftlock_storage::NodeId;
 
 pub use self::connection::{PeerConnection, APPEND_BUDGET_BYTES};
+use crate::error::PeerWords;
 pub use crate::error::{ForwardFailure, ForwardFault};
 
 use super::dial_error::DialError;
@@ -169,7 +170,7 @@ impl PeerNetwork {
                 reason: ForwardFault::Status {
                     leader: target,
                     code: s.code(),
-                    message: s.message().to_owned(),
+                    message: PeerWords::new(s.message()).said_by(target),
                 },
             })?
             .into_inner();

@@ -67,7 +67,7 @@ pub async fn probe(net: &PeerNetwork, expect: NodeId, addr: &str, timeout: Durat
         }
         Ok(Err(status)) => PeerProbe::NotPeerPort(OtherService {
             code: status.code(),
-            message: status.message().to_owned(),
+            message: PeerWords::new(status.message()),
         }),
         Err(_) => PeerProbe::Unreachable(NoAnswer::Silent(timeout)),
     }
