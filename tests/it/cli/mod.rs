@@ -3,7 +3,7 @@
 //! prints (`--output json` where there is something to parse).
 //!
 //! This file is the harness (run, spawn, read, signal the CLI); the tests
-//! are grouped by command, one file each, like `src/cli`.
+//! are grouped by command, one file each, like `clients/cli/src`.
 
 mod certs;
 mod cli_promises;
@@ -58,8 +58,8 @@ fn raftlock(cluster: &TestCluster, args: &[&str]) -> Command {
         .kill_on_drop(true);
     match &cluster.certs {
         Some(certs) => {
-            let (cert, key) = raftlock::certs::client_files(certs, crate::cluster::TEST_CLIENT);
-            cmd.env("RAFTLOCK_CACERT", certs.join(raftlock::certs::CA_CERT))
+            let (cert, key) = raftlock_cli::certs::client_files(certs, crate::cluster::TEST_CLIENT);
+            cmd.env("RAFTLOCK_CACERT", certs.join(raftlock_cli::certs::CA_CERT))
                 .env("RAFTLOCK_CERT", cert)
                 .env("RAFTLOCK_KEY", key);
         }

@@ -183,12 +183,11 @@ async fn start_line(
 /// The example config shipped for systemd is one `serve` accepts.
 #[tokio::test]
 async fn the_shipped_example_config_is_valid() {
-    let example = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/cluster-scripts/systemd/raftlock.toml"
-    );
+    let example = crate::repo_root().join("cluster-scripts/systemd/raftlock.toml");
     let out = Command::new(BIN)
-        .args(["serve", "--config", example, "--print-config"])
+        .args(["serve", "--config"])
+        .arg(&example)
+        .arg("--print-config")
         .env_remove("RAFTLOCK_LOG")
         .output()
         .await

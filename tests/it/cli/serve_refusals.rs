@@ -277,8 +277,9 @@ async fn dial(addr: &str, certs: &Path, identity: Identity) {
 async fn cli_serve_warns_of_certificates_outside_their_validity() {
     let dir = tempfile::tempdir().expect("temp dir");
     let certs = dir.path().join("certs");
-    raftlock::certs::create_ca(&certs, false).expect("CA");
-    raftlock::certs::create_node(&certs, None, 1, &["127.0.0.1".into()], false).expect("node 1");
+    raftlock_cli::certs::create_ca(&certs, false).expect("CA");
+    raftlock_cli::certs::create_node(&certs, None, 1, &["127.0.0.1".into()], false)
+        .expect("node 1");
     let now = OffsetDateTime::now_utc();
     let day = time::Duration::days(1);
     let client = |name: &str, from, until| {
