@@ -85,6 +85,15 @@ fn serve_command() -> Command {
     cmd
 }
 
+/// A free loopback address for a node this test starts, drawn below the
+/// ephemeral range so that no other test's port-0 bind takes it before the
+/// node listens (`raftlock_testkit::ports`).
+pub(crate) fn free_addr() -> String {
+    raftlock_testkit::ports::free_addr()
+        .expect("a free port")
+        .to_string()
+}
+
 /// Node 1's data dir: an operator command on its host reads the cluster's
 /// admin credential from there (`--data-dir`, docs/security.md).
 pub(crate) fn node_dir(cluster: &TestCluster) -> String {

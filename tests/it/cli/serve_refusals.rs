@@ -107,11 +107,7 @@ impl Serve {
     }
 }
 
-/// A loopback address with a port free a moment ago.
-pub(super) fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").to_string()
-}
+use super::free_addr;
 
 /// Every file under `dir` with its bytes and modification time.
 pub(super) fn files(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {

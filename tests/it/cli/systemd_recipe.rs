@@ -54,8 +54,7 @@ fn is_root() -> bool {
 }
 
 fn free_port() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").to_string()
+    super::free_addr()
 }
 
 #[test]
