@@ -120,7 +120,7 @@ impl RaftNode {
         // until it ends: the data dir is in use until then.
         if !self.builds.wait_idle(CLOSE_DEADLINE).await {
             tracing::warn!(
-                "a snapshot build still holds the data dir after {CLOSE_DEADLINE:?};                  stopping without waiting for it"
+                "a snapshot build still holds the data dir after {CLOSE_DEADLINE:?}; stopping without waiting for it"
             );
         }
     }
