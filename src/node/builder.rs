@@ -82,7 +82,7 @@ impl NodeBuilder {
         } = self.config.clone();
         self.config.validate()?;
         if let Some(warning) = self.config.exposure_warning() {
-            tracing::warn!("{warning}");
+            tracing::warn!(target: super::LOG_TARGET, "{warning}");
         }
         let client_limits = self.config.client_listener_limits();
         // Read the auth file before anything binds or opens: a mistake in
@@ -184,6 +184,7 @@ impl NodeBuilder {
             None => None,
         };
         tracing::info!(
+            target: super::LOG_TARGET,
             id = raft.inner().id(),
             %client_addr,
             peer_addr = %raft.peer_addr(),

@@ -17,6 +17,10 @@ mod builder;
 mod client_listener;
 mod error;
 
+/// The log target of what a node says of its own start and stop, the same
+/// from every file of this module (a Python app's logger `raftlock.node`).
+const LOG_TARGET: &str = module_path!();
+
 use crate::Config;
 pub use builder::NodeBuilder;
 pub use error::{NoLeader, NodeError};

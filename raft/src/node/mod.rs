@@ -12,6 +12,10 @@
 //!   reports a Raft core that stopped on its own.
 //! - [`step_down`]: a leader that cannot keep its lease gives way.
 
+/// The log target of what a node says of its start, the same from every
+/// file of this module (a Python app's logger `raftlock.raft.node`).
+const LOG_TARGET: &str = module_path!();
+
 mod peer_listener;
 pub mod peer_service;
 mod raft_watch;

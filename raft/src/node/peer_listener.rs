@@ -66,6 +66,6 @@ pub(super) async fn serve_peers(
         None => router.serve_with_incoming_shutdown(incoming, stopped).await,
     };
     if let Err(e) = result {
-        tracing::error!("peer listener failed: {e}");
+        tracing::error!(target: super::LOG_TARGET, "peer listener failed: {e}");
     }
 }

@@ -74,6 +74,7 @@ impl RaftNode {
         let key_plan = plan_key(&config)?;
         if config.insecure {
             tracing::warn!(
+                target: super::LOG_TARGET,
                 "INSECURE: --insecure is set: peers are not authenticated, and anyone who can \
                  reach the peer port {} can rewrite or erase every lock",
                 config.peer_addr
@@ -87,6 +88,7 @@ impl RaftNode {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         if config.unsafe_no_fsync {
             tracing::warn!(
+                target: super::LOG_TARGET,
                 "UNSAFE: --unsafe-no-fsync is set: writes are acknowledged without fsync, \
                  and a power loss can lose acknowledged locks. For tests only."
             );
@@ -246,6 +248,7 @@ impl RaftNode {
         // and depose the first leader.
         if members.keys().next() != Some(&inner.id) {
             tracing::info!(
+                target: super::LOG_TARGET,
                 node = inner.id,
                 "waiting for the lowest-id member to initialize the cluster"
             );
@@ -257,7 +260,12 @@ impl RaftNode {
             .create_cluster_id()
             .await
             .map_err(StartError::ClusterId)?;
-        tracing::info!(node = inner.id, cluster = %cluster, "initializing a new cluster");
+        tracing::info!(
+            target: super::LOG_TARGET,
+            node = inner.id,
+            cluster = %cluster,
+            "initializing a new cluster"
+        );
         match inner.raft.initialize(members).await {
             Ok(()) => Ok(()),
             Err(openraft::error::RaftError::APIError(
