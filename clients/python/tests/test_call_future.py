@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import raftlock.asyncio
+from conftest import Cluster
 from raftlock.errors import NotHeld
 
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")
@@ -155,3 +156,31 @@ async def test_an_ended_call_resumes_its_task_in_the_same_pass(
     finally:
         del loop._run_once  # type: ignore[attr-defined]
     assert counted[0] <= 3 * pairs, counted[0]
+
+
+def test_an_exit_from_a_callback_propagates_and_the_rest_still_run(cluster: Cluster) -> None:
+    """A done-callback raising `SystemExit` stops the loop as it would from
+    a `call_soon` callback, and the future's other callbacks (here the
+    gather's) still run: the gather then ends. Reporting every exception
+    to the loop's handler instead lets `SystemExit` vanish
+    (`pytest.raises` fails)."""
+    loop = asyncio.new_event_loop()
+    client = raftlock.asyncio.Client(cluster.endpoints)
+    try:
+
+        async def start() -> list[Any]:
+            calls = [native_call(client) for _ in range(8)]
+
+            def leave(f: Any) -> None:
+                raise SystemExit("from a done-callback")
+
+            calls[0].add_done_callback(leave)
+            return calls
+
+        gathered = asyncio.gather(*loop.run_until_complete(start()))
+        with pytest.raises(SystemExit, match="from a done-callback"):
+            loop.run_until_complete(gathered)
+        assert loop.run_until_complete(asyncio.wait_for(gathered, 60)) == [None] * 8
+    finally:
+        loop.run_until_complete(client.close())
+        loop.close()
