@@ -86,7 +86,9 @@ async def test_cancel_and_done_callbacks(aclient: raftlock.asyncio.Client) -> No
 
 async def test_callbacks_run_in_their_context(aclient: raftlock.asyncio.Client) -> None:
     """A task's variables are its own after the await, and a callback
-    added outside a task sees the context it was added in."""
+    added outside a task sees the context it was added in. Run without
+    their contexts (called directly in the drain), the second task read
+    the first one's value: ['a', 'a']."""
 
     async def task(value: str) -> str:
         VAR.set(value)
@@ -108,7 +110,8 @@ async def test_a_raising_callback_goes_to_the_loop_handler(
     aclient: raftlock.asyncio.Client,
 ) -> None:
     """The exception reaches the loop's handler; the calls that ended with
-    it still wake their tasks."""
+    it still wake their tasks. Written as unraisable instead, the handler
+    saw nothing."""
     loop = asyncio.get_running_loop()
     handled: list[dict[str, Any]] = []
     previous = loop.get_exception_handler()
