@@ -23,7 +23,7 @@ shift 2
 target_dir=${CARGO_TARGET_DIR:-target}
 bin=${BIN:-}
 if [ -z "$bin" ]; then
-    cargo build --quiet --release -p raftlock -p raftlock-bench
+    cargo build --quiet --release -p raftlock-cli -p raftlock-bench
     bin="$target_dir/release"
 fi
 out="$target_dir/raftlock-bench/cpu-$workload-$system"

@@ -20,7 +20,7 @@ system=${2:?usage: bench/profile.sh W1..W7 raftlock|etcd [raftlock-bench flags]}
 shift 2
 command -v perf >/dev/null || { echo "error: perf not found (apt-get install linux-perf)" >&2; exit 1; }
 target_dir=${CARGO_TARGET_DIR:-target}
-cargo build --profile profiling -p raftlock -p raftlock-bench
+cargo build --profile profiling -p raftlock-cli -p raftlock-bench
 out="$target_dir/raftlock-bench/profile-$workload-$system"
 work="$target_dir/raftlock-bench/profile-work"
 rm -rf "$out"

@@ -6,7 +6,7 @@
 # works; it asserts nothing about speed. Results: target/raftlock-bench/smoke.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p raftlock -p raftlock-bench
+cargo build --release -p raftlock-cli -p raftlock-bench
 target_dir=${CARGO_TARGET_DIR:-target}
 exec "$target_dir/release/raftlock-bench" --smoke \
     --raftlock-bin "$target_dir/release/raftlock" \

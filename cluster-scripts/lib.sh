@@ -165,20 +165,34 @@ make_layout() {
     layout_on_ports "$n" "${ports[@]}"
 }
 
-# make_free_layout N: like make_layout, on free loopback ports the system
-# picks (each held until all 2N are chosen, so no two nodes share one);
-# BASE_PORT=0 records that the layout has no base, and such nodes run
-# without the admin listener, whose default port (client + 2) is not theirs.
+# make_free_layout N: like make_layout, on free loopback ports (each held
+# until all 2N are chosen, so no two nodes share one), drawn at random from
+# the 12000 ports below the kernel's ephemeral range: a port the system
+# picked for port 0 could be picked again, for another program's port-0
+# bind, while a node is down between a kill and its restart. BASE_PORT=0
+# records that the layout has no base, and such nodes run without the
+# admin listener, whose default port (client + 2) is not theirs.
 make_free_layout() {
     local n=$1 ports=()
     BASE_PORT=0
     mapfile -t ports < <(python3 - "$((2 * n))" <<'EOF'
-import socket, sys
+import random, socket, sys
+try:
+    start = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    start = 32768
+start = max(start, 22000)
 held = []
 for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    held.append(s)
+    for _attempt in range(256):
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", random.randrange(start - 12000, start)))
+        except OSError:
+            s.close()
+            continue
+        held.append(s)
+        break
 for s in held:
     print(s.getsockname()[1])
 EOF

@@ -6,9 +6,9 @@
 //! gRPC (`raftlock.v1`).
 //!
 //! An application embeds a node and talks to it with the client crate
-//! (`raftlock-client`). The library does not depend on it (only the
-//! command line behind the `cli` feature does); both share the wire types
-//! of the `raftlock-api` crate.
+//! (`raftlock-client`). The library does not depend on it, nor on the
+//! command line (`raftlock-cli`, the `raftlock` binary, which is a client
+//! too); all of them share the wire types of the `raftlock-api` crate.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -44,14 +44,6 @@
 //! - [`config_layers`]: a node's [`Config`] filled in layers (defaults, a
 //!   TOML file, then overlays such as `raftlock serve`'s flags and
 //!   `RAFTLOCK_*` variables), merged key by key by serde, never by hand.
-//! - `certs` (feature `certs`, part of `cli`): a cluster's CA, node and
-//!   client certificates (`raftlock certs`).
-//! - `cli` (feature `cli`, on by default): the `raftlock` command line (the
-//!   binary only parses and calls). It is the one part of this crate that
-//!   uses the client crate (`raftlock-client`, an optional dependency of
-//!   this feature), as `certs` does for its error type. An application that embeds a node
-//!   depends on `raftlock` with `default-features = false`, and builds
-//!   without clap, rcgen, the log subscriber or mimalloc.
 //! - [`duration`]: durations as the command line writes them (`500ms`,
 //!   `10s`, `2m`), also used by the chaos tool.
 //! - [`pb`]: the generated `raftlock.v1` API (the messages of the
@@ -71,10 +63,6 @@
 #![recursion_limit = "256"]
 
 pub mod auth;
-#[cfg(feature = "certs")]
-pub mod certs;
-#[cfg(feature = "cli")]
-pub mod cli;
 pub mod config;
 pub mod config_layers;
 pub mod duration;

@@ -40,14 +40,10 @@ struct Node {
 
 impl Node {
     fn new(disk: &SmallDisk) -> Node {
-        let port = || {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-            l.local_addr().expect("addr").to_string()
-        };
         Node {
             data_dir: disk.path().join("data"),
-            client_addr: port(),
-            peer_addr: port(),
+            client_addr: crate::cli::free_addr(),
+            peer_addr: crate::cli::free_addr(),
             logs: tempfile::tempdir().expect("temp dir"),
         }
     }

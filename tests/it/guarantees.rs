@@ -19,7 +19,7 @@ const GUARANTEES: &str = "docs/guarantees.md";
 const UNTESTED: &str = "## Promises without a test yet";
 
 fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    crate::repo_root()
 }
 
 /// A file of the repository, `None` if it cannot be read.

@@ -21,6 +21,7 @@ const CRATE_ROOTS: &[&str] = &[
     "storage/src",
     "proto/src",
     "clients/rust/src",
+    "clients/cli/src",
     "clients/python/src",
     "tests/chaos/src",
     "tests/lazyfs/src",
@@ -29,7 +30,7 @@ const CRATE_ROOTS: &[&str] = &[
 ];
 
 fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    crate::repo_root()
 }
 
 /// The `.rs` files under `dir`, test files (`tests.rs`, `tests/`) left out
@@ -221,13 +222,8 @@ fn the_circle_check_finds_a_circle() {
 /// on, or import, a crate under `clients/`.
 const LOWER_CRATES: &[&str] = &[".", "raft", "storage", "proto"];
 
-/// The command line, which still lives in `src/` behind the `cli` feature
-/// and is a client: the one part of a lower crate allowed to use the
-/// client crate (an optional dependency enabled by `cli` and `certs`).
-const COMMAND_LINE: &[&str] = &["src/cli", "src/certs.rs"];
-
 /// The package names of the crates under `clients/`, read from their
-/// manifests (`raftlock-client`, `raftlock-python`).
+/// manifests (`raftlock-client`, `raftlock-cli`, `raftlock-python`).
 fn client_packages() -> Vec<String> {
     let mut names = Vec::new();
     let entries = std::fs::read_dir(repo().join("clients")).expect("clients/");
@@ -248,9 +244,8 @@ fn client_packages() -> Vec<String> {
 }
 
 /// The entries of `manifest`'s normal and build dependency tables that name
-/// one of `clients` (by package name or by a path under `clients/`),
-/// except an `optional` one when `optional_allowed`.
-fn upward_dependencies(manifest: &str, clients: &[String], optional_allowed: bool) -> Vec<String> {
+/// one of `clients` (by package name or by a path under `clients/`).
+fn upward_dependencies(manifest: &str, clients: &[String]) -> Vec<String> {
     let mut found = Vec::new();
     let mut in_deps = false;
     for line in manifest.lines().map(str::trim) {
@@ -262,7 +257,7 @@ fn upward_dependencies(manifest: &str, clients: &[String], optional_allowed: boo
         let names_client = clients.iter().any(|c| c == key)
             || line.contains("\"clients/")
             || line.contains("/clients/");
-        if in_deps && names_client && !(optional_allowed && line.contains("optional = true")) {
+        if in_deps && names_client {
             found.push(line.to_string());
         }
     }
@@ -281,13 +276,14 @@ fn names_crate(code: &str, lib: &str) -> bool {
 }
 
 /// No crate under `src/`, `raft/`, `storage/` or `proto/` depends on a
-/// crate under `clients/` (in `[dependencies]` or `[build-dependencies]`;
-/// the root's optional one for the command line excepted) or names one in
-/// its code outside the command line. Fails naming the manifest line or
-/// the file: with `raftlock-client = { path = "../clients/rust" }` added
-/// to `raft/Cargo.toml`, or `use raftlock_client::Client;` added to
+/// crate under `clients/` (in `[dependencies]` or `[build-dependencies]`,
+/// optional or not) or names one in its code. Fails naming the manifest
+/// line or the file: with `raftlock-client = { path = "../clients/rust" }`
+/// added to `raft/Cargo.toml`, or `use raftlock_client::Client;` added to
 /// `src/status.rs`, as `src/pb.rs` re-exported `raftlock_client::pb` and
-/// `src/lib.rs` the whole client before the `raftlock-api` crate.
+/// `src/lib.rs` the whole client before the `raftlock-api` crate; and it
+/// failed on the root's optional `raftlock-client` dependency and on
+/// `src/cli` while the command line was a feature of the library.
 #[test]
 fn no_server_crate_depends_on_a_client_crate() {
     let clients = client_packages();
@@ -301,7 +297,7 @@ fn no_server_crate_depends_on_a_client_crate() {
         };
         let manifest_path = crate_dir.join("Cargo.toml");
         let manifest = std::fs::read_to_string(&manifest_path).expect("manifest");
-        for line in upward_dependencies(&manifest, &clients, *dir == ".") {
+        for line in upward_dependencies(&manifest, &clients) {
             upward.push(format!("{}: {line}", manifest_path.display()));
         }
         let src = if *dir == "." {
@@ -313,9 +309,6 @@ fn no_server_crate_depends_on_a_client_crate() {
         rust_files(&repo().join(&src), true, &mut files);
         for file in files {
             let rel = file.strip_prefix(repo()).unwrap_or(&file).to_string_lossy();
-            if COMMAND_LINE.iter().any(|cli| rel.starts_with(cli)) {
-                continue;
-            }
             let Ok(text) = std::fs::read_to_string(&file) else {
                 continue;
             };
@@ -331,18 +324,19 @@ fn no_server_crate_depends_on_a_client_crate() {
     );
 }
 
-/// The check itself: an upward dependency or import is found, the API
-/// crate and an optional dependency (when allowed) are not.
+/// The check itself: an upward dependency or import is found, optional or
+/// not; the API crate and a dev-dependency are not.
 #[test]
 fn the_arrow_check_finds_an_upward_arrow() {
     let clients = vec!["raftlock-client".to_string()];
     let manifest = "[dependencies]\nraftlock-api = { path = \"proto\" }\n\
                     raftlock-client = { path = \"clients/rust\", optional = true }\n\
                     [dev-dependencies]\nraftlock-client = { path = \"clients/rust\" }\n";
-    assert!(upward_dependencies(manifest, &clients, true).is_empty());
-    assert_eq!(upward_dependencies(manifest, &clients, false).len(), 1);
+    assert_eq!(upward_dependencies(manifest, &clients).len(), 1);
+    let dev_only = "[dev-dependencies]\nraftlock-client = { path = \"clients/rust\" }\n";
+    assert!(upward_dependencies(dev_only, &clients).is_empty());
     let plain = "[build-dependencies]\nraftlock-client = { path = \"../clients/rust\" }\n";
-    assert_eq!(upward_dependencies(plain, &clients, true).len(), 1);
+    assert_eq!(upward_dependencies(plain, &clients).len(), 1);
     assert!(names_crate(
         "use raftlock_client::Client;",
         "raftlock_client"

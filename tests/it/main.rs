@@ -40,3 +40,9 @@ mod peer_robustness;
 mod rollback;
 mod small_disk;
 mod tls;
+
+/// The repository's top directory. The suite is a test of the command
+/// line's package (clients/cli), two levels down.
+fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}

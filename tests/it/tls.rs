@@ -130,7 +130,7 @@ async fn tls_cluster_elects_a_leader_and_serves_locks() {
 async fn clients_without_the_cluster_ca_or_in_plain_text_are_refused() {
     let cluster = TestCluster::with_tls(1, false).await;
     let other = tempfile::tempdir().expect("temp dir");
-    raftlock::certs::create_ca(other.path(), false).expect("other CA");
+    raftlock_cli::certs::create_ca(other.path(), false).expect("other CA");
     let foreign = ClientTls {
         ca_pem: Some(std::fs::read(other.path().join("ca.crt")).expect("read")),
         ..ClientTls::default()
@@ -177,8 +177,8 @@ async fn peer_port_refuses_no_certificate_and_another_cas_certificate() {
     assert_refused_in_handshake("no client certificate", no_cert);
 
     let other = tempfile::tempdir().expect("temp dir");
-    raftlock::certs::create_ca(other.path(), false).expect("other CA");
-    raftlock::certs::create_node(other.path(), None, 1, &["127.0.0.1".into()], false)
+    raftlock_cli::certs::create_ca(other.path(), false).expect("other CA");
+    raftlock_cli::certs::create_node(other.path(), None, 1, &["127.0.0.1".into()], false)
         .expect("other node 1");
     let forged = Identity::from_pem(
         std::fs::read(other.path().join("node-1.crt")).expect("read"),
@@ -277,7 +277,7 @@ async fn a_node_with_unusable_certificates_does_not_start() {
     let cluster = TestCluster::with_tls(1, false).await;
     let certs = cluster.certs.clone().expect("certs dir");
     let other = tempfile::tempdir().expect("temp dir");
-    raftlock::certs::create_ca(other.path(), false).expect("other CA");
+    raftlock_cli::certs::create_ca(other.path(), false).expect("other CA");
     let data = tempfile::tempdir().expect("temp dir");
     let start = |cert: &str, key: &str, ca: std::path::PathBuf| {
         Node::start({

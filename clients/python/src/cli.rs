@@ -12,5 +12,5 @@ use pyo3::prelude::*;
 /// `raftlock serve`, until SIGINT or SIGTERM), with the GIL released.
 #[pyfunction]
 pub fn run_cli(py: Python<'_>, argv: Vec<OsString>) -> u8 {
-    py.detach(|| raftlock::cli::run(argv))
+    py.detach(|| raftlock_cli::run(argv))
 }

@@ -1,12 +1,12 @@
 //! `raftlock.Node`'s keyword arguments: `raftlock serve`'s options, named
 //! as its flags with `_` for `-`, turned into those flags and read by the
-//! command line's own parser (`raftlock::cli::serve_config`), so keywords,
+//! command line's own parser (`raftlock_cli::serve_config`), so keywords,
 //! flags, `RAFTLOCK_*` variables and the TOML file fill one `Config` the
 //! same way.
 
 use pyo3::prelude::*;
-use raftlock::cli::{serve_config, serve_options, ServeOption};
 use raftlock::Config;
+use raftlock_cli::{serve_config, serve_options, ServeOption};
 use raftlock_client::Error;
 
 /// One keyword's value as the Python side hands it over: a switch's

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use super::peer_words::PeerWords;
 use super::{Dump, Source};
 
 /// A fault inside the node; the call's outcome is its own to report.
@@ -47,7 +48,7 @@ pub enum Internal {
     /// Another node's fault, relayed over the peer API in its words (the
     /// wire carries kind and words; see `wire`).
     #[error("{0}")]
-    Relayed(String),
+    Relayed(#[source] PeerWords),
     /// An answer of a kind the call cannot have.
     #[error("{}", Unexpected(to, answer))]
     Unexpected {

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use super::peer_words::PeerWords;
 use super::MembershipRefusal;
 use super::Source;
 
@@ -36,7 +37,7 @@ pub enum ValidationError {
     /// Another node's refusal, relayed over the peer API in its words
     /// (the wire carries kind and words; see `wire`).
     #[error("{0}")]
-    Relayed(String),
+    Relayed(#[source] PeerWords),
     /// A `call` that carries another command than its own.
     #[error("a {call} carries another command")]
     WrongCommand {

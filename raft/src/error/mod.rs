@@ -10,7 +10,9 @@
 //! - [`membership`]: a membership change the leader refuses.
 //! - [`internal`]: a broken invariant or a failed library call, with its
 //!   source.
-//! - [`source`]: a foreign error kept whole, shareable and comparable.
+//! - [`source`](crate::source): a foreign error kept whole, shareable and comparable.
+//! - [`peer_words`]: another node's words, the source of a reason relayed
+//!   over the peer API.
 //! - `wire`: the form that crosses the peer API (kind and words), which
 //!   nodes of different builds both read.
 
@@ -23,6 +25,7 @@ pub mod dial_error;
 pub mod internal;
 pub mod invalid;
 pub mod membership;
+pub mod peer_words;
 pub mod probe_fault;
 pub mod refusal;
 pub mod unavailable;
@@ -32,6 +35,7 @@ pub use crate::source::{Dump, Source};
 pub use internal::{Asked, Internal, Step};
 pub use invalid::{Problem, ValidationError};
 pub use membership::{Found, MembershipRefusal, NewLearner};
+pub use peer_words::PeerWords;
 pub use unavailable::{ForwardFailure, ForwardFault, Unavailable};
 
 /// Why a replicated call did not produce an answer.
@@ -39,7 +43,9 @@ pub use unavailable::{ForwardFailure, ForwardFault, Unavailable};
 /// It crosses the peer API (a follower hands the leader's refusal on) in
 /// a wire form of its own that carries the kind and the words (see
 /// `wire` and docs/decisions.md, "Errors on the peer wire"): a refusal
-/// relayed from another node arrives as the `Relayed` reason of its kind.
+/// relayed from another node arrives as the `Relayed` reason of its kind,
+/// whose source, a [`PeerWords`], holds the words and, where known, the
+/// node that said them.
 ///
 /// Not `#[non_exhaustive]`: the one mapping to `tonic::Status`
 /// (`raftlock::status`) names every variant, so a new one does not compile

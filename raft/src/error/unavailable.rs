@@ -6,6 +6,7 @@ use std::time::Duration;
 use raftlock_storage::{LeaseId, NodeId};
 
 use super::dial_error::DialError;
+use super::peer_words::PeerWords;
 use super::refusal::Refusal;
 use super::Source;
 
@@ -97,7 +98,7 @@ pub enum Unavailable {
     /// Another node's reason, relayed over the peer API in its words
     /// (the wire carries kind and words, not the reason; see `wire`).
     #[error("{0}")]
-    Relayed(String),
+    Relayed(#[source] PeerWords),
 }
 
 /// Why a forwarded call got no answer from the leader.
@@ -132,7 +133,8 @@ pub enum ForwardFault {
         /// The status code.
         code: tonic::Code,
         /// The status message, as the leader's node wrote it.
-        message: String,
+        #[source]
+        message: PeerWords,
     },
     /// The leader's answer failed the envelope check.
     #[error("node {leader} at {addr}: {refusal}")]
@@ -166,7 +168,7 @@ mod tests {
             reason: ForwardFault::Status {
                 leader: 1,
                 code: tonic::Code::PermissionDenied,
-                message: "not a member".into(),
+                message: PeerWords::new("not a member").said_by(1),
             },
         };
         let cases = [
@@ -205,5 +207,23 @@ mod tests {
         for (reason, words) in cases {
             assert_eq!(reason.to_string(), words);
         }
+    }
+
+    /// A leader's status message is the fault's source, naming the leader:
+    /// a caller reads the words and who said them without parsing. Fails if
+    /// `Status` holds its message as a plain field (seen by dropping
+    /// `#[source]`).
+    #[test]
+    fn a_leaders_status_words_are_the_faults_source() {
+        let fault = ForwardFault::Status {
+            leader: 1,
+            code: tonic::Code::PermissionDenied,
+            message: PeerWords::new("not a member").said_by(1),
+        };
+        assert_eq!(fault.to_string(), "node 1: not a member");
+        let words = std::error::Error::source(&fault)
+            .and_then(|s| s.downcast_ref::<PeerWords>())
+            .map(|w| (w.words(), w.node()));
+        assert_eq!(words, Some(("not a member", Some(1))));
     }
 }

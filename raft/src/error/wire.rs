@@ -4,7 +4,8 @@
 //! meet during a rolling upgrade, and each must read the other's refusals;
 //! the words are what the follower hands on to its client anyway. A
 //! received error keeps its kind (so retrying and status codes are as on
-//! the leader) and becomes the `Relayed` reason of that kind.
+//! the leader) and becomes the `Relayed` reason of that kind, the words
+//! its source ([`PeerWords`]).
 //!
 //! The order and shapes below are frozen: a test decodes them with the
 //! old definition. A new kind of error is appended, never inserted.
@@ -13,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use raftlock_storage::{CommandError, NodeId};
 
-use super::{Error, Internal, Unavailable, ValidationError};
+use super::{Error, Internal, PeerWords, Unavailable, ValidationError};
 
 /// [`Error`] on the wire.
 #[derive(Serialize, Deserialize)]
@@ -59,12 +60,31 @@ impl From<WireError> for Error {
                 leader_id,
                 leader_addr,
             },
-            WireError::Unavailable(words) => Error::Unavailable(Unavailable::Relayed(words)),
+            WireError::Unavailable(words) => Unavailable::Relayed(PeerWords::new(words)).into(),
             WireError::InvalidArgument(words) => {
-                Error::InvalidArgument(ValidationError::Relayed(words))
+                ValidationError::Relayed(PeerWords::new(words)).into()
             }
             WireError::ShuttingDown => Error::ShuttingDown,
-            WireError::Internal(words) => Error::Internal(Internal::Relayed(words)),
+            WireError::Internal(words) => Internal::Relayed(PeerWords::new(words)).into(),
+        }
+    }
+}
+
+impl Error {
+    /// This error as node `node` answered it: a `Relayed` reason learns
+    /// who said its words; any other error is as it was.
+    pub(crate) fn said_by(self, node: NodeId) -> Self {
+        match self {
+            Error::Unavailable(Unavailable::Relayed(words)) => {
+                Unavailable::Relayed(words.said_by(node)).into()
+            }
+            Error::InvalidArgument(ValidationError::Relayed(words)) => {
+                ValidationError::Relayed(words.said_by(node)).into()
+            }
+            Error::Internal(Internal::Relayed(words)) => {
+                Internal::Relayed(words.said_by(node)).into()
+            }
+            other => other,
         }
     }
 }
@@ -135,6 +155,75 @@ mod tests {
                 std::mem::discriminant(&e),
                 "{e}"
             );
+        }
+    }
+
+    /// A relayed error's words are its reason's source, a [`PeerWords`]:
+    /// a caller matches the kind and the `Relayed` reason, and reads the
+    /// words by walking `source()`, while the error prints as before.
+    /// Fails if a `Relayed` reason holds its words as a plain field (its
+    /// `source()` is `None`; seen by dropping one `#[source]`).
+    #[test]
+    fn relayed_words_are_the_reasons_source() {
+        let cases = [
+            OldError::Unavailable("no leader elected".into()),
+            OldError::InvalidArgument("lease id must be set".into()),
+            OldError::Internal("storage failed: disk gone".into()),
+        ];
+        for old in cases {
+            let e: Error = decode(&encode(&old).unwrap()).unwrap();
+            assert!(
+                matches!(
+                    e,
+                    Error::Unavailable(Unavailable::Relayed(_))
+                        | Error::InvalidArgument(ValidationError::Relayed(_))
+                        | Error::Internal(Internal::Relayed(_))
+                ),
+                "{e:?}"
+            );
+            let reason = std::error::Error::source(&e).expect("the kind's reason");
+            let words = reason
+                .source()
+                .and_then(|s| s.downcast_ref::<PeerWords>())
+                .unwrap_or_else(|| panic!("{e:?}: the reason's source is no PeerWords"));
+            let said = match &old {
+                OldError::Unavailable(m) | OldError::InvalidArgument(m) | OldError::Internal(m) => {
+                    m
+                }
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(words.words(), said);
+            assert_eq!(words.node(), None);
+            assert!(e.to_string().ends_with(&format!(": {said}")), "{e}");
+        }
+    }
+
+    /// The node a reply came from is named on every `Relayed` reason it
+    /// carries, and nothing else changes. Fails if `said_by` leaves the
+    /// words without their speaker (seen with `said_by` returning `self`).
+    #[test]
+    fn a_relayed_reason_names_the_node_that_said_it() {
+        let relayed: Vec<Error> = [
+            OldError::Unavailable("no leader elected".into()),
+            OldError::InvalidArgument("lease id must be set".into()),
+            OldError::Internal("storage failed: disk gone".into()),
+        ]
+        .iter()
+        .map(|old| decode(&encode(old).unwrap()).unwrap())
+        .collect();
+        for e in relayed {
+            let named = e.clone().said_by(3);
+            assert_eq!(named.to_string(), e.to_string());
+            let words = match &named {
+                Error::Unavailable(Unavailable::Relayed(w))
+                | Error::InvalidArgument(ValidationError::Relayed(w))
+                | Error::Internal(Internal::Relayed(w)) => w,
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(words.node(), Some(3), "{named:?}");
+        }
+        for e in errors() {
+            assert_eq!(e.clone().said_by(3), e);
         }
     }
 }

@@ -117,6 +117,7 @@ pub fn check_promotable(id: NodeId, c: &Candidate) -> Result<(), MembershipRefus
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::PeerWords;
 
     fn addr() -> NodeAddr {
         NodeAddr {
@@ -149,7 +150,7 @@ mod tests {
             (
                 PeerProbe::NotPeerPort(OtherService {
                     code: tonic::Code::Unimplemented,
-                    message: "unknown service raftlock.peer.Peer".into(),
+                    message: PeerWords::new("unknown service raftlock.peer.Peer"),
                 }),
                 "is it a client port?",
             ),

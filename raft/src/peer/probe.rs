@@ -7,7 +7,7 @@ use std::time::Duration;
 use raftlock_storage::{NodeAddr, NodeId};
 
 pub use crate::error::probe_fault::{NoAnswer, NoSecret, OtherService};
-use crate::error::Source;
+use crate::error::{PeerWords, Source};
 use crate::pb::peer_client::PeerClient;
 use crate::peer::network::PeerNetwork;
 use crate::peer::payload::decode;
@@ -63,11 +63,11 @@ pub async fn probe(net: &PeerNetwork, expect: NodeId, addr: &str, timeout: Durat
             }
         }
         Ok(Err(status)) if status.code() == tonic::Code::Unauthenticated => {
-            PeerProbe::NoSecret(NoSecret::Refused(status.message().to_owned()))
+            PeerProbe::NoSecret(NoSecret::Refused(PeerWords::new(status.message())))
         }
         Ok(Err(status)) => PeerProbe::NotPeerPort(OtherService {
             code: status.code(),
-            message: status.message().to_owned(),
+            message: PeerWords::new(status.message()),
         }),
         Err(_) => PeerProbe::Unreachable(NoAnswer::Silent(timeout)),
     }

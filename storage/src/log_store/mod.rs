@@ -12,10 +12,22 @@
 //! A data dir of the earlier layout (the log in sled's `log` and
 //! `raft_meta` trees) is moved across when it is opened: [`upgrade`]
 //! (test builds can write that layout: `format6`).
+//!
+//! # Layout
+//! - this file: the store itself — opening, reading and writing records,
+//!   syncing the log and sled's database.
+//! - `raft_storage`: openraft's log storage API on the store.
+//! - `dir_record`: what the data dir records of its node (cluster id,
+//!   starts, admission, [`Position`]).
+//! - `wal`, `record`, `state`, `reader`: the segment files, the records
+//!   framed in them, what the records add up to, and reading entries back.
+//! - `flusher`: syncing appends on a thread of their own.
 
+mod dir_record;
 mod flusher;
 #[cfg(feature = "format6-writer")]
 pub mod format6;
+mod raft_storage;
 mod reader;
 mod record;
 mod state;
@@ -24,37 +36,20 @@ mod tests;
 pub mod upgrade;
 mod wal;
 
-use std::fmt::Debug;
-use std::io;
-use std::ops::{Bound, RangeBounds};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
-
-use openraft::storage::{IOFlushed, RaftLogStorage};
-use openraft::{LogState, OptionalSend, RaftLogReader};
 
 use crate::disk_sync::{io_error, DiskSync};
 use crate::error::Error;
 use crate::identity::FloorKeeper;
-use crate::types::{Entry, EntryPayload, LogId, Membership, NodeId, TypeConfig, Vote};
+use crate::types::{Entry, EntryPayload, LogId, Membership, NodeId, Vote};
+pub use dir_record::Position;
 pub use flusher::AppendTimer;
 use flusher::Flusher;
 use record::Record;
 use wal::Wal;
 pub use wal::WAL_DIR;
-
-/// A data dir's place in Raft, as [`LogStore::position`] reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Position {
-    /// Starts on record, this one included.
-    pub boots: u64,
-    /// The term of the saved vote (0: none saved).
-    pub vote_term: u64,
-    /// The index of the last log entry, or of the last purged one.
-    pub last_log_index: Option<u64>,
-}
 
 /// The Raft log. Cheap to clone: every clone shares the same log, which is
 /// how openraft's log reader is made.
@@ -164,64 +159,6 @@ impl LogStore {
     /// the node never waits on it (see [`DiskSync::abandon`]).
     pub fn abandon(&self) {
         self.sync.abandon();
-    }
-
-    /// The cluster id the data dir records, if any.
-    pub fn cluster_id(&self) -> Option<uuid::Uuid> {
-        self.floor.as_ref().and_then(|f| f.cluster_id())
-    }
-
-    /// How many times a node has started on this data dir, this start
-    /// included.
-    pub fn boots(&self) -> u64 {
-        self.floor.as_ref().map_or(0, |f| f.boots())
-    }
-
-    /// What this dir durably holds of its node's place in Raft: how often
-    /// it started, its saved vote's term and its last log index. A starting
-    /// node compares it with what its peers saw of it (raft's `rollback`).
-    pub fn position(&self) -> Result<Position, Error> {
-        let last_entry = self.last_entry_id()?.map(|id| id.index);
-        let purged = self.last_purged()?.map(|id| id.index);
-        Ok(Position {
-            boots: self.boots(),
-            vote_term: self.vote()?.map_or(0, |v| v.leader_id().term),
-            last_log_index: last_entry.max(purged),
-        })
-    }
-
-    /// Records the data dir's cluster id durably; refuses to replace a
-    /// different one.
-    pub async fn record_cluster_id(&self, cluster_id: uuid::Uuid) -> Result<(), Error> {
-        let floor = self.floor.clone();
-        tokio::task::spawn_blocking(move || match floor {
-            Some(floor) => floor.record_cluster_id(cluster_id),
-            None => Ok(()),
-        })
-        .await
-        .map_err(|e| Error::Worker(e.to_string()))?
-    }
-
-    /// From which applied membership on (its log index) one without this
-    /// node means it was removed; `None` while a node started with `--join`
-    /// has not yet applied a membership that lists it.
-    pub fn admitted_at(&self) -> Option<u64> {
-        match &self.floor {
-            Some(floor) => floor.admitted_at(),
-            None => Some(0),
-        }
-    }
-
-    /// Records durably that this node, started with `--join`, applied a
-    /// membership listing it at log `index` (the first call wins).
-    pub async fn record_admission(&self, index: u64) -> Result<(), Error> {
-        let floor = self.floor.clone();
-        tokio::task::spawn_blocking(move || match floor {
-            Some(floor) => floor.record_admission(index),
-            None => Ok(()),
-        })
-        .await
-        .map_err(|e| Error::Worker(e.to_string()))?
     }
 
     /// A clone for reading (without the flusher).
@@ -357,130 +294,5 @@ struct FlusherSlot(Option<Flusher>);
 impl Clone for FlusherSlot {
     fn clone(&self) -> Self {
         FlusherSlot(None)
-    }
-}
-
-/// The first and last index a range of indexes covers, if any.
-fn index_bounds<RB: RangeBounds<u64>>(range: &RB) -> Option<(u64, u64)> {
-    let from = match range.start_bound() {
-        Bound::Included(i) => *i,
-        Bound::Excluded(i) => i.checked_add(1)?,
-        Bound::Unbounded => 0,
-    };
-    let to = match range.end_bound() {
-        Bound::Included(i) => *i,
-        Bound::Excluded(i) => i.checked_sub(1)?,
-        Bound::Unbounded => u64::MAX,
-    };
-    (from <= to).then_some((from, to))
-}
-
-impl RaftLogReader<TypeConfig> for LogStore {
-    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
-        &mut self,
-        range: RB,
-    ) -> Result<Vec<Entry>, io::Error> {
-        match index_bounds(&range) {
-            Some((from, to)) => Ok(self.read_entries(from, to)?),
-            None => Ok(Vec::new()),
-        }
-    }
-
-    async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
-        Ok(self.vote()?)
-    }
-}
-
-impl RaftLogStorage<TypeConfig> for LogStore {
-    type LogReader = Self;
-
-    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, io::Error> {
-        let last_purged_log_id = self.last_purged()?;
-        let last_entry = self.last_entry_id()?;
-        // After a purge the log may be empty; the purged id is then the last.
-        let last_log_id = std::cmp::max(last_entry, last_purged_log_id);
-        Ok(LogState {
-            last_purged_log_id,
-            last_log_id,
-        })
-    }
-
-    async fn get_log_reader(&mut self) -> Self::LogReader {
-        self.reader()
-    }
-
-    async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
-        self.locked()?.write(vec![Record::Vote(*vote)])?;
-        let term = vote.leader_id().term;
-        Ok(self
-            .sync_then(move |_, floor| floor.vote_synced(term))
-            .await?)
-    }
-
-    /// Written, not synced on its own: a committed id lost in a crash is
-    /// only a hint lost (openraft re-learns it), and the next log sync
-    /// persists it. The
-    /// identity file's floor, which open checks the log against, only ever
-    /// records a committed index whose entry was synced here.
-    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
-        if let Some(c) = committed {
-            self.committed.fetch_max(c.index, Ordering::SeqCst);
-        }
-        Ok(self.locked()?.write(vec![Record::Committed(committed)])?)
-    }
-
-    async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
-        Ok(self.read_committed_id()?)
-    }
-
-    /// Writes the entries and has them synced; `callback` tells openraft
-    /// once they are on stable storage, and nothing counts towards a commit
-    /// before it fires.
-    ///
-    /// Entries this node proposed go to the flusher thread and the append
-    /// returns before their sync, so the leader replicates an entry while
-    /// its own copy is being written. Entries another node proposed come in
-    /// an AppendEntries call whose answer waits for the sync anyway: they
-    /// are synced here, on the Raft core's task (docs/decisions.md).
-    async fn append<I>(
-        &mut self,
-        entries: I,
-        callback: IOFlushed<TypeConfig>,
-    ) -> Result<(), io::Error>
-    where
-        I: IntoIterator<Item = Entry> + OptionalSend,
-        I::IntoIter: OptionalSend,
-    {
-        let started = Instant::now();
-        let (last, count) = self.insert_entries(entries)?;
-        let proposer = last.map(|id| id.leader_id.node_id);
-        let last = last.map(|id| id.index);
-        if proposer.is_some() && proposer != self.own_id {
-            callback.io_completed(flusher::sync_appended(self, &[(last, count, started)]));
-        } else {
-            self.flusher().flush(last, count, started, callback);
-        }
-        Ok(())
-    }
-
-    /// Removes every entry after `last_log_id` (all of them for `None`),
-    /// durably.
-    async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
-        self.locked()?
-            .write(vec![Record::TruncatedAfter(last_log_id)])?;
-        Ok(self.blocking(LogStore::sync_log).await?)
-    }
-
-    /// Records `log_id` as the last purged id durably, then deletes the
-    /// segments that hold nothing after it. A crash in between leaves
-    /// segments whose entries the replay drops again.
-    async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
-        self.locked()?.write(vec![Record::Purged(log_id)])?;
-        Ok(self
-            .blocking(|store| {
-                store.sync_log()?;
-                store.locked()?.remove_purged_segments()
-            })
-            .await?)
     }
 }

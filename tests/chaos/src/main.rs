@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some("serve") {
-        return raftlock::cli::main();
+        return raftlock_cli::main();
     }
     raftlock_chaos::cli::main()
 }

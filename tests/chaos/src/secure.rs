@@ -1,6 +1,6 @@
 //! The secure mode (`--secure`): the same run with TLS on both listeners,
 //! mutual TLS between peers (through the proxies, which only see bytes)
-//! and client authentication. Certificates come from `raftlock::certs`;
+//! and client authentication. Certificates come from `raftlock_cli::certs`;
 //! the auth file gives the workload's token a role that covers exactly
 //! the workload's lock and election names, so every call it makes passes
 //! the name and lease-ownership checks of a secured cluster.
@@ -39,10 +39,10 @@ impl Secure {
     pub fn create(dir: &Path, n: u64) -> Result<Secure, Error> {
         let setup = |e: raftlock_client::Error| Error::Setup(format!("certificates: {e}"));
         std::fs::create_dir_all(dir).map_err(Error::io("create the certs dir"))?;
-        raftlock::certs::create_ca(dir, true).map_err(setup)?;
+        raftlock_cli::certs::create_ca(dir, true).map_err(setup)?;
         let hosts = ["127.0.0.1".to_string(), "localhost".to_string()];
         for id in 1..=n {
-            raftlock::certs::create_node(dir, None, id, &hosts, true).map_err(setup)?;
+            raftlock_cli::certs::create_node(dir, None, id, &hosts, true).map_err(setup)?;
         }
         let token = format!("chaos-{}", uuid::Uuid::new_v4().simple());
         let auth = format!(
@@ -61,7 +61,7 @@ impl Secure {
 
     /// Node `id`'s TLS and auth flags.
     pub fn node_args(&self, id: u64) -> Vec<String> {
-        let (cert, key) = raftlock::certs::node_files(&self.dir, id);
+        let (cert, key) = raftlock_cli::certs::node_files(&self.dir, id);
         let path = |p: &Path| p.display().to_string();
         vec![
             "--tls-cert".into(),
@@ -84,7 +84,7 @@ impl Secure {
     }
 
     fn ca(&self) -> PathBuf {
-        self.dir.join(raftlock::certs::CA_CERT)
+        self.dir.join(raftlock_cli::certs::CA_CERT)
     }
 }
 

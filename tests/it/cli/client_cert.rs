@@ -18,9 +18,9 @@ use crate::cluster::TestCluster;
 async fn a_client_certificate_from_another_ca_is_named_as_refused() {
     let cluster = TestCluster::with_tls(1, true).await;
     let other = tempfile::tempdir().expect("temp dir");
-    raftlock::certs::create_ca(other.path(), false).expect("other CA");
-    raftlock::certs::create_client(other.path(), None, "stranger", false).expect("client");
-    let (cert, key) = raftlock::certs::client_files(other.path(), "stranger");
+    raftlock_cli::certs::create_ca(other.path(), false).expect("other CA");
+    raftlock_cli::certs::create_client(other.path(), None, "stranger", false).expect("client");
+    let (cert, key) = raftlock_cli::certs::client_files(other.path(), "stranger");
     let (cert, key) = (cert.display().to_string(), key.display().to_string());
     let out = run(&cluster, &["lease", "list", "--cert", &cert, "--key", &key]).await;
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));

@@ -16,7 +16,7 @@ use super::{describe, raftlock, run, stderr_of, BIN, TTL};
 use crate::cluster::TestCluster;
 
 /// The table `raftlock lock --help` prints.
-const TABLE: &str = include_str!("../../../src/cli/lock_exit_codes.txt");
+const TABLE: &str = include_str!("../../../clients/cli/src/lock_exit_codes.txt");
 
 /// Every documented outcome, each asserted by running `raftlock lock`.
 #[tokio::test]
@@ -119,7 +119,8 @@ async fn cli_lock_help_readme_and_operations_show_one_exit_code_table() {
     let printed = String::from_utf8_lossy(&help.stdout);
     assert!(printed.contains(TABLE), "--help lacks the table: {printed}");
 
-    let root = env!("CARGO_MANIFEST_DIR");
+    let root = crate::repo_root();
+    let root = root.display();
     let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("README");
     let operations =
         std::fs::read_to_string(format!("{root}/docs/operations.md")).expect("operations.md");

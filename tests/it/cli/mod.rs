@@ -3,7 +3,7 @@
 //! prints (`--output json` where there is something to parse).
 //!
 //! This file is the harness (run, spawn, read, signal the CLI); the tests
-//! are grouped by command, one file each, like `src/cli`.
+//! are grouped by command, one file each, like `clients/cli/src`.
 
 mod certs;
 mod cli_promises;
@@ -58,8 +58,8 @@ fn raftlock(cluster: &TestCluster, args: &[&str]) -> Command {
         .kill_on_drop(true);
     match &cluster.certs {
         Some(certs) => {
-            let (cert, key) = raftlock::certs::client_files(certs, crate::cluster::TEST_CLIENT);
-            cmd.env("RAFTLOCK_CACERT", certs.join(raftlock::certs::CA_CERT))
+            let (cert, key) = raftlock_cli::certs::client_files(certs, crate::cluster::TEST_CLIENT);
+            cmd.env("RAFTLOCK_CACERT", certs.join(raftlock_cli::certs::CA_CERT))
                 .env("RAFTLOCK_CERT", cert)
                 .env("RAFTLOCK_KEY", key);
         }
@@ -83,6 +83,15 @@ fn serve_command() -> Command {
         .stderr(Stdio::null())
         .kill_on_drop(true);
     cmd
+}
+
+/// A free loopback address for a node this test starts, drawn below the
+/// ephemeral range so that no other test's port-0 bind takes it before the
+/// node listens (`raftlock_testkit::ports`).
+pub(crate) fn free_addr() -> String {
+    raftlock_testkit::ports::free_addr()
+        .expect("a free port")
+        .to_string()
 }
 
 /// Node 1's data dir: an operator command on its host reads the cluster's

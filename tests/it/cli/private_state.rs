@@ -10,12 +10,7 @@ use std::time::Duration;
 use raftlock_client::Acquire;
 use tokio::process::{Child, Command};
 
-use super::{describe, serve_command, terminate, wait_exit, BIN};
-
-fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").to_string()
-}
+use super::{describe, free_addr, serve_command, terminate, wait_exit, BIN};
 
 /// Every entry under `dir` (itself included) whose mode is not private:
 /// (path, mode).

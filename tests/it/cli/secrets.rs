@@ -60,8 +60,7 @@ fn assert_no_secret(cluster: &ProcessCluster, what: &str, text: &str) {
 
 /// A loopback address nothing listens on.
 fn unused_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").to_string()
+    super::free_addr()
 }
 
 /// The first row, replayed: `raftlock cluster add-learner` for a

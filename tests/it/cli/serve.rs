@@ -183,12 +183,11 @@ async fn start_line(
 /// The example config shipped for systemd is one `serve` accepts.
 #[tokio::test]
 async fn the_shipped_example_config_is_valid() {
-    let example = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/cluster-scripts/systemd/raftlock.toml"
-    );
+    let example = crate::repo_root().join("cluster-scripts/systemd/raftlock.toml");
     let out = Command::new(BIN)
-        .args(["serve", "--config", example, "--print-config"])
+        .args(["serve", "--config"])
+        .arg(&example)
+        .arg("--print-config")
         .env_remove("RAFTLOCK_LOG")
         .output()
         .await
@@ -274,18 +273,14 @@ async fn cli_serve_raises_its_open_file_limit_to_the_hard_limit() {
     let hard = limit.rlim_max.min(4096);
     let soft = hard.min(256);
     let dir = tempfile::tempdir().expect("temp dir");
-    let free_port = || {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
-    let client_addr = format!("127.0.0.1:{}", free_port());
+    let client_addr = super::free_addr();
     let mut command = Command::new(BIN);
     command
         .arg("serve")
         .arg("--data-dir")
         .arg(dir.path().join("data"))
         .args(["--client-addr", &client_addr])
-        .args(["--peer-addr", &format!("127.0.0.1:{}", free_port())])
+        .args(["--peer-addr", &super::free_addr()])
         .args(["--admin-addr", "off"])
         .env_remove("RAFTLOCK_LOG")
         .stdin(Stdio::null())

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
+use super::free_addr;
 use super::serve::http_get;
-use super::serve_refusals::{files, free_addr, Serve};
+use super::serve_refusals::{files, Serve};
 use super::{describe, BIN};
 
 /// A fresh join token in `dir/name`, made as the docs say.

@@ -107,11 +107,7 @@ impl Serve {
     }
 }
 
-/// A loopback address with a port free a moment ago.
-pub(super) fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").to_string()
-}
+use super::free_addr;
 
 /// Every file under `dir` with its bytes and modification time.
 pub(super) fn files(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
@@ -277,8 +273,9 @@ async fn dial(addr: &str, certs: &Path, identity: Identity) {
 async fn cli_serve_warns_of_certificates_outside_their_validity() {
     let dir = tempfile::tempdir().expect("temp dir");
     let certs = dir.path().join("certs");
-    raftlock::certs::create_ca(&certs, false).expect("CA");
-    raftlock::certs::create_node(&certs, None, 1, &["127.0.0.1".into()], false).expect("node 1");
+    raftlock_cli::certs::create_ca(&certs, false).expect("CA");
+    raftlock_cli::certs::create_node(&certs, None, 1, &["127.0.0.1".into()], false)
+        .expect("node 1");
     let now = OffsetDateTime::now_utc();
     let day = time::Duration::days(1);
     let client = |name: &str, from, until| {

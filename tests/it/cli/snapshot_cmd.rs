@@ -15,10 +15,11 @@ use super::{
 use crate::auth::{self, BILLING_TOKEN, OPS_TOKEN};
 use crate::cluster::TestCluster;
 
-/// A port free now (bound and released).
+/// A port free now, for a node this test starts.
 fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr").port()
+    raftlock_testkit::ports::free_addr()
+        .expect("a free port")
+        .port()
 }
 
 #[tokio::test]

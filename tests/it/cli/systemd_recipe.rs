@@ -54,8 +54,7 @@ fn is_root() -> bool {
 }
 
 fn free_port() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").to_string()
+    super::free_addr()
 }
 
 #[test]
@@ -77,7 +76,8 @@ fn systemd_recipe_as_typed_lets_the_unit_user_read_the_join_token() {
     for dir in ["usr/local/bin", "etc/systemd/system", "work"] {
         std::fs::create_dir_all(top.join(dir)).expect("mkdir");
     }
-    let repo = env!("CARGO_MANIFEST_DIR");
+    let repo = crate::repo_root();
+    let repo = repo.display();
     let moved = |line: &str| {
         line.replace(
             "/usr/local/bin",

@@ -187,10 +187,10 @@ impl TestCluster {
         replication.client_addr = c.to_string();
         replication.peer_addr = p.to_string();
         if let Some(certs) = &self.certs {
-            let (cert, key) = raftlock::certs::node_files(certs, id);
+            let (cert, key) = raftlock_cli::certs::node_files(certs, id);
             replication.tls_cert = Some(cert);
             replication.tls_key = Some(key);
-            replication.tls_ca = Some(certs.join(raftlock::certs::CA_CERT));
+            replication.tls_ca = Some(certs.join(raftlock_cli::certs::CA_CERT));
         }
         config
     }
@@ -199,9 +199,9 @@ impl TestCluster {
     /// `test` client certificate.
     pub fn client_options(&self) -> ClientOptions {
         let tls = self.certs.as_ref().map(|certs| {
-            let (cert, key) = raftlock::certs::client_files(certs, TEST_CLIENT);
+            let (cert, key) = raftlock_cli::certs::client_files(certs, TEST_CLIENT);
             ClientTls::from_files(
-                Some(&certs.join(raftlock::certs::CA_CERT)),
+                Some(&certs.join(raftlock_cli::certs::CA_CERT)),
                 Some(&cert),
                 Some(&key),
             )
@@ -219,9 +219,9 @@ impl TestCluster {
     /// or in a TLS cluster node 1's certificate; under `insecure`, none.
     pub fn admin_options(&self) -> ClientOptions {
         if let Some(certs) = &self.certs {
-            let (cert, key) = raftlock::certs::node_files(certs, 1);
+            let (cert, key) = raftlock_cli::certs::node_files(certs, 1);
             let tls = ClientTls::from_files(
-                Some(&certs.join(raftlock::certs::CA_CERT)),
+                Some(&certs.join(raftlock_cli::certs::CA_CERT)),
                 Some(&cert),
                 Some(&key),
             )
@@ -429,7 +429,7 @@ impl TestCluster {
 /// A CA, node certificates 1..=n (and 1..=n+2 for nodes added later) for
 /// 127.0.0.1 and localhost, and the `test` client certificate, in `dir`.
 fn make_certs(dir: &std::path::Path, n: u64) -> PathBuf {
-    use raftlock::certs;
+    use raftlock_cli::certs;
     certs::create_ca(dir, false).expect("create CA");
     let hosts = ["127.0.0.1".to_string(), "localhost".to_string()];
     for id in 1..=n + 2 {

@@ -1,7 +1,16 @@
-//! Loopback ports for a cluster's nodes: free ones, chosen by binding port
-//! 0 and held until every node has its own, or a fixed layout whose ports
-//! are checked before a node is started on them.
+//! Loopback ports for a cluster's nodes: free ones, held until every node
+//! has its own, or a fixed layout whose ports are checked before a node is
+//! started on them.
+//!
+//! A free port is drawn at random below the kernel's ephemeral range
+//! (`net.ipv4.ip_local_port_range`), never by binding port 0: a port the
+//! kernel handed out for port 0 and the test freed for its node could be
+//! handed out again, in that gap, to another test binding port 0 (seen in
+//! CI: a node that could not listen, and a client that reached another
+//! test's node). Below the range only another draw can take it.
 
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
 use std::net::{SocketAddr, TcpListener};
 
 use crate::Error;
@@ -24,7 +33,7 @@ impl Reserved {
 
     /// Binds one more free port on 127.0.0.1 and holds it.
     pub fn take(&mut self) -> Result<SocketAddr, Error> {
-        let listener = TcpListener::bind("127.0.0.1:0").map_err(Error::io("bind port 0"))?;
+        let listener = bind_free()?;
         let addr = listener
             .local_addr()
             .map_err(Error::io("read a bound port"))?;
@@ -36,6 +45,47 @@ impl Reserved {
     pub fn release(self) {
         drop(self.held);
     }
+}
+
+/// A free loopback address, released at once: for one process that will
+/// listen there (several, from one test: [`Reserved`], so they differ).
+pub fn free_addr() -> Result<SocketAddr, Error> {
+    let listener = bind_free()?;
+    listener
+        .local_addr()
+        .map_err(Error::io("read a bound port"))
+}
+
+/// How many ports below the ephemeral range are drawn from.
+const DRAWN_PORTS: u16 = 12_000;
+
+/// A listener on a free port drawn below the ephemeral range.
+fn bind_free() -> Result<TcpListener, Error> {
+    let (low, high) = drawn_range();
+    let mut draw = RandomState::new().build_hasher();
+    let mut last = std::io::Error::from(std::io::ErrorKind::AddrInUse);
+    for attempt in 0..256u64 {
+        draw.write_u64(attempt);
+        let port = low + (draw.finish() % u64::from(high - low)) as u16;
+        match TcpListener::bind(("127.0.0.1", port)) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = e,
+        }
+    }
+    Err(Error::io("bind a free port below the ephemeral range")(
+        last,
+    ))
+}
+
+/// The ports drawn from: the [`DRAWN_PORTS`] below the ephemeral range's
+/// start (32768 where it cannot be read), and never below 10000.
+fn drawn_range() -> (u16, u16) {
+    let start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768)
+        .max(10_000 + DRAWN_PORTS);
+    (start - DRAWN_PORTS, start)
 }
 
 /// Node `i`'s (1-based) client and peer address in the fixed layout of
@@ -72,6 +122,20 @@ mod tests {
         assert!(check_free(&a.to_string()).is_err());
         ports.release();
         check_free(&a.to_string()).expect("free once released");
+    }
+
+    /// Fails if free ports come from binding port 0 again (they would lie
+    /// in the ephemeral range).
+    #[test]
+    fn free_ports_lie_below_the_ephemeral_range() {
+        let (low, high) = drawn_range();
+        let mut ports = Reserved::new();
+        for _ in 0..20 {
+            let port = ports.take().expect("a port").port();
+            assert!((low..high).contains(&port), "{port} not in {low}..{high}");
+        }
+        let port = free_addr().expect("a port").port();
+        assert!((low..high).contains(&port), "{port} not in {low}..{high}");
     }
 
     #[test]

@@ -16,8 +16,15 @@
 //! else) or mTLS (a certificate that names the sender); with `--insecure`
 //! a forger who knows the cluster id and a silent member's id passes
 //! them. See docs/security.md.
+//!
+//! # Layout
+//! - this file: the guard, its settings and the cluster id it learns.
+//! - `seal`: the envelope on the way out, tagged.
+//! - `admission`: the checks on the way in, of requests and of replies.
+//! - `speakers`: per node id, the process that last spoke, and the rules
+//!   a new one must pass.
+//! - `refusal_log`: refusals counted and logged, rate-limited.
 
-use std::net::SocketAddr;
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
@@ -25,11 +32,9 @@ use uuid::Uuid;
 
 use raftlock_storage::{LogStore, NodeId};
 
-use crate::clock::wall_clock_ms;
 use crate::error::Source;
 use crate::metrics::PeerRefusals;
-use crate::pb::Blob;
-use crate::peer::auth::{ClusterKey, Direction, REPLAY_WINDOW};
+use crate::peer::auth::ClusterKey;
 
 pub use crate::error::refusal::{Malformed, Refusal, SeenProcess, Unauthenticated};
 use refusal_log::RefusalLog;
@@ -141,228 +146,9 @@ impl PeerGuard {
         self.adopt(Uuid::new_v4()).await
     }
 
-    /// The answer to an identify request (already authenticated): who this
-    /// node is, without the incarnation (which stays between members).
-    pub fn identify(&self, data: Vec<u8>, request: &Blob) -> Blob {
-        let mut reply = Blob {
-            incarnation: Uuid::nil().as_bytes().to_vec(),
-            ..self.envelope(0, data)
-        };
-        self.tag(&mut reply, "identify", Direction::Reply, &request.mac);
-        reply
-    }
-
-    /// Wraps `data` as a request on `rpc` for node `to`, tagged.
-    pub fn seal(&self, rpc: &str, to: NodeId, data: Vec<u8>) -> Blob {
-        let mut blob = self.envelope(to, data);
-        self.tag(&mut blob, rpc, Direction::Request, &[]);
-        blob
-    }
-
-    /// Wraps `data` as the reply on `rpc` to `request` from node `to`,
-    /// tagged and bound to the request's tag.
-    pub fn seal_reply(&self, rpc: &str, to: NodeId, data: Vec<u8>, request: &Blob) -> Blob {
-        let mut blob = self.envelope(to, data);
-        self.tag(&mut blob, rpc, Direction::Reply, &request.mac);
-        blob
-    }
-
-    fn envelope(&self, to: NodeId, data: Vec<u8>) -> Blob {
-        Blob {
-            data,
-            cluster_id: self.cluster_id().map(|c| c.to_string()).unwrap_or_default(),
-            from: self.id,
-            to,
-            boot: self.boot,
-            incarnation: self.incarnation.as_bytes().to_vec(),
-            mac: Vec::new(),
-            sent_at_ms: wall_clock_ms(),
-        }
-    }
-
-    fn tag(&self, blob: &mut Blob, rpc: &str, direction: Direction, bound: &[u8]) {
-        if let Some(key) = &self.key {
-            blob.mac = key.tag(rpc, direction, blob, bound);
-        }
-    }
-
-    /// Checks a request's tag and sending time, before anything else is
-    /// read from it. Without a secret (mTLS or `--insecure`) there is
-    /// nothing to check.
-    pub fn authenticate(&self, rpc: &str, blob: &Blob) -> Result<(), Refusal> {
-        let Some(key) = &self.key else {
-            return Ok(());
-        };
-        let from = blob.from;
-        if blob.mac.is_empty() {
-            let why = Unauthenticated::NoTag;
-            return self.refused(from, "auth", Refusal::Unauthenticated(why));
-        }
-        if !key.verify(rpc, Direction::Request, blob, &[]) {
-            let why = Unauthenticated::TagMismatch;
-            return self.refused(from, "auth", Refusal::Unauthenticated(why));
-        }
-        let skew = wall_clock_ms().abs_diff(blob.sent_at_ms);
-        if skew > REPLAY_WINDOW.as_millis() as u64 {
-            let why = Unauthenticated::Replay {
-                skew: Duration::from_millis(skew),
-                window: REPLAY_WINDOW,
-            };
-            return self.refused(from, "replay", Refusal::Unauthenticated(why));
-        }
-        Ok(())
-    }
-
-    /// Checks an inbound request: for this cluster and this node, from a
-    /// member (`is_member`; `None` while this node knows no membership),
-    /// and not from a second process claiming the sender's id, from one
-    /// that went back to an older data dir, or with an implausible boot
-    /// count. Records nothing: once the message's contents passed their
-    /// checks too, [`PeerGuard::record`] does.
-    pub async fn admit(
-        &self,
-        blob: &Blob,
-        remote: Option<SocketAddr>,
-        is_member: Option<bool>,
-    ) -> Result<Sender, Refusal> {
-        let sender = self.check_addressing(blob)?;
-        self.check_cluster(blob)?;
-        if is_member == Some(false) {
-            return self.refused(sender.id, "member", Refusal::NotMember { from: sender.id });
-        }
-        match self.speakers.judge(sender, remote, Instant::now()) {
-            Ok(_) => Ok(sender),
-            Err((kind, refusal)) => self.refused(sender.id, kind, refusal),
-        }
-    }
-
-    /// Records a request [`PeerGuard::admit`] admitted and whose contents
-    /// passed every check: learns the cluster id from it if this node has
-    /// none, and notes the sender's process. Judges the sender again first,
-    /// and once more under the table's lock as it records, so of two
-    /// messages racing from two processes only one is recorded.
-    pub async fn record(&self, blob: &Blob, remote: Option<SocketAddr>) -> Result<Sender, Refusal> {
-        let sender = self.check_addressing(blob)?;
-        self.check_cluster(blob)?;
-        if let Err((kind, refusal)) = self.speakers.judge(sender, remote, Instant::now()) {
-            return self.refused(sender.id, kind, refusal);
-        }
-        if let (None, Some(theirs)) = (self.cluster_id(), parse_cluster(&blob.cluster_id)?) {
-            self.adopt(theirs).await?;
-        }
-        match self
-            .speakers
-            .record(self.id, sender, remote, Instant::now())
-        {
-            Ok(()) => Ok(sender),
-            Err((kind, refusal)) => self.refused(sender.id, kind, refusal),
-        }
-    }
-
-    /// Who sealed `blob`.
-    pub fn sender(blob: &Blob) -> Result<Sender, Refusal> {
-        parse(blob)
-    }
-
     /// This process's boot count.
     pub fn boot(&self) -> u64 {
         self.boot
-    }
-
-    /// Whether an identify reply is tagged for `request` (always, without
-    /// a secret).
-    pub fn is_identify_reply(&self, blob: &Blob, request: &Blob) -> bool {
-        self.key
-            .as_ref()
-            .is_none_or(|key| key.verify("identify", Direction::Reply, blob, &request.mac))
-    }
-
-    /// Checks a reply to `request` on `rpc`: tagged for it, from `target`,
-    /// for this node, of this cluster.
-    pub fn check_reply(
-        &self,
-        rpc: &str,
-        blob: &Blob,
-        request: &Blob,
-        target: NodeId,
-    ) -> Result<(), Refusal> {
-        if let Some(key) = &self.key {
-            if !key.verify(rpc, Direction::Reply, blob, &request.mac) {
-                return Err(Refusal::Unauthenticated(Unauthenticated::ReplyTag));
-            }
-        }
-        let sender = parse(blob)?;
-        if blob.to != self.id {
-            return Err(Refusal::WrongNode {
-                to: blob.to,
-                ours: self.id,
-            });
-        }
-        if sender.id != target {
-            return Err(Refusal::WrongNode {
-                to: target,
-                ours: sender.id,
-            });
-        }
-        let theirs = parse_cluster(&blob.cluster_id)?;
-        match (self.cluster_id(), theirs) {
-            (Some(ours), Some(theirs)) if ours != theirs => Err(Refusal::ForeignCluster {
-                ours: ours.to_string(),
-                theirs: theirs.to_string(),
-            }),
-            _ => Ok(()),
-        }
-    }
-
-    fn check_addressing(&self, blob: &Blob) -> Result<Sender, Refusal> {
-        let sender = match parse(blob) {
-            Ok(sender) => sender,
-            Err(refusal) => return self.refused(blob.from, "malformed", refusal),
-        };
-        if blob.to != self.id {
-            let refusal = Refusal::WrongNode {
-                to: blob.to,
-                ours: self.id,
-            };
-            return self.refused(sender.id, "addressee", refusal);
-        }
-        if sender.id == self.id && sender.incarnation != self.incarnation {
-            let refusal = Refusal::Duplicate {
-                from: sender.id,
-                active: Box::new(SeenProcess::This),
-                other: Box::new(SeenProcess::Another),
-                ago: Duration::ZERO,
-            };
-            return self.refused(sender.id, "self", refusal);
-        }
-        if sender.boot > MAX_BOOT {
-            let refusal = Refusal::ImplausibleBoot {
-                from: sender.id,
-                boot: sender.boot,
-                seen: None,
-            };
-            return self.refused(sender.id, "boot", refusal);
-        }
-        Ok(sender)
-    }
-
-    /// Compares the message's cluster id with ours. One that names a
-    /// cluster while this node knows none passes; [`PeerGuard::record`]
-    /// learns it.
-    fn check_cluster(&self, blob: &Blob) -> Result<(), Refusal> {
-        let theirs = parse_cluster(&blob.cluster_id)?;
-        match (self.cluster_id(), theirs) {
-            (Some(ours), Some(theirs)) if ours == theirs => Ok(()),
-            (None, _) => Ok(()),
-            (Some(ours), theirs) => {
-                let theirs = theirs.map_or_else(|| "none".to_string(), |t| t.to_string());
-                let refusal = Refusal::ForeignCluster {
-                    ours: ours.to_string(),
-                    theirs,
-                };
-                self.refused(blob.from, "cluster", refusal)
-            }
-        }
     }
 
     async fn adopt(&self, cluster: Uuid) -> Result<Uuid, Refusal> {
@@ -402,30 +188,9 @@ impl PeerGuard {
     }
 }
 
-fn parse(blob: &Blob) -> Result<Sender, Refusal> {
-    let incarnation = Uuid::from_slice(&blob.incarnation)
-        .map_err(|_| Refusal::Malformed(Malformed::Incarnation))?;
-    if blob.from == 0 || blob.to == 0 {
-        return Err(Refusal::Malformed(Malformed::ZeroNodeId));
-    }
-    Ok(Sender {
-        id: blob.from,
-        boot: blob.boot,
-        incarnation,
-    })
-}
-
-fn parse_cluster(text: &str) -> Result<Option<Uuid>, Refusal> {
-    if text.is_empty() {
-        return Ok(None);
-    }
-    Uuid::parse_str(text).map(Some).map_err(|_| {
-        let text = text.to_string();
-        Refusal::Malformed(Malformed::ClusterId { text })
-    })
-}
-
+mod admission;
 mod refusal_log;
+mod seal;
 mod speakers;
 #[cfg(test)]
 mod tests;

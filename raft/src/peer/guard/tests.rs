@@ -1,6 +1,10 @@
 //! The envelope checks, each shown refusing what it is meant to refuse.
 
+use std::net::SocketAddr;
+
 use super::*;
+use crate::pb::Blob;
+use crate::peer::auth::Direction;
 
 const ALIVE: Duration = Duration::from_millis(200);
 

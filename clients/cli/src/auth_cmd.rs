@@ -1,6 +1,6 @@
 //! `raftlock auth create-token|check`: make a bearer token and the auth
 //! file entry that accepts it, and check an auth file before a node reads
-//! it (the format is in [`crate::auth::policy`]). What `create-token`
+//! it (the format is in [`raftlock::auth::policy`]). What `create-token`
 //! prints is checked as a node would read it before it is printed, so
 //! pasted into an auth file (or a new one) it passes `auth check`.
 
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
 use super::EXIT_SUCCESS;
-use crate::auth::policy::{token_sha256, Policy, ADMIN_ROLE};
+use raftlock::auth::policy::{token_sha256, Policy, ADMIN_ROLE};
 
 /// `raftlock auth ...`
 #[derive(Debug, clap::Args)]

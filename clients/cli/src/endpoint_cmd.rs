@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::cluster_status::{ask_node, first_answer, HEALTH_EXIT_CODES, NODE_TIMEOUT};
 use super::{print_json, Endpoints, Output, EXIT_SUCCESS};
-use crate::duration::parse_duration;
+use raftlock::duration::parse_duration;
 use raftlock_client::ClientOptions;
 
 /// `raftlock endpoint ...`

@@ -2,7 +2,7 @@
 //! descriptor, and a soft limit of 1 024 (the usual default) would make the
 //! kernel refuse connections long before `max_client_connections`.
 
-use crate::Config;
+use raftlock::Config;
 
 /// Descriptors a node holds beside client connections: its data files, the
 /// peer listener's budget (256), the admin listener, logs.

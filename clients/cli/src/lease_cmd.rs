@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::admin_args::AdminArgs;
 use super::signals::Interrupts;
 use super::{print_json, print_json_line, Endpoints, Output, EXIT_SUCCESS};
-use crate::duration::{format_duration, parse_duration};
+use raftlock::duration::{format_duration, parse_duration};
 use raftlock_client::{Client, LeaseAccount, LeaseId};
 
 /// `raftlock lease ...`

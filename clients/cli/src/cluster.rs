@@ -13,8 +13,8 @@ use super::admin_args::AdminArgs;
 use super::cluster_status::{self, HEALTH_EXIT_CODES, NODE_TIMEOUT};
 use super::learner_wait::{wait_caught_up, Learner};
 use super::{Endpoints, Output, EXIT_SUCCESS};
-use crate::duration::parse_duration;
-use crate::pb;
+use raftlock::duration::parse_duration;
+use raftlock::pb;
 use raftlock_client::Client;
 
 /// `raftlock cluster ...`

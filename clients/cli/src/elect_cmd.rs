@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::lock_cmd::revoke;
 use super::signals::Interrupts;
 use super::{print_json_line, Endpoints, Output, EXIT_SUCCESS};
-use crate::duration::parse_duration;
+use raftlock::duration::parse_duration;
 use raftlock_client::Error;
 use raftlock_client::{Client, LeaderInfo};
 

@@ -14,6 +14,11 @@
 //! client session; [`open`] refuses a directory that still has one. Builds
 //! before the write-ahead log kept the log in sled's `log` and `raft_meta`
 //! trees; [`open`] moves it across ([`crate::log_store::upgrade`]).
+//!
+//! # Layout
+//! - this file: [`open`], the sequence that opens a dir.
+//! - `held`: what an opened dir holds of Raft and the checks it must pass.
+//! - `refusal`: the words and the action of an open that cannot go on.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,11 +29,16 @@ use crate::dir_lock::{lock_holder, LockHolder};
 use crate::disk_sync::{DiskSync, SyncMode};
 use crate::error::Error;
 use crate::event::Applied;
-use crate::identity::{Bootstrap, Floor, FloorKeeper, Identity, IDENTITY_FILE};
+use crate::identity::{Bootstrap, FloorKeeper, Identity, IDENTITY_FILE};
 use crate::log_store::{upgrade, LogStore, WAL_DIR};
 use crate::sled_snap_files;
 use crate::sm_store::StateMachineStore;
 use crate::types::NodeId;
+use held::{check_identity, Held};
+use refusal::{disk_full, disk_full_or, is_disk_full, is_locked, sled_refusal, REJOIN};
+
+mod held;
+mod refusal;
 
 /// sled's page cache. Its default (1 GiB) lets a node's memory grow with
 /// everything it ever touched; the lock state itself lives in memory
@@ -58,18 +68,6 @@ impl OpenOptions {
         }
     }
 }
-
-/// What to do when the data dir's disk is full.
-const FREE_SPACE: &str = "Free space on the disk that holds the data dir, then start the \
-    node again: an open stopped by a full disk changes nothing the node relies on, \
-    and no acknowledged write is lost";
-
-/// What to do about a data dir that cannot be trusted.
-const REJOIN: &str = "If the other members are healthy, move this directory aside, \
-    remove the node from the cluster (`raftlock cluster remove ID`), start it again \
-    on an empty data dir with a new id and --join, and add it back \
-    (`raftlock cluster add-learner`, then `raftlock cluster promote`). \
-    If no member has intact data, restore the cluster from a backup";
 
 /// How long an open waits for this process's own earlier handle on the
 /// dir to finish closing.
@@ -234,188 +232,6 @@ fn refuse_on_panic<T>(db_path: &Path, open: impl FnOnce() -> Result<T, Error>) -
             action: REJOIN.to_string(),
         })
     })
-}
-
-/// What is wrong when sled refuses its files: sled's error, and for
-/// corruption the snapshot file sled read first (it cannot say which file
-/// failed its checks). A damaged `snap.*` is not repaired here: see
-/// [`sled_snap_files`].
-fn sled_refusal(dir: &Path, e: &sled::Error) -> String {
-    let snapshot = match (e, sled_snap_files::newest_snapshot(dir)) {
-        (sled::Error::Corruption { .. }, Some((path, bytes))) => format!(
-            " (sled read its snapshot file {} of {bytes} bytes and its log `db`; \
-             sled finishes and syncs a snapshot before giving it that name, \
-             so a damaged one is damage on the disk, not an interrupted write)",
-            path.display()
-        ),
-        _ => String::new(),
-    };
-    format!("sled cannot open its files: {e}{snapshot}")
-}
-
-/// ENOSPC: the data dir's disk (or its file system) has no room left.
-fn is_disk_full(kind: std::io::ErrorKind) -> bool {
-    kind == std::io::ErrorKind::StorageFull
-}
-
-/// The refusal for an open that failed because the disk is full: the dir
-/// is not damaged, so the action is to free space, not to rebuild the node.
-fn disk_full(dir: &Path, e: &dyn std::fmt::Display) -> Error {
-    Error::DataDir {
-        path: dir.to_path_buf(),
-        problem: format!("its disk is full ({e})"),
-        action: FREE_SPACE.to_string(),
-    }
-}
-
-/// `e`, or the disk-full refusal when it is a write that found no room.
-fn disk_full_or(dir: &Path, e: Error) -> Error {
-    match &e {
-        Error::Io { kind, .. } if is_disk_full(*kind) => disk_full(dir, &e),
-        _ => e,
-    }
-}
-
-/// Whether sled failed to open because another process holds the dir's
-/// lock (sled reports it only as an IO error with this text).
-fn is_locked(e: &sled::Error) -> bool {
-    matches!(e, sled::Error::Io(io) if io.to_string().contains("could not acquire lock"))
-}
-
-/// The Raft state found in an opened dir.
-#[derive(Debug, Clone, Copy)]
-struct Held {
-    /// The saved vote's term.
-    vote_term: Option<u64>,
-    /// The last entry's index.
-    last_log: Option<u64>,
-    /// The last purged index.
-    purged: Option<u64>,
-    /// The last index the loaded snapshot covers.
-    snapshot: Option<u64>,
-    /// The committed index sled has (0 for none).
-    committed: u64,
-}
-
-impl Held {
-    /// Reads what `log` holds, and where `sm`, just opened, stands: at its
-    /// snapshot, which it has already read and checked.
-    fn read(log: &LogStore, sm: &StateMachineStore) -> Result<Self, Error> {
-        Ok(Self {
-            vote_term: log.vote()?.map(|v| v.leader_id().term),
-            last_log: log.last_entry_id()?.map(|l| l.index),
-            purged: log.last_purged()?.map(|p| p.index),
-            snapshot: sm.applied()?.0.map(|l| l.index),
-            committed: log.read_committed_id()?.map_or(0, |c| c.index),
-        })
-    }
-
-    fn has_state(&self) -> bool {
-        self.vote_term.is_some()
-            || self.last_log.is_some()
-            || self.purged.is_some()
-            || self.snapshot.is_some()
-    }
-
-    /// The highest index whose effects the dir holds (in its log or its
-    /// snapshot).
-    fn covered(&self) -> u64 {
-        self.last_log
-            .unwrap_or(0)
-            .max(self.purged.unwrap_or(0))
-            .max(self.snapshot.unwrap_or(0))
-    }
-
-    /// The log and snapshot agree with each other and with the committed
-    /// index sled recorded.
-    fn check_consistent(&self) -> Result<(), String> {
-        if let Some(purged) = self.purged {
-            match self.snapshot {
-                None => {
-                    return Err(format!(
-                        "the log was purged up to index {purged} but there is no snapshot"
-                    ))
-                }
-                Some(s) if s < purged => {
-                    return Err(format!(
-                        "the log was purged up to index {purged} but the snapshot \
-                         only covers up to {s}"
-                    ))
-                }
-                Some(_) => {}
-            }
-        }
-        if self.covered() < self.committed {
-            return Err(format!(
-                "the log ends at index {} below the committed index {}",
-                self.covered(),
-                self.committed
-            ));
-        }
-        Ok(())
-    }
-
-    /// The dir still holds what its identity file says it held.
-    fn check_floor(&self, floor: &Floor) -> Result<(), String> {
-        let (vote_term, last_log) = (self.vote_term.unwrap_or(0), self.last_log.unwrap_or(0));
-        if vote_term < floor.vote_term {
-            return Err(format!(
-                "the saved vote is for term {} but this node voted in term {} \
-                 (recorded in {IDENTITY_FILE}): the vote was lost",
-                vote_term, floor.vote_term
-            ));
-        }
-        if self.covered() < floor.committed {
-            return Err(format!(
-                "the log and snapshot end at index {} but index {} was committed \
-                 and stored here (recorded in {IDENTITY_FILE}): entries were lost",
-                self.covered(),
-                floor.committed
-            ));
-        }
-        if floor.clean_shutdown && last_log < floor.last_log_at_shutdown {
-            return Err(format!(
-                "the log ends at index {} but it ended at {} when the node last \
-                 stopped cleanly (recorded in {IDENTITY_FILE}): entries were lost",
-                last_log, floor.last_log_at_shutdown
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// The dir belongs to the node and cluster `options` describe.
-fn check_identity(identity: &Identity, options: &OpenOptions) -> Result<(), String> {
-    if identity.node_id != options.node_id {
-        return Err(format!(
-            "the dir belongs to node {}, but this node was started as node {} \
-             (check --id and --data-dir)",
-            identity.node_id, options.node_id
-        ));
-    }
-    let contradicts = match (&options.bootstrap, &identity.bootstrap) {
-        // No --initial-cluster and no --join: no claim about the cluster.
-        (Bootstrap::SingleNode, _) => false,
-        (given, recorded) => given != recorded,
-    };
-    if contradicts {
-        return Err(format!(
-            "the dir was created for {}, but this node was started with {} \
-             (an existing dir keeps its cluster: start with the flags it was created with, \
-             or without --initial-cluster / --join)",
-            describe(&identity.bootstrap),
-            describe(&options.bootstrap)
-        ));
-    }
-    Ok(())
-}
-
-fn describe(bootstrap: &Bootstrap) -> String {
-    match bootstrap {
-        Bootstrap::SingleNode => "a one-node cluster".into(),
-        Bootstrap::Cluster { members } => format!("--initial-cluster {members}"),
-        Bootstrap::Join => "--join".into(),
-    }
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ use serde::Serialize;
 use super::child_process::{exit_code, ChildProcess};
 use super::signals::Interrupts;
 use super::{print_json, Endpoints, Output, EXIT_SUCCESS};
-use crate::duration::{format_duration, parse_duration};
+use raftlock::duration::{format_duration, parse_duration};
 use raftlock_client::Error;
 use raftlock_client::{Client, LeaseId, LockGuard};
 

@@ -2,10 +2,10 @@
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, LogFormat};
+use crate::{Cli, Command, LogFormat};
 
 /// The config `raftlock serve ARGS` describes, and the log format.
-fn parse(args: &[&str]) -> (crate::Config, LogFormat) {
+fn parse(args: &[&str]) -> (raftlock::Config, LogFormat) {
     let argv = ["raftlock", "serve"].iter().chain(args);
     let cli = Cli::try_parse_from(argv).expect("flags parse");
     let Command::Serve(serve) = cli.command else {
@@ -162,7 +162,7 @@ fn print_config_names_each_source_and_reads_back() {
     assert_eq!(source_of("initial_cluster"), "file");
     assert_eq!(source_of("election_timeout_ms"), "flag");
     assert_eq!(source_of("snapshot_after"), "default");
-    let back: crate::Config = toml::from_str(&printed).expect("printed config parses");
+    let back: raftlock::Config = toml::from_str(&printed).expect("printed config parses");
     assert_eq!(back, serve.to_config().expect("valid"));
 }
 
@@ -172,7 +172,7 @@ fn print_config_names_each_source_and_reads_back() {
 /// rather than dropped.
 #[test]
 fn every_setting_flag_is_a_config_key() {
-    let options = crate::cli::serve_options();
+    let options = crate::serve_options();
     let mut argv = vec![];
     for option in options.iter().filter(|o| o.flag != "config") {
         argv.push(format!("--{}", option.flag));
@@ -186,7 +186,7 @@ fn every_setting_flag_is_a_config_key() {
     }
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let (serve, _) = args_of(&argv);
-    let layers = crate::config_layers::ConfigLayers::default()
+    let layers = raftlock::config_layers::ConfigLayers::default()
         .overlay("flags", &serve)
         .expect("every flag is a config key");
     for option in options.iter().filter(|o| o.flag != "config") {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde::Serialize;
 
-use crate::pb;
+use raftlock::pb;
 use raftlock_client::{Client, ClientOptions};
 
 /// The exit codes of `cluster status` and `endpoint health`, as their

@@ -59,7 +59,7 @@ pub async fn wait_caught_up(
                  keeps catching up; watch its LAST_LOG in `raftlock cluster status`, then run \
                  `raftlock cluster promote {}` (or give a longer --timeout)",
                 learner.id,
-                crate::duration::format_duration(timeout),
+                raftlock::duration::format_duration(timeout),
                 learner.id
             ));
         }
@@ -68,7 +68,7 @@ pub async fn wait_caught_up(
                 "learner {} is catching up: {where_} ({:.0} s so far, waiting up to {})",
                 learner.id,
                 waited.as_secs_f64(),
-                crate::duration::format_duration(timeout)
+                raftlock::duration::format_duration(timeout)
             );
             next_line = Instant::now() + PROGRESS_EVERY;
         }

@@ -11,9 +11,9 @@ use serde::Serialize;
 use super::open_file_limit;
 use super::signals::Interrupts;
 use super::EXIT_SUCCESS;
-use crate::config_layers::ConfigLayers;
-use crate::node::Node;
-use crate::Config;
+use raftlock::config_layers::ConfigLayers;
+use raftlock::node::Node;
+use raftlock::Config;
 
 /// Flags of `raftlock serve`; each also reads `RAFTLOCK_<NAME>`.
 ///
@@ -301,11 +301,10 @@ pub async fn run(args: ServeArgs, matches: Option<&clap::ArgMatches>) -> Result<
     if let Some(admin) = node.admin_addr() {
         eprintln!("admin listener (metrics, health, status page) on http://{admin}/");
     }
-    let inner = node.inner().clone();
     let failure = tokio::select! {
         _ = interrupts.recv() => None,
-        reason = inner.failed() => Some(reason),
-        why = inner.removed() => {
+        reason = node.failed() => Some(reason),
+        why = node.removed() => {
             // Not a failure: a supervisor must not restart a removed member.
             eprintln!("removed from the cluster: {why}; stopping (its data dir can be deleted)");
             None

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::pb::{HolderInfo, WaiterInfo};
+use raftlock::pb::{HolderInfo, WaiterInfo};
 use raftlock_client::{LockInfo, LockMode};
 
 /// A lock as `locks list` / `locks describe` print it.

@@ -6,7 +6,7 @@
 //! (with `cluster_status`, its health verdict, and `learner_wait`),
 //! `endpoint_cmd` (`endpoint health`), `lease_cmd`,
 //! `locks_cmd`, `lock_cmd` (run a command under a lock), `elect_cmd`.
-//! Shared pieces: [`crate::duration`] (`500ms`, `10s`, `2m`), `failure` (how errors
+//! Shared pieces: [`raftlock::duration`] (`500ms`, `10s`, `2m`), `failure` (how errors
 //! are worded), `signals`, `child_process` (the supervised command) and
 //! `lock_view` (how a lock is printed). Holding a lock or a leadership goes
 //! through the client's guards (`LockGuard`, `Leadership`) and their
@@ -17,13 +17,14 @@
 /// panicking; other write failures are reported once on stderr.
 macro_rules! out {
     ($($arg:tt)*) => {
-        $crate::cli::write_line(format_args!($($arg)*))
+        $crate::write_line(format_args!($($arg)*))
     };
 }
 
 mod admin_args;
 mod auth_cmd;
-mod certs;
+pub mod certs;
+mod certs_cmd;
 mod child_process;
 mod cluster;
 mod cluster_status;
@@ -54,7 +55,7 @@ use std::path::PathBuf;
 
 use raftlock_client::{Client, ClientOptions, ClientTls};
 
-pub use crate::duration::{format_duration, parse_duration};
+pub use raftlock::duration::{format_duration, parse_duration};
 pub use serve_options::{serve_config, serve_options, ServeOption};
 
 /// Exit code: the command did what was asked.
@@ -115,7 +116,7 @@ pub enum Command {
     /// from one, or inspect one.
     Snapshot(snapshot_cmd::SnapshotArgs),
     /// Create a cluster CA and node and client certificates for TLS.
-    Certs(certs::CertsArgs),
+    Certs(certs_cmd::CertsArgs),
     /// Create client tokens and check auth files.
     Auth(auth_cmd::AuthArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
@@ -174,7 +175,7 @@ pub struct Endpoints {
         long,
         global = true,
         env = "RAFTLOCK_DIAL_TIMEOUT",
-        value_parser = crate::duration::parse_duration_or_seconds,
+        value_parser = raftlock::duration::parse_duration_or_seconds,
         default_value = "1s"
     )]
     pub dial_timeout: Duration,
@@ -325,7 +326,7 @@ fn run_args(args: &[OsString]) -> u8 {
             Command::Lock(args) => lock_cmd::run(args).await,
             Command::Elect(args) => elect_cmd::run(args).await,
             Command::Snapshot(args) => snapshot_cmd::run(args).await,
-            Command::Certs(args) => certs::run(args),
+            Command::Certs(args) => certs_cmd::run(args),
             Command::Auth(args) => auth_cmd::run(args),
             Command::Completions { shell } => docs_cmd::completions(shell),
             Command::Man(args) => docs_cmd::man(args),

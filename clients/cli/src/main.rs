@@ -10,5 +10,5 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    raftlock::cli::main()
+    raftlock_cli::main()
 }

@@ -6,8 +6,8 @@
 
 use std::ffi::OsString;
 
-use crate::Config;
 use clap::{ArgAction, Args, Parser};
+use raftlock::Config;
 
 use super::serve::ServeArgs;
 
