@@ -23,9 +23,11 @@
 //! - `convert`: durations and the read-only records crossing to Python;
 //! - `run`: blocking or awaiting a call, and errors as exceptions;
 //! - `loop_port`: where awaited calls end, on their event loop's thread;
+//!   `call_future` is the asyncio future they answer there;
 //! - `log_bridge`: the Rust code's `tracing` events as records of Python's
 //!   `logging` (logger `raftlock`).
 
+mod call_future;
 mod cli;
 mod client;
 mod client_options;
@@ -65,6 +67,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::NativeClient>()?;
     m.add_class::<coordination::NativeCoordination>()?;
     m.add_class::<loop_port::LoopPort>()?;
+    m.add_class::<call_future::CallFuture>()?;
     m.add_class::<guards::NativeGuard>()?;
     m.add_class::<guards::NativeLeadership>()?;
     m.add_class::<guards::NativeTaskGuard>()?;

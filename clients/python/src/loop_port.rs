@@ -4,10 +4,13 @@
 //! queues the outcome here, still as Rust data, and wakes the loop by
 //! writing one byte to a socket the loop watches (`loop.add_reader`), once
 //! per batch. The loop's own thread, which holds the GIL anyway, drains the
-//! queue, converts each outcome to Python and resolves its future: one
-//! wake-up serves every call that ended meanwhile, and neither side waits
-//! for the other to let go of the GIL. The calls a pass of the loop makes
-//! start together ([`LoopPort::flush`]), with one hand-off to the runtime.
+//! queue, converts each outcome to Python and resolves its future (a
+//! [`CallFuture`]), running the waiting tasks' steps there and then: one
+//! wake-up and one pass of the loop serve every call that ended meanwhile,
+//! and neither side waits for the other to let go of the GIL. The calls a
+//! pass of the loop makes start together ([`LoopPort::flush`]), with one
+//! hand-off to the runtime; those the woken tasks make in a drain start at
+//! its end.
 //!
 //! The port lives as long as its loop (an attribute of the loop, or an
 //! entry of a weak registry for loops that take no attributes); a loop
@@ -30,6 +33,7 @@ use pyo3::IntoPyObjectExt;
 use raftlock_client::Error;
 use tokio::sync::oneshot;
 
+use crate::call_future::{self, CallFuture};
 use crate::py_errors::to_py;
 
 /// A finished call's answer, made Python on the loop's thread.
@@ -74,11 +78,14 @@ pub struct LoopPort {
     /// The end the loop watches.
     readable: UnixStream,
     /// The future of each call in flight, by call id.
-    pending: Mutex<HashMap<u64, Py<PyAny>>>,
+    pending: Mutex<HashMap<u64, Py<CallFuture>>>,
     /// Calls made since the last [`flush`](LoopPort::flush): one hand-off
     /// to the runtime starts them all, instead of one wake-up of a runtime
     /// thread per call.
     submitted: Mutex<Vec<Call>>,
+    /// A drain is running: it starts the calls made meanwhile at its end,
+    /// so they need no `flush` scheduled.
+    draining: AtomicBool,
     next_id: AtomicU64,
 }
 
@@ -98,6 +105,7 @@ impl LoopPort {
             readable,
             pending: Mutex::new(HashMap::new()),
             submitted: Mutex::new(Vec::new()),
+            draining: AtomicBool::new(false),
             next_id: AtomicU64::new(0),
         })
     }
@@ -125,59 +133,74 @@ impl LoopPort {
         Ok(())
     }
 
-    /// Resolves the future of every call that ended (the loop runs it when
-    /// the descriptor is readable).
-    fn drain(&self, py: Python<'_>) {
+    /// Resolves the future of every call that ended and runs its
+    /// callbacks (the loop runs it when the descriptor is readable), then
+    /// starts the calls they made. A callback that raises is reported to
+    /// the loop's exception handler, as the loop would; one that raises
+    /// `KeyboardInterrupt` or `SystemExit` stops the drain's direct runs:
+    /// the callbacks left are scheduled instead, and the exception
+    /// propagates to the loop.
+    fn drain(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let port = slf.get();
         let mut buf = [0u8; 64];
-        while matches!((&self.readable).read(&mut buf), Ok(n) if n > 0) {}
+        while matches!((&port.readable).read(&mut buf), Ok(n) if n > 0) {}
         // Cleared before taking the queue: a call that ends after the take
         // writes a new wake-up.
-        self.completions.signalled.store(false, Ordering::Release);
-        let ended = std::mem::take(&mut *unpoisoned(&self.completions.queue));
+        port.completions.signalled.store(false, Ordering::Release);
+        let ended = std::mem::take(&mut *unpoisoned(&port.completions.queue));
+        port.draining.store(true, Ordering::Relaxed);
+        let mut stopped: Option<PyErr> = None;
         for (id, outcome) in ended {
-            let future = unpoisoned(&self.pending).remove(&id);
+            let future = unpoisoned(&port.pending).remove(&id);
             let (Some(future), Some(outcome)) = (future, outcome) else {
                 continue;
             };
             let future = future.into_bound(py);
-            if let Err(e) = resolve(py, &future, outcome) {
-                e.write_unraisable(py, Some(&future));
+            let answer = outcome(py);
+            let callbacks = future.borrow_mut().complete(answer, py);
+            if stopped.is_some() {
+                if let Err(e) = call_future::schedule(&future, callbacks) {
+                    e.write_unraisable(py, Some(&future));
+                }
+                continue;
             }
+            for e in call_future::run_now(&future, callbacks) {
+                if is_exit(py, &e) {
+                    stopped.get_or_insert(e);
+                } else {
+                    report(py, &future, e);
+                }
+            }
+        }
+        port.draining.store(false, Ordering::Relaxed);
+        let flushed = port.flush();
+        match stopped {
+            Some(e) => Err(e),
+            None => flushed,
         }
     }
 }
 
-/// Completes `future` with `outcome`, unless it is done (cancelled).
-fn resolve(py: Python<'_>, future: &Bound<'_, PyAny>, outcome: Answer) -> PyResult<()> {
-    if future.call_method0(intern!(py, "done"))?.is_truthy()? {
-        return Ok(());
-    }
-    match outcome(py) {
-        Ok(value) => future.call_method1(intern!(py, "set_result"), (value,))?,
-        Err(e) => future.call_method1(intern!(py, "set_exception"), (e.into_value(py),))?,
-    };
-    Ok(())
+/// Whether `e` is one the loop lets through (`KeyboardInterrupt`,
+/// `SystemExit`) rather than reports.
+fn is_exit(py: Python<'_>, e: &PyErr) -> bool {
+    !e.is_instance_of::<pyo3::exceptions::PyException>(py)
 }
 
-/// A future's done-callback: tells the call its future was cancelled, so
-/// the call is dropped (as a dropped Rust future is cancelled).
-#[pyclass(module = "raftlock._native", frozen)]
-struct CancelOnDone {
-    cancel: Mutex<Option<oneshot::Sender<()>>>,
-}
-
-#[pymethods]
-impl CancelOnDone {
-    fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
-        if future
-            .call_method0(intern!(future.py(), "cancelled"))?
-            .is_truthy()?
-        {
-            if let Some(cancel) = unpoisoned(&self.cancel).take() {
-                let _ = cancel.send(());
-            }
-        }
-        Ok(())
+/// Hands a callback's exception to the loop's exception handler.
+fn report(py: Python<'_>, future: &Bound<'_, CallFuture>, e: PyErr) {
+    let event_loop = future.borrow().event_loop(py);
+    let context = pyo3::types::PyDict::new(py);
+    let handled = context
+        .set_item("message", "Exception in a raftlock call's done-callback")
+        .and_then(|()| context.set_item("exception", e.value(py)))
+        .and_then(|()| context.set_item("future", future))
+        .and_then(|()| {
+            event_loop.call_method1(py, intern!(py, "call_exception_handler"), (context,))
+        });
+    if let Err(e) = handled {
+        e.write_unraisable(py, Some(future));
     }
 }
 
@@ -234,12 +257,8 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
     let py = event_loop.py();
-    let future = event_loop.call_method0(intern!(py, "create_future"))?;
     let (cancel, cancelled) = oneshot::channel::<()>();
-    let on_done = CancelOnDone {
-        cancel: Mutex::new(Some(cancel)),
-    };
-    future.call_method1(intern!(py, "add_done_callback"), (on_done,))?;
+    let future = Bound::new(py, CallFuture::new(event_loop.clone().unbind(), cancel))?;
     let port_bound = port;
     let port = port.get();
     let id = port.next_id.fetch_add(1, Ordering::Relaxed);
@@ -259,12 +278,12 @@ where
         submitted.push(call);
         submitted.len() == 1
     };
-    if first {
+    if first && !port.draining.load(Ordering::Relaxed) {
         // The calls made in this pass of the loop start together, after it.
         event_loop.call_method1(
             intern!(py, "call_soon"),
             (port_bound.getattr(intern!(py, "flush"))?,),
         )?;
     }
-    Ok(future)
+    Ok(future.into_any())
 }

@@ -80,8 +80,9 @@ struct Running {
 
 impl Running {
     /// Starts a node with `config` on a new runtime (blocking).
-    fn start(config: Config, claim: DirClaim) -> Result<Running, Error> {
+    fn start(config: Config, claim: DirClaim, workers: usize) -> Result<Running, Error> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
             .thread_name(format!("raftlock-node-{}", config.replication.id))
             .enable_all()
             .build()
@@ -224,6 +225,7 @@ impl NativeNode {
                 self.config.replication.id
             ))));
         }
+        let workers = crate::runtime::worker_threads()?;
         let claim = DirClaim::take(&self.config.replication.data_dir).map_err(to_py)?;
         self.stopping.send_replace(false);
         let config = self.config.clone();
@@ -231,7 +233,7 @@ impl NativeNode {
         std::thread::Builder::new()
             .name("raftlock-node-start".into())
             .spawn(move || {
-                let result = Running::start(config, claim);
+                let result = Running::start(config, claim, workers);
                 // Its start-up records are logged when `start()` returns.
                 log_bridge::flush(FLUSH_WAIT);
                 if let Err(Ok(running)) = send.send(result) {

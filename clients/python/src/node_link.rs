@@ -88,6 +88,9 @@ impl NodeLink {
     where
         T: Send + 'static,
     {
+        // Boxed here, the call's state (kilobytes) is not copied again each
+        // time the future is moved on its way to the runtime.
+        let fut = Box::pin(fut);
         let link = self.0.clone();
         async move {
             let Some(link) = link else {
@@ -118,6 +121,7 @@ impl NodeLink {
     where
         T: Default + Send + 'static,
     {
+        let fut = Box::pin(fut); // as in `call`
         let link = self.0.clone();
         async move {
             let Some(link) = link else {
