@@ -289,12 +289,12 @@ async fn wait_for(
     name: &str,
     what: &str,
     ready: impl Fn(&Option<raftlock_client::LockInfo>) -> bool,
-) {
+) -> Option<raftlock_client::LockInfo> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let info = client.describe(name).await.unwrap();
         if ready(&info) {
-            return;
+            return info;
         }
         assert!(
             Instant::now() < deadline,
@@ -338,7 +338,7 @@ async fn cli_lock_semaphore_owner_and_command_without_separator() {
     cluster.shutdown().await;
 }
 
-/// Lock-delay with a paused holder: `raftlock lock res --ttl 1s
+/// Lock-delay with a paused holder: `raftlock lock res --ttl 3s
 /// --lock-delay 5s -- sleep 600` holds the lock and is stopped (SIGSTOP);
 /// its lease runs out; a waiter queued before the pause is granted only
 /// once the delay has passed, and meanwhile `describe` shows the lock
@@ -356,7 +356,9 @@ async fn cli_lock_delay_keeps_a_lost_lock_closed_for_its_delay() {
             "lock",
             "res",
             "--ttl",
-            "1s",
+            // Long enough that a starved machine still renews it until
+            // the pause (at 1 s it once ran out before `describe`).
+            "3s",
             "--lock-delay",
             "5s",
             "--",
@@ -364,11 +366,11 @@ async fn cli_lock_delay_keeps_a_lost_lock_closed_for_its_delay() {
             "600",
         ],
     );
-    wait_for(&client, "res", "the CLI to hold", |info| {
+    let held = wait_for(&client, "res", "the CLI to hold", |info| {
         info.as_ref().is_some_and(|i| i.holders.len() == 1)
     })
     .await;
-    let first_fence = client.describe("res").await.unwrap().unwrap().holders[0].fence;
+    let first_fence = held.expect("held").holders[0].fence;
 
     // The next holder waits in the queue before the holder stops.
     let waiter = {
