@@ -1,5 +1,5 @@
 //! The client-facing gRPC services of `raftlock.v1`. Each is a thin layer:
-//! [`admit`] the request into its checked form (module `checked`), hand
+//! `admit` the request into its checked form (module `checked`), hand
 //! it to the serving layer (a command to replicate, or a read of the
 //! state), and map the answer. Calls held open (watches, waits) take a
 //! place in their account's [`StreamQuota`] first.

@@ -17,7 +17,7 @@
 //! - `leader_tasks`: starts and stops those timers as leadership comes and
 //!   goes, and proposes the expiries and delay ends they find due.
 //! - `repeated_warning`: a retry loop's warning, logged once, then counted.
-//! - [`stamp`]: the one constructor of a [`Request`](raftlock_storage::Request)
+//! - [`stamp`]: the one constructor of a [`Request`]
 //!   to replicate, a caller's or the cluster's own.
 //! - `lease_calls`: a lease's leader-only calls (renew, time left, TTL
 //!   change), served on the leader's timer and forwarded by followers.

@@ -7,7 +7,7 @@
 //!
 //! Client processes get the CA and the token as `RAFTLOCK_CACERT` and
 //! `RAFTLOCK_TOKEN`, the variables the `raftlock` CLI reads; the harness
-//! keeps the same settings in [`HARNESS`].
+//! keeps the same settings in `HARNESS`.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

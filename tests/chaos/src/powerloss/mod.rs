@@ -21,7 +21,7 @@
 //! - `round`: one round and its plan; `stage` and `aimed`: cuts aimed
 //!   inside a stage of the Raft log (`--stage`); `restart`: check (e), with
 //!   `node_logs` (log tails, panics);
-//! - `disk`: [`DataDisk`](disk::DataDisk), plain dir or LazyFs mount;
+//! - `disk`: [`DataDisk`], plain dir or LazyFs mount;
 //! - `load`: the tasks the cut interrupts; `calls`: every call they and the
 //!   probes make, entered in `ledger` (elections: `seats`), which records
 //!   what was acknowledged;
