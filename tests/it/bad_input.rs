@@ -180,6 +180,12 @@ async fn waiter_queue_is_bounded() {
         if n == MAX_WAITERS_PER_LOCK {
             break;
         }
+        // A waiter that ended instead of queueing says why at once, not
+        // as a count short of the bound after a minute.
+        if let Some(i) = tasks.iter().position(|t| t.is_finished()) {
+            let ended = tasks.swap_remove(i).await.expect("waiter task");
+            panic!("waiter {i} ended instead of waiting, {n} queued: {ended:?}");
+        }
         assert!(
             tokio::time::Instant::now() < deadline,
             "only {n} waiters queued"
