@@ -143,8 +143,11 @@ impl LoopPort {
     fn drain(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let port = slf.get();
+        // One read: a wake-up is one byte, and none is written again until
+        // `signalled` is cleared below; a byte written after that leaves
+        // the descriptor readable for the next drain.
         let mut buf = [0u8; 64];
-        while matches!((&port.readable).read(&mut buf), Ok(n) if n > 0) {}
+        let _ = (&port.readable).read(&mut buf);
         // Cleared before taking the queue: a call that ends after the take
         // writes a new wake-up.
         port.completions.signalled.store(false, Ordering::Release);

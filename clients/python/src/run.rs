@@ -3,6 +3,7 @@
 //! `pyo3-async-runtimes`; runtime threads entering Python only while the
 //! interpreter is not exiting.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -25,9 +26,10 @@ use tokio::sync::oneshot;
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
 /// Runs `fut` to completion on the shared runtime, blocking this thread
-/// with the GIL released. A signal handler that raises (Ctrl-C:
-/// `KeyboardInterrupt`) stops the wait and drops the future, which cancels
-/// the call as a dropped Rust future does (a queued acquire leaves the queue).
+/// with the GIL released. On Python's main thread, a signal handler that
+/// raises (Ctrl-C: `KeyboardInterrupt`) stops the wait and drops the
+/// future, which cancels the call as a dropped Rust future does (a queued
+/// acquire leaves the queue).
 pub fn block<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
 where
     F: Future<Output = Result<T, Error>> + Send + 'static,
@@ -46,26 +48,59 @@ where
     // runtime thread and back: one thread switch fewer per call. A panic
     // in it is caught here, as a runtime task's would be.
     let mut fut = Box::pin(AssertUnwindSafe(fut).catch_unwind());
-    loop {
-        let polled = py.detach(|| {
-            runtime.block_on(async { tokio::time::timeout(SIGNAL_POLL, fut.as_mut()).await })
-        });
-        match polled {
-            Ok(Ok(result)) => return result.map_err(to_py),
-            Ok(Err(panic)) => {
-                let why = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "a panic".to_owned());
-                return Err(PyRuntimeError::new_err(format!(
-                    "raftlock call failed: {why}"
-                )));
+    let ended = if signals_run_here(py) {
+        loop {
+            let polled = py.detach(|| {
+                runtime.block_on(async { tokio::time::timeout(SIGNAL_POLL, fut.as_mut()).await })
+            });
+            match polled {
+                Ok(ended) => break ended,
+                // Dropping `fut` on return cancels the call.
+                Err(_elapsed) => py.check_signals()?,
             }
-            // Dropping `fut` on return cancels the call.
-            Err(_elapsed) => py.check_signals()?,
+        }
+    } else {
+        // No signal handler runs on this thread: nothing to look for, and
+        // no timer to set and clear on each wait.
+        py.detach(|| runtime.block_on(fut.as_mut()))
+    };
+    match ended {
+        Ok(result) => result.map_err(to_py),
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_owned());
+            Err(PyRuntimeError::new_err(format!(
+                "raftlock call failed: {why}"
+            )))
         }
     }
+}
+
+thread_local! {
+    /// Whether Python runs signal handlers on this thread, asked once.
+    static SIGNALS_HERE: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// Whether this is Python's main thread, the only one on which a signal
+/// handler (Ctrl-C's `KeyboardInterrupt`) runs; if Python cannot say,
+/// `true` (a blocking call then looks for signals as it waits).
+fn signals_run_here(py: Python<'_>) -> bool {
+    SIGNALS_HERE.with(|here| {
+        if let Some(known) = here.get() {
+            return known;
+        }
+        let asked = (|| -> PyResult<bool> {
+            let threading = py.import("threading")?;
+            let main = threading.call_method0("main_thread")?.getattr("ident")?;
+            main.eq(threading.call_method0("get_ident")?)
+        })()
+        .unwrap_or(true);
+        here.set(Some(asked));
+        asked
+    })
 }
 
 /// `fut` as an asyncio future of the running loop. Cancelling it drops

@@ -1,6 +1,7 @@
 """``TOKIO_WORKER_THREADS`` sets the worker threads of the client's runtime
-and of a node's; empty counts as unset, and a value that is not a count
-above 0 is a ``ValueError`` naming the variable, never a panic."""
+and of a node's; empty counts as unset (the client's runtime then has one
+fewer than the CPUs, 1 to 2), and a value that is not a count above 0 is a
+``ValueError`` naming the variable, never a panic."""
 
 from __future__ import annotations
 
@@ -17,6 +18,14 @@ import sys, raftlock
 with raftlock.Client(sys.argv[1]) as client:
     with client.lock("worker-threads/x") as lock:
         print("fence", lock.fence)
+"""
+
+WORKERS = """
+import os, sys, raftlock
+with raftlock.Client(sys.argv[1]) as client:
+    client.session_lease()
+    names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+    print("workers", names.count("tokio-rt-worker"))
 """
 
 NODE = """
@@ -50,6 +59,18 @@ def test_an_empty_or_valid_count_runs_the_client(cluster: Cluster, value: str) -
     done = run(CLIENT, value, cluster.endpoints[0])
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("fence "), done.stdout
+
+
+@pytest.mark.parametrize("value", ["", "3"])
+def test_the_client_runtime_leaves_the_interpreter_a_cpu(cluster: Cluster, value: str) -> None:
+    """Unset, the client's runtime has one worker fewer than the CPUs this
+    process may run on, 1 to 2; set, the count given. With one worker per
+    CPU (as before `client_worker_threads`), the unset case fails on any
+    machine but one with a single CPU."""
+    done = run(WORKERS, value, cluster.endpoints[0])
+    assert done.returncode == 0, done.stderr[-2000:]
+    expected = int(value) if value else min(2, max(1, len(os.sched_getaffinity(0)) - 1))
+    assert done.stdout.split() == ["workers", str(expected)], done.stdout
 
 
 @pytest.mark.parametrize("value", ["0", "many", "-1"])
