@@ -24,7 +24,8 @@ WORKERS = """
 import os, sys, raftlock
 with raftlock.Client(sys.argv[1]) as client:
     client.session_lease()
-    names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+    tasks = os.listdir("/proc/self/task")
+    names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in tasks]
     print("workers", names.count("tokio-rt-worker"))
 """
 
