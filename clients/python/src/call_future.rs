@@ -17,6 +17,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
+use pyo3::{PyTraverseError, PyVisit};
 use tokio::sync::oneshot;
 
 /// Where a call stands.
@@ -141,6 +142,33 @@ pub fn run_now(future: &Bound<'_, CallFuture>, callbacks: Vec<Callback>) -> Vec<
 
 #[pymethods]
 impl CallFuture {
+    /// What the garbage collector follows: a future's loop holds its port,
+    /// which holds the future until its call ends, so a loop closed with
+    /// calls in flight is a cycle only the collector can free.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.event_loop)?;
+        match &self.state {
+            State::Value(value) | State::Raised(value) | State::Cancelled(Some(value)) => {
+                visit.call(value)?;
+            }
+            State::Pending | State::Cancelled(None) => {}
+        }
+        for (callback, context) in &self.callbacks {
+            visit.call(callback)?;
+            visit.call(context)?;
+        }
+        Ok(())
+    }
+
+    /// Drops what [`__traverse__`](Self::__traverse__) follows but the
+    /// loop (the cycle breaks at the callbacks and the port).
+    fn __clear__(&mut self) {
+        self.callbacks.clear();
+        if !matches!(self.state, State::Pending) {
+            self.state = State::Cancelled(None);
+        }
+    }
+
     fn __await__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }

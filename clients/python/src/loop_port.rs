@@ -30,6 +30,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::IntoPyObjectExt;
+use pyo3::{PyTraverseError, PyVisit};
 use raftlock_client::Error;
 use tokio::sync::oneshot;
 
@@ -91,6 +92,27 @@ pub struct LoopPort {
 
 #[pymethods]
 impl LoopPort {
+    /// The futures of the calls in flight, for the garbage collector (see
+    /// `CallFuture::__traverse__`); a drain that holds the map meanwhile
+    /// hides them from this one pass.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Ok(pending) = self.pending.try_lock() {
+            for future in pending.values() {
+                visit.call(future)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets the calls in flight: their loop is gone.
+    fn __clear__(&self) {
+        let forgotten = match self.pending.try_lock() {
+            Ok(mut pending) => std::mem::take(&mut *pending),
+            Err(_) => return,
+        };
+        drop(forgotten); // outside the lock: a future freed here may run code
+    }
+
     #[new]
     fn new() -> PyResult<Self> {
         let (readable, wake) = UnixStream::pair()?;

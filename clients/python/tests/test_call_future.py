@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
+import weakref
 from typing import Any
 
 import pytest
+import raftlock
 import raftlock.asyncio
 from conftest import Cluster
 from raftlock.errors import NotHeld
@@ -187,3 +190,30 @@ def test_an_exit_from_a_callback_propagates_and_the_rest_still_run(cluster: Clus
     finally:
         loop.run_until_complete(client.close())
         loop.close()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_loop_closed_with_calls_in_flight_is_collected(cluster: Cluster) -> None:
+    """A loop closed while an awaited call is in flight (an acquire queued
+    behind another holder) is freed by the garbage collector, and with it
+    its port and the port's socket pair, which only the loop holds. The
+    loop holds its port, the port the
+    call's future, and the future its loop: without `__traverse__` on
+    `CallFuture` and `LoopPort` the collector cannot see that cycle, and
+    each such loop stays in memory for ever (the weak reference below stays
+    alive)."""
+    holder = raftlock.Client(cluster.endpoints)
+    with holder.lock("cf/in-flight"):
+        loops = []
+        for _ in range(3):
+            loop = asyncio.new_event_loop()
+            client = raftlock.asyncio.Client(cluster.endpoints)
+            task = loop.create_task(client.lock("cf/in-flight").acquire())
+            loop.run_until_complete(asyncio.sleep(0.3))
+            assert not task.done()
+            loops.append(weakref.ref(loop))
+            loop.close()
+            del loop, task, client
+        gc.collect()
+        assert [ref() for ref in loops] == [None, None, None]
+    holder.close()
