@@ -262,3 +262,48 @@ async fn explicit_lease_is_used_and_not_replaced() {
     assert!(matches!(err, Error::LeaseExpired(_)), "{err:?}");
     cluster.shutdown().await;
 }
+
+/// A client keeps its background work on the runtime it was made on, so a
+/// call may be polled on another runtime, one driven only while someone
+/// blocks on it (as a thread's own runtime is between blocking calls): a
+/// hold dropped there is released, and a session first granted from there
+/// keeps its lease alive. Spawned on the runtime the call was polled on,
+/// as before `Client::home`, both sat in a runtime nobody drove: the
+/// dropped hold stayed held while its session lived (`wait_free` fails),
+/// and the other session's lease lapsed after its TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_work_runs_on_the_clients_own_runtime() {
+    let cluster = TestCluster::new(3).await;
+    let releasing = short_client(&cluster).await;
+    releasing.session_lease().await.unwrap(); // kept alive from here
+    let keeping = short_client(&cluster).await; // its session starts elsewhere
+    let (r, k) = (releasing.clone(), keeping.clone());
+    let (other_runtime, kept) = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let kept = runtime
+            .block_on(k.lock("elsewhere/kept").acquire())
+            .expect("acquire");
+        let dropped = runtime
+            .block_on(r.lock("elsewhere/dropped").acquire())
+            .expect("acquire");
+        drop(dropped); // outside `block_on`, which is never entered again
+        (runtime, kept)
+    })
+    .join()
+    .expect("thread");
+    wait_free(&releasing, "elsewhere/dropped").await;
+    tokio::time::sleep(TTL * 2).await;
+    assert!(
+        keeping.check("elsewhere/kept", kept.fence()).await.unwrap(),
+        "the session's lease lapsed: its keep-alives did not run"
+    );
+    drop(kept);
+    wait_free(&keeping, "elsewhere/kept").await;
+    // A runtime may not be dropped in async code.
+    std::thread::spawn(move || drop(other_runtime))
+        .join()
+        .expect("thread");
+}

@@ -112,9 +112,6 @@ pub(crate) struct Pending {
     call: Option<(Client, Call, pb::RequestId, InFlightId)>,
     /// Attempts sent so far (the cleanup continues the numbering).
     sent: AtomicU32,
-    /// Where the cleanup runs: the runtime the call was polled on (`None`
-    /// outside tokio, where no call gets far enough to need one).
-    runtime: Option<Handle>,
 }
 
 impl Pending {
@@ -123,7 +120,6 @@ impl Pending {
         Pending {
             call: Some((client.detached(), call, id, open)),
             sent: AtomicU32::new(0),
-            runtime: Handle::try_current().ok(),
         }
     }
 
@@ -182,13 +178,11 @@ impl Drop for Pending {
             // Nothing left this client: nothing to learn or undo.
             return;
         }
-        let Some(runtime) = &self.runtime else {
-            return;
-        };
-        let inner = client.inner.clone();
+        // On the client's own runtime, whichever the call was polled on.
+        let (inner, runtime) = (client.inner.clone(), client.home());
         inner
             .cleanups
-            .spawn(runtime, finish(client, call, id, sent, open));
+            .spawn(&runtime, finish(client, call, id, sent, open));
     }
 }
 

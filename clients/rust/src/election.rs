@@ -235,6 +235,7 @@ impl Leadership {
     fn new(client: Client, name: String, owner: String, fence: u64, session: Arc<Session>) -> Self {
         let lost = Tripwire::new();
         let registration = session.register(&name, fence, lost.clone());
+        let runtime = client.home();
         Leadership {
             client,
             owner,
@@ -244,7 +245,7 @@ impl Leadership {
             session_lost: session.lost.clone(),
             name,
             hold: Some((session, registration)),
-            runtime: Handle::current(),
+            runtime,
         }
     }
 

@@ -7,6 +7,12 @@
 //! not-leader answers, retries transient failures with backoff, and re-sends
 //! a retried call with the same request id so the cluster applies it once.
 //!
+//! A client lives on the tokio runtime it was made on: its connections and
+//! its background work (the session's keep-alives, the release of a dropped
+//! guard, the cleanup of an abandoned call) run there, whichever runtime a
+//! call is polled on, so a call may be made from a runtime that runs only
+//! while someone blocks on it.
+//!
 //! # Layout
 //!
 //! - this file: [`Client`], connecting, the session it holds, and the
@@ -110,6 +116,7 @@ use endpoints::Endpoints;
 pub use endpoints::DEFAULT_RETRY_FOR;
 use request_ids::RequestIds;
 use session::SessionSlot;
+use tokio::runtime::Handle;
 use tokio::time::Instant;
 
 pub use coordination_calls::{Held, LeadRecord, ReadWriteOp, ReadWriteStep};
@@ -157,6 +164,13 @@ struct Inner {
     /// Background work `close` waits for: abandoned calls being finished,
     /// guards being released after a drop.
     cleanups: abandoned::Cleanups,
+    /// The runtime the client was made on. Its connections' tasks run
+    /// there, and so does its background work (session keep-alives,
+    /// releases of dropped holds, the cleanup of abandoned calls, loss and
+    /// hold-time watchers), whichever runtime a call is polled on: work
+    /// spawned on a runtime that only runs while someone blocks on it
+    /// would stall there.
+    home: Handle,
 }
 
 impl Client {
@@ -218,6 +232,7 @@ impl Client {
                 ids: RequestIds::new(),
                 options,
                 cleanups: abandoned::Cleanups::new(),
+                home: Handle::current(),
             }),
         })
     }
@@ -297,6 +312,11 @@ impl Client {
     /// this client's own deadline if that comes first.
     pub(crate) fn deadline_after(&self, timeout: Option<Duration>) -> Option<Instant> {
         endpoints::earliest(timeout.map(|t| Instant::now() + t), self.deadline)
+    }
+
+    /// The runtime background work runs on (see `Inner::home`).
+    pub(crate) fn home(&self) -> Handle {
+        self.inner.home.clone()
     }
 
     /// Makes the next call try another endpoint first.

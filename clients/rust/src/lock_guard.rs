@@ -54,6 +54,7 @@ impl LockGuard {
     ) -> Self {
         let lost = Tripwire::new();
         let registration = session.register(&spec.name, acquired.fence, lost.clone());
+        let runtime = client.home();
         LockGuard {
             client,
             fence: acquired.fence,
@@ -66,7 +67,7 @@ impl LockGuard {
                 _registration: registration,
                 _abort_watch: None,
             }),
-            runtime: Handle::current(),
+            runtime,
             spec,
         }
     }

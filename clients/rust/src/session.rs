@@ -122,7 +122,7 @@ impl Session {
             held: held.clone(),
             trusted_until: trusted_until.clone(),
         };
-        let task = tokio::spawn(keeper.run(valid_until));
+        let task = rpc.home().spawn(keeper.run(valid_until));
         Arc::new(Session {
             lease,
             lost,
@@ -130,8 +130,8 @@ impl Session {
             held,
             keeper: task.abort_handle(),
             owned: AtomicBool::new(owned),
+            runtime: rpc.home(),
             rpc,
-            runtime: Handle::current(),
         })
     }
 

@@ -88,7 +88,7 @@ impl TaskLock {
         Ok(guard.map(|guard| TaskGuard {
             guard: Some(guard),
             hold_until: Instant::now() + self.min_hold,
-            runtime: Handle::current(),
+            runtime: self.client.home(),
         }))
     }
 
