@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
-use tokio::runtime::Handle;
 use uuid::Uuid;
 
 use super::loss::{confirm_held, Tripwire};
@@ -228,14 +227,12 @@ pub struct Leadership {
     session_lost: Tripwire,
     /// `None` once resigned.
     hold: Option<(Arc<Session>, Registration)>,
-    runtime: Handle,
 }
 
 impl Leadership {
     fn new(client: Client, name: String, owner: String, fence: u64, session: Arc<Session>) -> Self {
         let lost = Tripwire::new();
         let registration = session.register(&name, fence, lost.clone());
-        let runtime = client.home();
         Leadership {
             client,
             owner,
@@ -245,7 +242,6 @@ impl Leadership {
             session_lost: session.lost.clone(),
             name,
             hold: Some((session, registration)),
-            runtime,
         }
     }
 
@@ -352,7 +348,7 @@ impl Drop for Leadership {
         };
         let client = self.client.clone();
         let (name, owner) = (self.name.clone(), self.owner.clone());
-        self.runtime.spawn(async move {
+        self.client.home().spawn(async move {
             if let Err(e) = client.resign(&name, &owner).await {
                 tracing::debug!("resign of {name:?} on drop failed: {e}");
             }

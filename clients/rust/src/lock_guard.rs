@@ -16,7 +16,7 @@ use crate::error::Error;
 
 /// A held lock (or shared hold, or semaphore permits). Released by
 /// [`release`](Self::release) or, failing that, on drop (in the background,
-/// on the runtime it was acquired on).
+/// on its client's runtime).
 #[derive(Debug)]
 #[must_use = "dropping a guard releases the lock at once"]
 pub struct LockGuard {
@@ -32,7 +32,6 @@ pub struct LockGuard {
     dedicated: bool,
     /// `None` once released.
     hold: Option<Hold>,
-    runtime: Handle,
 }
 
 /// What a guard keeps alive while it holds.
@@ -54,7 +53,6 @@ impl LockGuard {
     ) -> Self {
         let lost = Tripwire::new();
         let registration = session.register(&spec.name, acquired.fence, lost.clone());
-        let runtime = client.home();
         LockGuard {
             client,
             fence: acquired.fence,
@@ -67,9 +65,13 @@ impl LockGuard {
                 _registration: registration,
                 _abort_watch: None,
             }),
-            runtime,
             spec,
         }
+    }
+
+    /// The runtime its background work runs on: its client's.
+    pub(crate) fn home(&self) -> Handle {
+        self.client.home()
     }
 
     pub(crate) fn watch_for_abort(mut self, abort: Option<AbortHandle>) -> Self {
@@ -78,7 +80,7 @@ impl LockGuard {
         };
         let (tx, rx) = oneshot::channel::<()>();
         let lost = self.lost();
-        self.runtime.spawn(async move {
+        self.client.home().spawn(async move {
             tokio::select! {
                 _ = lost => handle.abort(),
                 _ = rx => {}
@@ -305,6 +307,6 @@ impl Drop for LockGuard {
             }
             drop(hold);
         };
-        self.client.inner.cleanups.spawn(&self.runtime, work);
+        self.client.inner.cleanups.spawn(&self.client.home(), work);
     }
 }

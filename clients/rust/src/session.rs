@@ -25,7 +25,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::runtime::Handle;
 use tokio::task::AbortHandle;
 use tokio::time::{sleep_until, timeout_at, Instant};
 
@@ -52,8 +51,6 @@ pub(crate) struct Session {
     /// Shares connections with the client but not its session slot, so the
     /// keeper does not keep the client alive.
     rpc: Client,
-    /// Where the session's tasks run; used to revoke from `Drop`.
-    runtime: Handle,
 }
 
 #[derive(Debug, Default)]
@@ -130,7 +127,6 @@ impl Session {
             held,
             keeper: task.abort_handle(),
             owned: AtomicBool::new(owned),
-            runtime: rpc.home(),
             rpc,
         })
     }
@@ -210,7 +206,7 @@ impl Drop for Session {
             let work = async move {
                 let _ = rpc.revoke(lease).await;
             };
-            self.rpc.inner.cleanups.spawn(&self.runtime, work);
+            self.rpc.inner.cleanups.spawn(&self.rpc.home(), work);
         }
     }
 }

@@ -20,7 +20,6 @@
 use std::future::Future;
 use std::time::Duration;
 
-use tokio::runtime::Handle;
 use tokio::time::Instant;
 
 use super::{Client, LockGuard};
@@ -88,7 +87,6 @@ impl TaskLock {
         Ok(guard.map(|guard| TaskGuard {
             guard: Some(guard),
             hold_until: Instant::now() + self.min_hold,
-            runtime: self.client.home(),
         }))
     }
 
@@ -131,7 +129,6 @@ pub struct TaskGuard {
     guard: Option<LockGuard>,
     /// Not released before this.
     hold_until: Instant,
-    runtime: Handle,
 }
 
 impl TaskGuard {
@@ -226,7 +223,7 @@ impl TaskGuard {
         if matches!(held, Err(Error::LockLost(_))) || !held_on(&guard, self.hold_until).await {
             return settle(held, guard.release().await);
         }
-        release_at(&self.runtime, guard, self.hold_until);
+        release_at(guard, self.hold_until);
         held
     }
 }
@@ -276,10 +273,10 @@ async fn held_on(guard: &LockGuard, until: Instant) -> bool {
     true
 }
 
-/// Releases `guard` at `until`, in the background on `runtime` (if the
-/// process is gone by then, the lease's own end frees the lock).
-fn release_at(runtime: &Handle, guard: LockGuard, until: Instant) {
-    runtime.spawn(async move {
+/// Releases `guard` at `until`, in the background on its client's runtime
+/// (if the process is gone by then, the lease's own end frees the lock).
+fn release_at(guard: LockGuard, until: Instant) {
+    guard.home().spawn(async move {
         tokio::time::sleep_until(until).await;
         if let Err(e) = guard.release().await {
             tracing::debug!("task lock release at min_hold: {e}");
@@ -290,12 +287,12 @@ fn release_at(runtime: &Handle, guard: LockGuard, until: Instant) {
 impl Drop for TaskGuard {
     fn drop(&mut self) {
         if let Some(guard) = self.guard.take() {
-            let (hold_until, runtime) = (self.hold_until, self.runtime.clone());
-            self.runtime.spawn(async move {
+            let hold_until = self.hold_until;
+            guard.home().spawn(async move {
                 if guard.is_lost() || !held_on(&guard, hold_until).await {
                     drop(guard);
                 } else {
-                    release_at(&runtime, guard, hold_until);
+                    release_at(guard, hold_until);
                 }
             });
         }
