@@ -4,12 +4,14 @@
 
 use raftlock_raft::Error;
 
-use crate::serving::grant_wait::WaitError;
+use crate::serving::grant_wait::{WaitEnd, WaitError};
 use raftlock_storage::CommandError;
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Status};
 
-pub use raftlock_api::metadata::{LEADER_ADDR_KEY, LEADER_ID_KEY, OUTCOME_KEY, OUTCOME_UNKNOWN};
+pub use raftlock_api::metadata::{
+    LEADER_ADDR_KEY, LEADER_ID_KEY, OUTCOME_KEY, OUTCOME_UNKNOWN, WAIT_GONE, WAIT_KEY,
+};
 
 /// Maps a replication-layer error to the status a client sees. The
 /// message says what happened in words once: the code already says
@@ -52,12 +54,23 @@ pub fn to_status(e: Error) -> Status {
 
 /// Maps why an Acquire or Campaign gave no grant to the status a client
 /// sees: a wait that ran out of time is DEADLINE_EXCEEDED, one that ended
-/// otherwise ABORTED.
+/// otherwise ABORTED; when no wait was left under the request to end (an
+/// earlier attempt's was cancelled), the answer says so ([`WAIT_KEY`]), and
+/// the client asks again under a new request id.
 pub fn wait_status(e: WaitError) -> Status {
     let message = e.message();
     match e {
         WaitError::Replica(e) => to_status(e),
         WaitError::Timeout { .. } => Status::deadline_exceeded(message),
+        WaitError::Ended {
+            why: WaitEnd::NoGrant,
+            ..
+        } => {
+            let mut status = Status::aborted(message);
+            let value = MetadataValue::from_static(WAIT_GONE);
+            status.metadata_mut().insert(WAIT_KEY, value);
+            status
+        }
         WaitError::Ended { .. } => Status::aborted(message),
         WaitError::Unsettled { .. } | WaitError::Stopping => Status::unavailable(message),
     }
@@ -98,7 +111,7 @@ mod tests {
     use raftlock_storage::EndReason;
 
     use super::*;
-    use crate::serving::grant_wait::{Unsettle, WaitEnd};
+    use crate::serving::grant_wait::Unsettle;
 
     #[test]
     fn not_leader_names_the_leader() {
@@ -109,6 +122,31 @@ mod tests {
         assert_eq!(s.code(), Code::Unavailable);
         assert_eq!(s.metadata().get(LEADER_ID_KEY).unwrap(), "3");
         assert_eq!(s.metadata().get(LEADER_ADDR_KEY).unwrap(), "127.0.0.1:7379");
+    }
+
+    /// Only a wait that found nothing left under its request is marked
+    /// (the client asks again under a new request id); one the state
+    /// machine ended for a reason is not, and both stay WaitEnded.
+    #[test]
+    fn a_wait_with_nothing_left_is_marked_gone() {
+        let gone = wait_status(WaitError::Ended {
+            name: "jobs".into(),
+            why: WaitEnd::NoGrant,
+        });
+        assert_eq!(gone.code(), Code::Aborted);
+        assert_eq!(gone.metadata().get(WAIT_KEY).unwrap(), WAIT_GONE);
+        let expired = wait_status(WaitError::Ended {
+            name: "jobs".into(),
+            why: WaitEnd::Ended(EndReason::LeaseExpired),
+        });
+        assert_eq!(expired.code(), Code::Aborted);
+        assert!(expired.metadata().get(WAIT_KEY).is_none());
+        for status in [gone, expired] {
+            assert!(matches!(
+                raftlock_client::error::from_status(&status),
+                raftlock_client::Error::WaitEnded(_)
+            ));
+        }
     }
 
     #[test]

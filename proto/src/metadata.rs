@@ -12,3 +12,12 @@ pub const LEADER_ADDR_KEY: &str = "raftlock-leader-addr";
 pub const OUTCOME_KEY: &str = "raftlock-outcome";
 /// The value of [`OUTCOME_KEY`].
 pub const OUTCOME_UNKNOWN: &str = "unknown";
+/// Metadata key set to [`WAIT_GONE`] on the ABORTED answer to a wait that
+/// found neither its place in the queue nor a hold under its request: an
+/// earlier attempt of the request was given up by the client (no answer
+/// from its node in time) and its node cancelled the wait it made, so
+/// nothing was granted under the request and the client may ask again
+/// under a new one.
+pub const WAIT_KEY: &str = "raftlock-wait";
+/// The value of [`WAIT_KEY`].
+pub const WAIT_GONE: &str = "gone";

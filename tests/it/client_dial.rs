@@ -247,3 +247,139 @@ async fn a_wait_longer_than_the_dial_timeout_is_not_cut_off() {
     );
     cluster.shutdown().await;
 }
+
+/// A proxy to `target` whose answers can be held back: while `lagging`
+/// is set it passes what the client sends at once and keeps what the node
+/// answers until it is cleared (then passes it on, in order), as an
+/// overloaded node or link does.
+async fn lagging_proxy(target: String) -> (String, Arc<AtomicBool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let lagging = Arc::new(AtomicBool::new(false));
+    let flag = lagging.clone();
+    tokio::spawn(async move {
+        while let Ok((inbound, _)) = listener.accept().await {
+            let Ok(outbound) = TcpStream::connect(&target).await else {
+                continue;
+            };
+            let (in_read, in_write) = inbound.into_split();
+            let (out_read, out_write) = outbound.into_split();
+            let never = Arc::new(AtomicBool::new(false));
+            tokio::spawn(pipe(in_read, out_write, never));
+            tokio::spawn(held_back(out_read, in_write, flag.clone()));
+        }
+    });
+    (addr, lagging)
+}
+
+/// Copies `from` to `to`, holding each read back while `lagging` is set.
+async fn held_back(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    lagging: Arc<AtomicBool>,
+) {
+    let mut buf = [0u8; 16384];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        while lagging.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A queued acquire whose node stops answering for a while (its answers
+/// held back 1.5 s, longer than the dial timeout and the question after
+/// it) is given up on that attempt, and the node cancels the abandoned
+/// wait; the client's next attempt of the same request finds no wait
+/// left. The acquire must go on waiting (it asks again, under a new
+/// request id) and be granted when the lock is released. Without that it
+/// ended "wait for lagged ended without a grant" as soon as the answers
+/// flowed again (seen; `bad_input::waiter_queue_is_bounded` failed so
+/// on a loaded machine).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_whose_attempt_was_cancelled_asks_again() {
+    let cluster = TestCluster::new(1).await;
+    let leader = cluster.wait_for_leader().await;
+    let holder = cluster.client().await;
+    let lease = holder.grant_lease(TTL).await.expect("lease");
+    holder
+        .acquire(&Acquire::exclusive("lagged", "holder", lease))
+        .await
+        .expect("acquire")
+        .expect("free lock");
+    let (proxy, lagging) = lagging_proxy(cluster.addrs[&leader].0.to_string()).await;
+    let waiter = client(
+        &cluster,
+        vec![proxy],
+        Duration::from_millis(200),
+        Duration::from_secs(10),
+    )
+    .await;
+    let wait = tokio::spawn(async move {
+        waiter
+            .acquire(&Acquire::exclusive("lagged", "waiter", lease))
+            .await
+    });
+    let queued = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = holder.describe("lagged").await.expect("describe");
+        if info.is_some_and(|l| !l.waiters.is_empty()) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < queued,
+            "the waiter never queued"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    lagging.store(true, Ordering::Relaxed);
+    // The first attempt is given up after its question goes unanswered
+    // (about 400 ms) and the node cancels its wait.
+    let cancelled = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = holder.describe("lagged").await.expect("describe");
+        if info.is_some_and(|l| l.waiters.is_empty()) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < cancelled,
+            "the abandoned attempt's wait was never cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    lagging.store(false, Ordering::Relaxed);
+    // The client's next attempts find the node answering again.
+    let requeued = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = holder.describe("lagged").await.expect("describe");
+        if info.is_some_and(|l| !l.waiters.is_empty()) {
+            break;
+        }
+        if wait.is_finished() {
+            let ended = wait.await.expect("waiter task");
+            panic!("the acquire ended instead of waiting: {ended:?}");
+        }
+        assert!(
+            tokio::time::Instant::now() < requeued,
+            "the waiter never queued again"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    holder.release("lagged", "holder").await.expect("release");
+    let granted = tokio::time::timeout(Duration::from_secs(30), wait)
+        .await
+        .expect("the waiter returns")
+        .expect("waiter task");
+    assert!(
+        matches!(granted, Ok(Some(_))),
+        "the waiting acquire ended with {granted:?}"
+    );
+    cluster.shutdown().await;
+}

@@ -25,7 +25,7 @@ use tokio::time::Instant;
 
 use super::endpoints::Endpoints;
 use super::request_ids::{InFlightId, WaitAttempts};
-use super::unary::{self, Unary, Waiting};
+use super::unary::{self, Unary, WaitFailed, Waiting};
 use super::Client;
 use crate::error::Error;
 use crate::pb;
@@ -150,13 +150,18 @@ impl Pending {
         deadline: Option<Instant>,
         req: &R,
         id: &pb::RequestId,
-    ) -> Result<R::Reply, Error> {
+    ) -> Result<R::Reply, WaitFailed> {
         let mut attempts = WaitAttempts::new(deadline);
         let answer = unary::send_attempts(endpoints, deadline, req, id, &mut attempts, |attempt| {
             self.sending(attempt)
         })
         .await;
-        self.answered().settle(answer)
+        let gone = matches!(answer, Err(WaitFailed::Gone(_)));
+        let settled = self.answered().settle(answer.map_err(Error::from));
+        settled.map_err(|e| match gone {
+            true => WaitFailed::Gone(e),
+            false => WaitFailed::Failed(e),
+        })
     }
 
     /// The call has its answer: its id, to settle.
@@ -164,6 +169,45 @@ impl Pending {
         match self.call.take() {
             Some((_, _, _, open)) => open,
             None => unreachable!("a pending call is answered once (it is taken by value)"),
+        }
+    }
+}
+
+/// How many times a wait asks again under a new request id after finding
+/// the wait of its earlier attempt cancelled; each time its node had left
+/// it unanswered for two dial timeouts.
+const ASK_AGAIN: u32 = 8;
+
+impl Client {
+    /// Runs the waiting call `call` (`req`, its request without an id)
+    /// until answered or `deadline`, under a new request id; dropped before
+    /// its answer, it is finished in the background. A wait that finds
+    /// nothing left under its request (its node went unanswered past the
+    /// dial timeout, the client gave that attempt up, and the node
+    /// cancelled the wait it had made) asks again under a new id, at the
+    /// back of the queue: its caller is still waiting.
+    pub(crate) async fn wait_call<R: Waiting>(
+        &self,
+        call: Call,
+        req: &R,
+        deadline: Option<Instant>,
+    ) -> Result<R::Reply, Error> {
+        let mut asked_again = 0;
+        loop {
+            let (request_id, open) = self.inner.ids.next();
+            let pending = Pending::new(self, call.clone(), request_id.clone(), open);
+            let answer = pending
+                .send_attempts(&self.inner.endpoints, deadline, req, &request_id)
+                .await;
+            match answer {
+                Err(WaitFailed::Gone(e))
+                    if asked_again < ASK_AGAIN && deadline.is_none_or(|d| Instant::now() < d) =>
+                {
+                    tracing::debug!("asking again under a new request id: {e}");
+                    asked_again += 1;
+                }
+                answer => return answer.map_err(Error::from),
+            }
         }
     }
 }
@@ -235,7 +279,9 @@ async fn resend(
     let endpoints = &client.inner.endpoints;
     match call {
         Call::Acquire(req) => {
-            let r = unary::send_attempts(endpoints, None, req, id, attempts, |_| {}).await?;
+            let r = unary::send_attempts(endpoints, None, req, id, attempts, |_| {})
+                .await
+                .map_err(Error::from)?;
             Ok(match (r.acquired, req.ttl_ms) {
                 (false, _) => Granted::Nothing,
                 (true, Some(_)) => Granted::Lease(r.lease),
@@ -246,7 +292,9 @@ async fn resend(
             })
         }
         Call::Campaign(req) => {
-            let r = unary::send_attempts(endpoints, None, req, id, attempts, |_| {}).await?;
+            let r = unary::send_attempts(endpoints, None, req, id, attempts, |_| {})
+                .await
+                .map_err(Error::from)?;
             Ok(match r.busy {
                 true => Granted::Nothing,
                 false => Granted::Leadership {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 
-use super::abandoned::{Call, Pending};
+use super::abandoned::Call;
 use super::{Client, LeaderInfo, LeaseId};
 use crate::error::{from_status, Error};
 use crate::pb;
@@ -48,12 +48,9 @@ impl Client {
         req: pb::CampaignRequest,
         timeout: Option<Duration>,
     ) -> Result<Option<u64>, Error> {
-        let (request_id, open) = self.inner.ids.next();
         let deadline = self.deadline_after(timeout);
-        // Dropped before its answer, the call is finished in the background.
-        let pending = Pending::new(self, Call::Campaign(req.clone()), request_id.clone(), open);
-        let r = pending
-            .send_attempts(&self.inner.endpoints, deadline, &req, &request_id)
+        let r = self
+            .wait_call(Call::Campaign(req.clone()), &req, deadline)
             .await?;
         Ok((!r.busy).then_some(r.fence))
     }

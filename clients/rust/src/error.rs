@@ -4,7 +4,9 @@
 
 use tonic::{Code, Status};
 
-use crate::metadata::{LEADER_ADDR_KEY, LEADER_ID_KEY, OUTCOME_KEY, OUTCOME_UNKNOWN};
+use crate::metadata::{
+    LEADER_ADDR_KEY, LEADER_ID_KEY, OUTCOME_KEY, OUTCOME_UNKNOWN, WAIT_GONE, WAIT_KEY,
+};
 
 /// Everything that can go wrong talking to raftlock.
 #[non_exhaustive]
@@ -112,6 +114,18 @@ fn outcome_unknown(status: &Status) -> bool {
         .is_some_and(|v| v.as_bytes() == OUTCOME_UNKNOWN.as_bytes())
 }
 
+/// Whether `status` answers a wait that found nothing left under its
+/// request (no place in the queue, no hold): an earlier attempt's wait was
+/// cancelled when the client gave that attempt up, and nothing was
+/// granted, so the call may ask again under a new request id.
+pub(crate) fn wait_gone(status: &Status) -> bool {
+    status.code() == Code::Aborted
+        && status
+            .metadata()
+            .get(WAIT_KEY)
+            .is_some_and(|v| v.as_bytes() == WAIT_GONE.as_bytes())
+}
+
 /// Whether `status` is tonic's for an HTTP/2 connection that broke under
 /// the call (a node stopping or removed sends GOAWAY or resets its
 /// streams): tonic reports most HTTP/2 reasons as `Internal` "h2 protocol
@@ -144,6 +158,26 @@ pub fn from_status(status: &Status) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only an ABORTED answer marked gone tells the client to ask again.
+    #[test]
+    fn only_a_marked_aborted_answer_is_a_wait_gone() {
+        let mut gone = Status::aborted("wait for a ended without a grant");
+        gone.metadata_mut().insert(
+            WAIT_KEY,
+            tonic::metadata::MetadataValue::from_static(WAIT_GONE),
+        );
+        assert!(wait_gone(&gone));
+        assert!(!wait_gone(&Status::aborted(
+            "wait for a ended: lease expired"
+        )));
+        let mut unavailable = Status::unavailable("x");
+        unavailable.metadata_mut().insert(
+            WAIT_KEY,
+            tonic::metadata::MetadataValue::from_static(WAIT_GONE),
+        );
+        assert!(!wait_gone(&unavailable));
+    }
 
     /// A connection that broke under a call (tonic's `Internal` "h2
     /// protocol error", seen when a removed node exits mid-call) is a

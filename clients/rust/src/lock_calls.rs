@@ -60,7 +60,6 @@ impl Client {
     /// Acquires per `spec`: `Ok(Some(_))` when granted, `Ok(None)` when a
     /// try-lock found the lock busy.
     pub async fn acquire(&self, spec: &Acquire) -> Result<Option<Acquired>, Error> {
-        let (request_id, open) = self.inner.ids.next();
         let req = pb::AcquireRequest {
             request_id: None,
             name: spec.name.clone(),
@@ -78,10 +77,8 @@ impl Client {
         };
         // The wait, connecting and retries all end by the caller's timeout.
         let deadline = self.deadline_after(spec.timeout);
-        // Dropped before its answer, the call is finished in the background.
-        let pending = Pending::new(self, Call::Acquire(req.clone()), request_id.clone(), open);
-        let r = pending
-            .send_attempts(&self.inner.endpoints, deadline, &req, &request_id)
+        let r = self
+            .wait_call(Call::Acquire(req.clone()), &req, deadline)
             .await?;
         Ok(r.acquired.then_some(Acquired {
             fence: r.fence,

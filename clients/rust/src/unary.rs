@@ -6,13 +6,14 @@
 //! each asking for the wait left; the others are sent as they are.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::time::Instant;
 use tonic::Status;
 
 use super::endpoints::{Endpoints, Transport};
 use super::request_ids::WaitAttempts;
-use crate::error::Error;
+use crate::error::{self, Error};
 use crate::pb;
 use crate::pb::election_client::ElectionClient;
 use crate::pb::lease_client::LeaseClient;
@@ -104,6 +105,26 @@ pub(crate) async fn send<R: Unary>(
         .await
 }
 
+/// Why the attempts of a wait ended without a reply.
+#[derive(Debug)]
+pub(crate) enum WaitFailed {
+    /// No wait or hold was left under the request (see
+    /// [`error::wait_gone`]): nothing was granted under it, and the call
+    /// may ask again under a new request id. The error says what the node
+    /// answered.
+    Gone(Error),
+    /// Any other failure.
+    Failed(Error),
+}
+
+impl From<WaitFailed> for Error {
+    fn from(failed: WaitFailed) -> Error {
+        match failed {
+            WaitFailed::Gone(e) | WaitFailed::Failed(e) => e,
+        }
+    }
+}
+
 /// Sends `req` as the attempts of `id` that `attempts` numbers, each asking
 /// for the wait left; `sending` hears of each attempt's number before it
 /// leaves.
@@ -114,12 +135,26 @@ pub(crate) async fn send_attempts<R: Waiting>(
     id: &pb::RequestId,
     attempts: &mut WaitAttempts,
     sending: impl Fn(u32),
-) -> Result<R::Reply, Error> {
-    endpoints
+) -> Result<R::Reply, WaitFailed> {
+    let gone = AtomicBool::new(false);
+    let answer = endpoints
         .call(deadline, |ch| {
             let (id, wait_ms) = attempts.next(id);
             sending(id.attempt);
-            req.attempt(id, wait_ms).send(ch)
+            let sent = req.attempt(id, wait_ms).send(ch);
+            let gone = &gone;
+            async move {
+                let answer = sent.await;
+                if answer.as_ref().is_err_and(error::wait_gone) {
+                    gone.store(true, Ordering::Relaxed);
+                }
+                answer
+            }
         })
-        .await
+        .await;
+    // An ABORTED answer is final: the call ended with the one marked.
+    answer.map_err(|e| match gone.into_inner() {
+        true => WaitFailed::Gone(e),
+        false => WaitFailed::Failed(e),
+    })
 }
