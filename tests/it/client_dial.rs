@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use raftlock_client::{Acquire, Client, ClientOptions};
+use raftlock_client::{Acquire, Client, ClientOptions, Error};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -293,26 +293,68 @@ async fn held_back(
     }
 }
 
-/// A queued acquire whose node stops answering for a while (its answers
-/// held back 1.5 s, longer than the dial timeout and the question after
-/// it) is given up on that attempt, and the node cancels the abandoned
-/// wait; the client's next attempt of the same request finds no wait
-/// left. The acquire must go on waiting (it asks again, under a new
-/// request id) and be granted when the lock is released. Without that it
-/// ended "wait for lagged ended without a grant" as soon as the answers
-/// flowed again (seen; `bad_input::waiter_queue_is_bounded` failed so
-/// on a loaded machine).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wait_whose_attempt_was_cancelled_asks_again() {
+/// What waits behind a holder in [`a_lagged_wait_asks_again`]: an acquire
+/// of a lock, or a campaign in an election.
+#[derive(Clone, Copy, Debug)]
+enum Wait {
+    Acquire,
+    Campaign,
+}
+
+impl Wait {
+    /// `client` takes `name` for `owner`, waiting if need be.
+    async fn take(self, client: &Client, name: &str, owner: &str, lease: u64) -> Result<(), Error> {
+        match self {
+            Wait::Acquire => client
+                .acquire(&Acquire::exclusive(name, owner, lease))
+                .await?
+                .map(drop)
+                .ok_or_else(|| Error::Internal("a waiting acquire was answered busy".into())),
+            Wait::Campaign => client
+                .campaign(name, owner, lease, b"v", None)
+                .await
+                .map(drop),
+        }
+    }
+
+    /// `client` gives `name` up for `owner`.
+    async fn give_up(self, client: &Client, name: &str, owner: &str) {
+        match self {
+            Wait::Acquire => drop(client.release(name, owner).await.expect("release")),
+            Wait::Campaign => client.resign(name, owner).await.expect("resign"),
+        }
+    }
+}
+
+/// Waits until `check` holds of `name`'s waiters, or fails saying `what`.
+async fn until_waiters(client: &Client, name: &str, what: &str, check: impl Fn(usize) -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = client.describe(name).await.expect("describe");
+        if check(info.map_or(0, |l| l.waiters.len())) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A queued acquire or campaign whose node stops answering for a while
+/// (its answers held back until the node has cancelled the wait) is given
+/// up on that attempt, and the node cancels the abandoned wait; the
+/// client's next attempt of the same request finds no wait left. The call
+/// must go on waiting (it asks again, under a new request id) and be
+/// granted when the holder lets go. Without that it ended "wait for lagged
+/// ended without a grant" as soon as the answers flowed again (seen;
+/// `bad_input::waiter_queue_is_bounded` failed so on a loaded machine).
+async fn a_lagged_wait_asks_again(wait: Wait) {
     let cluster = TestCluster::new(1).await;
     let leader = cluster.wait_for_leader().await;
     let holder = cluster.client().await;
     let lease = holder.grant_lease(TTL).await.expect("lease");
-    holder
-        .acquire(&Acquire::exclusive("lagged", "holder", lease))
+    wait.take(&holder, "lagged", "holder", lease)
         .await
-        .expect("acquire")
-        .expect("free lock");
+        .expect("the holder takes it");
     let (proxy, lagging) = lagging_proxy(cluster.addrs[&leader].0.to_string()).await;
     let waiter = client(
         &cluster,
@@ -321,38 +363,18 @@ async fn a_wait_whose_attempt_was_cancelled_asks_again() {
         Duration::from_secs(10),
     )
     .await;
-    let wait = tokio::spawn(async move {
-        waiter
-            .acquire(&Acquire::exclusive("lagged", "waiter", lease))
-            .await
-    });
-    let queued = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let info = holder.describe("lagged").await.expect("describe");
-        if info.is_some_and(|l| !l.waiters.is_empty()) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < queued,
-            "the waiter never queued"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let waiting = tokio::spawn(async move { wait.take(&waiter, "lagged", "waiter", lease).await });
+    until_waiters(&holder, "lagged", "the waiter never queued", |n| n > 0).await;
     lagging.store(true, Ordering::Relaxed);
     // The first attempt is given up after its question goes unanswered
     // (about 400 ms) and the node cancels its wait.
-    let cancelled = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let info = holder.describe("lagged").await.expect("describe");
-        if info.is_some_and(|l| l.waiters.is_empty()) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < cancelled,
-            "the abandoned attempt's wait was never cancelled"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_waiters(
+        &holder,
+        "lagged",
+        "the abandoned attempt's wait was never cancelled",
+        |n| n == 0,
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     lagging.store(false, Ordering::Relaxed);
     // The client's next attempts find the node answering again.
@@ -362,9 +384,9 @@ async fn a_wait_whose_attempt_was_cancelled_asks_again() {
         if info.is_some_and(|l| !l.waiters.is_empty()) {
             break;
         }
-        if wait.is_finished() {
-            let ended = wait.await.expect("waiter task");
-            panic!("the acquire ended instead of waiting: {ended:?}");
+        if waiting.is_finished() {
+            let ended = waiting.await.expect("waiter task");
+            panic!("the {wait:?} ended instead of waiting: {ended:?}");
         }
         assert!(
             tokio::time::Instant::now() < requeued,
@@ -372,14 +394,24 @@ async fn a_wait_whose_attempt_was_cancelled_asks_again() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    holder.release("lagged", "holder").await.expect("release");
-    let granted = tokio::time::timeout(Duration::from_secs(30), wait)
+    wait.give_up(&holder, "lagged", "holder").await;
+    let granted = tokio::time::timeout(Duration::from_secs(30), waiting)
         .await
         .expect("the waiter returns")
         .expect("waiter task");
     assert!(
-        matches!(granted, Ok(Some(_))),
-        "the waiting acquire ended with {granted:?}"
+        granted.is_ok(),
+        "the waiting {wait:?} ended with {granted:?}"
     );
     cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_whose_attempt_was_cancelled_asks_again() {
+    a_lagged_wait_asks_again(Wait::Acquire).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_campaign_whose_attempt_was_cancelled_asks_again() {
+    a_lagged_wait_asks_again(Wait::Campaign).await;
 }
