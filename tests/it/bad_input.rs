@@ -144,11 +144,16 @@ async fn bad_requests_are_refused_and_change_nothing() {
     cluster.shutdown().await;
 }
 
-#[tokio::test]
+/// The queue of one lock holds at most `MAX_WAITERS_PER_LOCK` waiters;
+/// one more is refused. The node and the waiters' clients get two runtime
+/// threads, and the waiters' lease outlives a slow fill: one CI run on a
+/// starved machine took 60 s to queue the 1 000, and their 60 s lease
+/// expired before the last acquire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiter_queue_is_bounded() {
     let cluster = TestCluster::new(1).await;
     let client = cluster.client().await;
-    let lease = client.grant_lease(Duration::from_secs(60)).await.unwrap();
+    let lease = client.grant_lease(Duration::from_secs(600)).await.unwrap();
     client
         .acquire(&Acquire::exclusive("busy", "holder", lease))
         .await
@@ -168,7 +173,7 @@ async fn waiter_queue_is_bounded() {
                 .await
         }));
     }
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
         let n = client
             .describe("busy")
