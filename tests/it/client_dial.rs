@@ -2,7 +2,8 @@
 //! that accepts connections and never answers is passed over and the
 //! client stays where it went; one that stops answering mid-life costs a
 //! call about two dial timeouts; a call that waits on purpose longer than
-//! the dial timeout, on a node that answers, is not cut off; and the
+//! the dial timeout, on a node that answers, is not cut off; an endpoint
+//! slower than the dial timeout is given longer on each try; and the
 //! caller's timeout ends connecting even before the dial timeout.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -414,4 +415,78 @@ async fn a_wait_whose_attempt_was_cancelled_asks_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_campaign_whose_attempt_was_cancelled_asks_again() {
     a_lagged_wait_asks_again(Wait::Campaign).await;
+}
+
+/// A proxy to `target` whose every answer arrives `delay` late: what the
+/// client sends passes at once, what the node answers is passed on, in
+/// order, `delay` after it came, as a node or link slower than the
+/// client's dial timeout answers.
+async fn slow_proxy(target: String, delay: Duration) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    tokio::spawn(async move {
+        while let Ok((inbound, _)) = listener.accept().await {
+            let Ok(outbound) = TcpStream::connect(&target).await else {
+                continue;
+            };
+            let (in_read, in_write) = inbound.into_split();
+            let (out_read, out_write) = outbound.into_split();
+            tokio::spawn(pipe(in_read, out_write, Arc::new(AtomicBool::new(false))));
+            tokio::spawn(delayed(out_read, in_write, delay));
+        }
+    });
+    addr
+}
+
+/// Copies `from` to `to`, each read `delay` after it came.
+async fn delayed(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    delay: Duration,
+) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(tokio::time::Instant, Vec<u8>)>();
+    tokio::spawn(async move {
+        while let Some((due, bytes)) = rx.recv().await {
+            tokio::time::sleep_until(due).await;
+            if to.write_all(&bytes).await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut buf = [0u8; 16384];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let due = tokio::time::Instant::now() + delay;
+        if tx.send((due, buf[..n].to_vec())).is_err() {
+            return;
+        }
+    }
+}
+
+/// The one endpoint a client has answers 2.5 s late, and its dial timeout
+/// is 1 s: the call is served, because each try that had no answer in
+/// time gives that endpoint longer on the next (2 s, then 3 s, up to 4).
+/// With the same dial timeout on every try, each gave up at 1 s and the
+/// call failed when its 30 s budget ran out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_endpoint_is_given_longer_on_the_next_try() {
+    const SLOW_DIAL: Duration = Duration::from_secs(1);
+    const LATE: Duration = Duration::from_millis(2500);
+    let cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let proxy = slow_proxy(cluster.addrs[&leader].0.to_string(), LATE).await;
+    let c = client(&cluster, vec![proxy], SLOW_DIAL, Duration::from_secs(30)).await;
+    let started = std::time::Instant::now();
+    let served = c.grant_lease(TTL).await;
+    let took = started.elapsed();
+    assert!(
+        served.is_ok(),
+        "a node answering {LATE:?} late was not waited out: {served:?} after {took:?}"
+    );
+    // At least the late answer itself; the first tries gave up on it.
+    assert!(took >= LATE, "served in {took:?}");
+    cluster.shutdown().await;
 }
