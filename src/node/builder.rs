@@ -156,6 +156,7 @@ impl NodeBuilder {
         let (serving, serving_tasks) =
             Serving::start(raft.inner().clone(), serving_config).map_err(NodeError::Serving)?;
         let (stop, stop_rx) = watch::channel(false);
+        let (admin_stop, admin_stop_rx) = watch::channel(false);
         let auth_on = auth.enabled();
         let server = tokio::spawn(serve_clients(
             serving.clone(),
@@ -164,7 +165,7 @@ impl NodeBuilder {
             client_limits,
             quota_streams,
             client_tls,
-            stop_rx.clone(),
+            stop_rx,
         ));
         let admin = match admin_listener {
             Some(l) => Some(
@@ -173,7 +174,7 @@ impl NodeBuilder {
                     raft.tls().cloned(),
                     l,
                     &admin_hosts,
-                    stop_rx,
+                    admin_stop_rx,
                 )
                 .map_err(|source| NodeError::Listen {
                     which: "admin",
@@ -200,6 +201,7 @@ impl NodeBuilder {
             client_addr,
             stop,
             server: Some(server),
+            admin_stop,
             admin,
         })
     }

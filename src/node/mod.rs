@@ -43,8 +43,12 @@ pub struct Node {
     serving: Arc<Serving>,
     serving_tasks: ServingTasks,
     client_addr: SocketAddr,
+    /// Tells the client listener to stop.
     stop: watch::Sender<bool>,
     server: Option<JoinHandle<()>>,
+    /// Tells the admin listener to stop: the last thing a stop does, so
+    /// health checks answer 503 until then.
+    admin_stop: watch::Sender<bool>,
     /// The admin listener's address and task, if it runs.
     admin: Option<(SocketAddr, JoinHandle<()>)>,
 }
@@ -189,7 +193,10 @@ impl Node {
     }
 
     /// Stops accepting client calls, lets in-flight ones finish (up to 5 s),
-    /// then stops Raft and flushes storage.
+    /// then stops Raft and flushes storage. The admin listener stays up
+    /// until the end, its health checks answering 503 "the node is
+    /// shutting down", so a probe sees a stopping node rather than a
+    /// refused connection.
     pub async fn shutdown(mut self) {
         self.inner().mark_stopping();
         let _ = self.stop.send(true);
@@ -201,10 +208,10 @@ impl Node {
                 tracing::warn!("client calls still running after 5 s; stopping anyway");
             }
         }
-        self.stop_admin().await;
         self.serving_tasks.stop().await;
         let id = self.id();
         self.raft.shutdown().await;
+        self.stop_admin().await;
         tracing::info!(id, "node stopped");
     }
 }
@@ -225,9 +232,10 @@ impl Node {
         self.raft.shutdown().await;
     }
 
-    /// Stops the admin listener (told by `stop`), waiting up to 2 s for
-    /// a page or scrape in progress.
+    /// Stops the admin listener, waiting up to 2 s for a page or scrape in
+    /// progress.
     async fn stop_admin(&mut self) {
+        let _ = self.admin_stop.send(true);
         if let Some((_, admin)) = self.admin.take() {
             let abort = admin.abort_handle();
             if tokio::time::timeout(Duration::from_secs(2), admin)

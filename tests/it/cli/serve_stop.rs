@@ -1,12 +1,17 @@
 //! SIGTERM to every `raftlock serve` of a cluster at once, as `systemctl
 //! stop` on every host or `docker compose down` sends it: each process
-//! ends within a moment, though the last ones to go have no quorum left.
+//! ends within a moment, though the last ones to go have no quorum left;
+//! until it ends, its health checks answer 503.
 
 use std::time::{Duration, Instant};
 
+use raftlock::pb;
 use raftlock_testkit::process::signal;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tonic::codegen::http::uri::PathAndQuery;
 
-use super::process_cluster::ProcessCluster;
+use super::process_cluster::{Launch, ProcessCluster};
 
 /// What the test asserts of each exit; the promise (docs/operations.md,
 /// "Stopping") is 2 s, and this leaves room for a starved test machine.
@@ -159,4 +164,106 @@ async fn cli_serve_a_node_waiting_for_a_leader_stops_at_once() {
         "node 1 took {took:?} to stop"
     );
     write.abort();
+}
+
+/// `GET path` of the admin listener at `addr`: the whole HTTP answer, or
+/// why there was none (a refused connection once the listener closed).
+async fn try_http_get(addr: &str, path: &str) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect(addr).await?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await?;
+    Ok(String::from_utf8_lossy(&raw).into_owned())
+}
+
+/// A node told to stop (SIGTERM) while a client call is still in flight
+/// keeps its admin listener up until it exits, `/healthz` and `/readyz`
+/// answering 503 "the node is shutting down" in the meantime, so a probe
+/// sees a stopping node, not a refused connection. The call in flight is a
+/// status question whose message never comes, which holds the node's
+/// drain of client calls (up to 5 s) open for as long as the test likes.
+/// When the admin listener closed as soon as the stop began, the first
+/// probe after SIGTERM was refused ("Connection refused").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_serve_answers_health_checks_503_while_it_stops() {
+    let mut cluster = ProcessCluster::launch(Launch {
+        admin: true,
+        ..Launch::default()
+    })
+    .await;
+    let admin = cluster.admins[0].clone();
+    let before = try_http_get(&admin, "/healthz").await.expect("healthz");
+    assert!(before.starts_with("HTTP/1.1 200"), "{before}");
+
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", cluster.clients[0]))
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.expect("ready");
+    let in_flight = tokio::spawn(async move {
+        grpc.client_streaming(
+            tonic::Request::new(tokio_stream::pending::<pb::StatusRequest>()),
+            PathAndQuery::from_static("/raftlock.v1.Cluster/Status"),
+            tonic_prost::ProstCodec::<pb::StatusRequest, pb::StatusResponse>::default(),
+        )
+        .await
+    });
+    // The call's headers are at the node by then.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let pid = cluster.nodes[0].pid().expect("running");
+    signal(pid, libc::SIGTERM).expect("SIGTERM");
+    let sent = Instant::now();
+    // Until the node sees the signal it still answers 200.
+    let answer = loop {
+        match try_http_get(&admin, "/healthz").await {
+            Ok(answer) if answer.starts_with("HTTP/1.1 200") => {
+                assert!(
+                    sent.elapsed() < Duration::from_secs(30),
+                    "still healthy 30 s after SIGTERM: {answer}"
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Ok(answer) => break answer,
+            Err(e) => panic!(
+                "the admin listener closed before the node stopped ({:?} after SIGTERM): {e}; logs:\n{}",
+                sent.elapsed(),
+                cluster.logs()
+            ),
+        }
+    };
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("the node is shutting down"), "{answer}");
+    let ready = try_http_get(&admin, "/readyz")
+        .await
+        .expect("readyz while stopping");
+    assert!(ready.starts_with("HTTP/1.1 503"), "{ready}");
+    assert!(ready.contains("the node is shutting down"), "{ready}");
+    assert!(
+        cluster.nodes[0].exit_status().is_none(),
+        "the node exited while a call was in flight"
+    );
+
+    // The call goes; the node finishes its stop and exits cleanly.
+    in_flight.abort();
+    let _ = in_flight.await;
+    let status = loop {
+        if let Some(status) = cluster.nodes[0].exit_status() {
+            break status;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(60),
+            "node 1 did not exit; logs:\n{}",
+            cluster.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(status.success(), "node 1 exited {status}");
+    assert!(
+        try_http_get(&admin, "/healthz").await.is_err(),
+        "the admin listener outlived its node"
+    );
 }
