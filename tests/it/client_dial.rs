@@ -490,3 +490,107 @@ async fn a_slow_endpoint_is_given_longer_on_the_next_try() {
     assert!(took >= LATE, "served in {took:?}");
     cluster.shutdown().await;
 }
+
+/// How many `Status` calls node `id` has served (its `/metrics`).
+async fn status_calls(cluster: &TestCluster, id: u64) -> u64 {
+    let (_, metrics) = crate::observe::get(cluster, id, "/metrics").await;
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("raftlock_grpc_requests_total") && l.contains("Cluster/Status"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// Calls waiting on one node through one client share their questions
+/// to it: 200 acquires queued behind a holder, each past its dial timeout
+/// five times over, cost the node a few `Status` calls between them. When
+/// each call asked for itself, the node answered 400 (one first question
+/// and one "are you alive" per call) where this asserts at most 20.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_calls_share_their_questions_to_the_node() {
+    const WAITERS: usize = 200;
+    let mut base = crate::cluster::test_config();
+    base.serving.admin_addr = Some("127.0.0.1:0".into());
+    let cluster = TestCluster::with_config(1, base).await;
+    let holder = cluster.client().await;
+    let lease = holder.grant_lease(TTL).await.expect("lease");
+    holder
+        .acquire(&Acquire::exclusive("crowd", "holder", lease))
+        .await
+        .expect("acquire")
+        .expect("free lock");
+    let waiter = client(&cluster, cluster.endpoints(), DIAL, RETRY_FOR).await;
+    let before = status_calls(&cluster, 1).await;
+    let mut tasks = Vec::new();
+    for i in 0..WAITERS {
+        let c = waiter.clone();
+        tasks.push(tokio::spawn(async move {
+            c.acquire(&Acquire::exclusive("crowd", format!("w{i}"), lease))
+                .await
+        }));
+    }
+    until_waiters(&holder, "crowd", "the waiters never queued", |n| {
+        n == WAITERS
+    })
+    .await;
+    tokio::time::sleep(DIAL * 5).await;
+    let asked = status_calls(&cluster, 1).await - before;
+    println!("{asked} status calls for {WAITERS} waiting acquires");
+    if let Some(ended) = tasks.iter().position(|t| t.is_finished()) {
+        let ended = tasks.swap_remove(ended).await.expect("waiter task");
+        panic!("a waiter ended instead of waiting: {ended:?}");
+    }
+    assert!(
+        asked <= 20,
+        "{asked} status calls for {WAITERS} waiting acquires"
+    );
+    holder.release("crowd", "holder").await.expect("release");
+    for t in tasks {
+        t.abort();
+    }
+    cluster.shutdown().await;
+}
+
+/// Fifty acquires at once (calls that may wait, so only the dial timeout
+/// moves them on) on an endpoint that stops answering (frozen) all move
+/// on to the next and are granted, though they share their questions to
+/// it: a question that went unanswered is the answer for every call that
+/// waited for it, and a call whose turn to ask does not come within its
+/// dial timeout counts the question in flight as unanswered. Each call
+/// asking in turn instead took the crowd one dial timeout after another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowd_leaves_an_endpoint_that_stops_answering_together() {
+    let cluster = TestCluster::new(3).await;
+    let leader = cluster.wait_for_leader().await;
+    let (proxy, frozen) = freezable_proxy(cluster.addrs[&leader].0.to_string()).await;
+    let mut endpoints = vec![proxy];
+    endpoints.extend(
+        cluster
+            .others(leader)
+            .iter()
+            .map(|id| cluster.addrs[id].0.to_string()),
+    );
+    let c = client(&cluster, endpoints, DIAL, RETRY_FOR).await;
+    let lease = c.grant_lease(TTL).await.expect("through the proxy");
+    frozen.store(true, Ordering::Relaxed);
+    let started = std::time::Instant::now();
+    let calls: Vec<_> = (0..50)
+        .map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move {
+                c.acquire(&Acquire::exclusive(format!("crowd{i}"), "a", lease))
+                    .await
+            })
+        })
+        .collect();
+    for call in calls {
+        let served = call.await.expect("call task");
+        assert!(
+            matches!(served, Ok(Some(_))),
+            "not granted past the frozen endpoint: {served:?} after {:?}",
+            started.elapsed()
+        );
+    }
+    println!("50 acquires moved on in {:?}", started.elapsed());
+    cluster.shutdown().await;
+}

@@ -16,11 +16,19 @@
 //!
 //! Neither bounds the call itself: a waiting acquire, a campaign or an
 //! observe stream on a node that answers may take as long as it likes.
+//!
+//! The calls of one client share these questions ([`Questions`]): calls
+//! that need to know at the same moment whether an endpoint is alive (a
+//! crowd of waiting acquires past their dial timeout, a burst of first
+//! calls) wait for the one question in flight and take its outcome, so a
+//! node is asked once, not once per call.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use tokio::sync::Mutex;
+use tokio::time::Instant;
 use tonic::Status;
 
 use super::{Endpoints, Transport};
@@ -53,8 +61,75 @@ impl Liveness {
     }
 }
 
-/// What asking an endpoint for its status showed.
+/// The last status question each endpoint was asked, one slot each; a
+/// slot is locked while its question is in flight.
 #[derive(Debug)]
+pub(crate) struct Questions(Vec<Mutex<Option<Asked>>>);
+
+/// A question that was answered or given up.
+#[derive(Debug)]
+pub(crate) struct Asked {
+    /// When it was settled.
+    settled: Instant,
+    /// How long it was given.
+    limit: Duration,
+    probe: Probe,
+}
+
+impl Questions {
+    pub fn new(endpoints: usize) -> Self {
+        Questions((0..endpoints).map(|_| Mutex::new(None)).collect())
+    }
+
+    /// Asks endpoint `i` (`addr`, behind `channel`) for its status within
+    /// `limit`, unless a question settled after `since` already tells:
+    /// answered, or given up after at least `limit`. A question in flight
+    /// is waited for, not repeated. `since` is when the caller began to
+    /// need the answer (the call sent, the first question wanted), so an
+    /// answer from before then never vouches for a node that stopped.
+    pub async fn ask(
+        &self,
+        i: usize,
+        channel: Transport,
+        limit: Duration,
+        addr: &str,
+        since: Instant,
+    ) -> Probe {
+        let deadline = Instant::now() + limit;
+        let Some(slot) = self.0.get(i) else {
+            return probe(channel, limit, addr).await;
+        };
+        // The question in flight had no answer for all of `limit`.
+        let Ok(mut last) = tokio::time::timeout_at(deadline, slot.lock()).await else {
+            return Probe::Failed(no_answer(addr, limit));
+        };
+        if let Some(asked) = last.as_ref().filter(|asked| asked.tells(since, limit)) {
+            return asked.probe.clone();
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Probe::Failed(no_answer(addr, limit));
+        }
+        let probe = probe(channel, left, addr).await;
+        *last = Some(Asked {
+            settled: Instant::now(),
+            limit: left,
+            probe: probe.clone(),
+        });
+        probe
+    }
+}
+
+impl Asked {
+    /// Whether this outcome answers a question wanted since `since`,
+    /// within `limit`.
+    fn tells(&self, since: Instant, limit: Duration) -> bool {
+        self.settled >= since && (matches!(self.probe, Probe::Answered(_)) || self.limit >= limit)
+    }
+}
+
+/// What asking an endpoint for its status showed.
+#[derive(Clone, Debug)]
 pub(crate) enum Probe {
     /// A node answered: its status, or `None` if it refused the question
     /// (an unauthenticated caller, a port that serves something else):
@@ -102,13 +177,13 @@ pub(crate) fn is_no_answer(status: &Status) -> bool {
 }
 
 /// Runs `call` on an endpoint that answered before; if it has no reply
-/// within `dial`, asks the same connection for its status, and gives the
-/// call up (as [`no_answer`]) if that is not answered within `dial`
-/// either. A node that answers the question is alive: the call then runs
-/// as long as it needs.
+/// within `dial`, asks whether the node is alive (`check`: its status, on
+/// the same connection, within `dial`), and gives the call up (as
+/// [`no_answer`]) if that is not answered either. A node that answers the
+/// question is alive: the call then runs as long as it needs.
 pub(crate) async fn watch<T>(
     call: impl Future<Output = Result<T, Status>>,
-    channel: Transport,
+    check: impl Future<Output = Probe>,
     dial: Duration,
     addr: &str,
 ) -> Result<T, Status> {
@@ -116,7 +191,6 @@ pub(crate) async fn watch<T>(
     if let Ok(answer) = tokio::time::timeout(dial, &mut call).await {
         return answer;
     }
-    let check = probe(channel, dial, addr);
     tokio::pin!(check);
     tokio::select! {
         answer = &mut call => answer,
@@ -140,7 +214,11 @@ impl Endpoints {
         dial: Duration,
         silent: &[u32],
     ) -> Result<Option<Error>, Status> {
-        let status = match probe(channel, dial, &self.addrs[i]).await {
+        let asked = self
+            .questions
+            .ask(i, channel, dial, &self.addrs[i], Instant::now())
+            .await;
+        let status = match asked {
             Probe::Answered(status) => status,
             Probe::Failed(status) => return Err(status),
         };
@@ -216,6 +294,27 @@ mod tests {
         assert!(!live.answered(7));
         live.set(0, false);
         assert!(!live.answered(0));
+    }
+
+    #[test]
+    fn only_an_outcome_settled_since_the_need_began_tells() {
+        let since = Instant::now();
+        let limit = Duration::from_millis(300);
+        let settled = |at: Instant, limit: Duration, probe: Probe| Asked {
+            settled: at,
+            limit,
+            probe,
+        };
+        let answered = || Probe::Answered(None);
+        let silent = || Probe::Failed(no_answer("a:1", limit));
+        let earlier = since - Duration::from_millis(1);
+        // An answer from before the need began vouches for nothing.
+        assert!(!settled(earlier, limit, answered()).tells(since, limit));
+        assert!(settled(since, Duration::ZERO, answered()).tells(since, limit));
+        // No answer tells only a caller who would not have waited longer.
+        assert!(settled(since, limit, silent()).tells(since, limit));
+        assert!(!settled(since, limit / 2, silent()).tells(since, limit));
+        assert!(!settled(earlier, limit, silent()).tells(since, limit));
     }
 
     #[test]

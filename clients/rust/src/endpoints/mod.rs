@@ -27,7 +27,7 @@ mod bearer_token;
 pub(crate) mod dial;
 
 pub use bearer_token::BearerToken;
-use dial::Liveness;
+use dial::{Liveness, Questions};
 
 /// How long a call keeps retrying before it reports `Unavailable`.
 pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(15);
@@ -62,6 +62,9 @@ pub struct Endpoints {
     /// answer a status question within the dial timeout before a call
     /// waits on them (see `dial`).
     live: Liveness,
+    /// The last status question each endpoint was asked, shared by calls
+    /// that need one at the same moment.
+    questions: Questions,
     retry_for: Duration,
     dial_timeout: Duration,
     /// What a failed attempt is read against (TLS or not, the client's
@@ -122,6 +125,7 @@ impl Endpoints {
             channels,
             current: AtomicUsize::new(0),
             live: Liveness::new(addrs.len()),
+            questions: Questions::new(addrs.len()),
             retry_for: options.retry_for,
             dial_timeout: options.dial_timeout,
             attempted: Attempted {
@@ -311,7 +315,9 @@ impl Endpoints {
         Fut: std::future::Future<Output = Result<T, Status>>,
     {
         let addr = &self.addrs[i];
-        let watched = dial::watch(call(channel.clone()), channel, dial, addr);
+        let sent = Instant::now();
+        let check = self.questions.ask(i, channel.clone(), dial, addr, sent);
+        let watched = dial::watch(call(channel), check, dial, addr);
         match attempt_timeout {
             Some(limit) => tokio::time::timeout(limit, watched)
                 .await
