@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use raftlock_client::{Acquire, Client, ClientOptions, Error};
+use raftlock_client::{Acquire, Client, ClientOptions, Error, LeaseId};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -137,22 +137,36 @@ async fn the_callers_timeout_bounds_the_dial_timeout() {
 /// nothing either way and keeps its connections open, as a node paused
 /// with SIGSTOP does.
 async fn freezable_proxy(target: String) -> (String, Arc<AtomicBool>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
     let frozen = Arc::new(AtomicBool::new(false));
     let flag = frozen.clone();
+    let addr = proxy(target, move |(in_read, in_write), (out_read, out_write)| {
+        tokio::spawn(pipe(in_read, out_write, flag.clone()));
+        tokio::spawn(pipe(out_read, in_write, flag.clone()));
+    })
+    .await;
+    (addr, frozen)
+}
+
+/// The two halves of one side of a proxied connection.
+type Halves = (
+    tokio::net::tcp::OwnedReadHalf,
+    tokio::net::tcp::OwnedWriteHalf,
+);
+
+/// A proxy to `target`, returning its address: for each connection it
+/// accepts, `wire` gets the client's side and the node's side to copy.
+async fn proxy(target: String, wire: impl Fn(Halves, Halves) + Send + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
     tokio::spawn(async move {
         while let Ok((inbound, _)) = listener.accept().await {
             let Ok(outbound) = TcpStream::connect(&target).await else {
                 continue;
             };
-            let (in_read, in_write) = inbound.into_split();
-            let (out_read, out_write) = outbound.into_split();
-            tokio::spawn(pipe(in_read, out_write, flag.clone()));
-            tokio::spawn(pipe(out_read, in_write, flag.clone()));
+            wire(inbound.into_split(), outbound.into_split());
         }
     });
-    (addr, frozen)
+    addr
 }
 
 /// Copies `from` to `to` until frozen; then holds both open, silent.
@@ -176,6 +190,26 @@ async fn pipe(
     }
 }
 
+/// A client whose first endpoint is the leader behind a [`freezable_proxy`]
+/// (so the client stays on it), then the other nodes; its lease, granted
+/// through the proxy; and the proxy's switch.
+async fn client_behind_freezable_leader(
+    cluster: &TestCluster,
+) -> (Client, LeaseId, Arc<AtomicBool>) {
+    let leader = cluster.wait_for_leader().await;
+    let (proxy, frozen) = freezable_proxy(cluster.addrs[&leader].0.to_string()).await;
+    let mut endpoints = vec![proxy];
+    endpoints.extend(
+        cluster
+            .others(leader)
+            .iter()
+            .map(|id| cluster.addrs[id].0.to_string()),
+    );
+    let c = client(cluster, endpoints, DIAL, RETRY_FOR).await;
+    let lease = c.grant_lease(TTL).await.expect("through the proxy");
+    (c, lease, frozen)
+}
+
 /// The endpoint a client used stops answering (frozen, as by SIGSTOP):
 /// the next call moves on after about two dial timeouts, well within its
 /// 3 s budget. Without the check of a call that has no answer within the
@@ -184,19 +218,7 @@ async fn pipe(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_that_stops_answering_is_left_for_the_next() {
     let cluster = TestCluster::new(3).await;
-    let leader = cluster.wait_for_leader().await;
-    let (proxy, frozen) = freezable_proxy(cluster.addrs[&leader].0.to_string()).await;
-    // The leader only through the proxy (so the client stays on it),
-    // then the other nodes.
-    let mut endpoints = vec![proxy];
-    endpoints.extend(
-        cluster
-            .others(leader)
-            .iter()
-            .map(|id| cluster.addrs[id].0.to_string()),
-    );
-    let c = client(&cluster, endpoints, DIAL, RETRY_FOR).await;
-    let lease = c.grant_lease(TTL).await.expect("through the proxy");
+    let (c, lease, frozen) = client_behind_freezable_leader(&cluster).await;
     frozen.store(true, Ordering::Relaxed);
     c.acquire(&Acquire::exclusive("frozen", "a", lease))
         .await
@@ -254,22 +276,13 @@ async fn a_wait_longer_than_the_dial_timeout_is_not_cut_off() {
 /// answers until it is cleared (then passes it on, in order), as an
 /// overloaded node or link does.
 async fn lagging_proxy(target: String) -> (String, Arc<AtomicBool>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
     let lagging = Arc::new(AtomicBool::new(false));
     let flag = lagging.clone();
-    tokio::spawn(async move {
-        while let Ok((inbound, _)) = listener.accept().await {
-            let Ok(outbound) = TcpStream::connect(&target).await else {
-                continue;
-            };
-            let (in_read, in_write) = inbound.into_split();
-            let (out_read, out_write) = outbound.into_split();
-            let never = Arc::new(AtomicBool::new(false));
-            tokio::spawn(pipe(in_read, out_write, never));
-            tokio::spawn(held_back(out_read, in_write, flag.clone()));
-        }
-    });
+    let addr = proxy(target, move |(in_read, in_write), (out_read, out_write)| {
+        tokio::spawn(pipe(in_read, out_write, Arc::new(AtomicBool::new(false))));
+        tokio::spawn(held_back(out_read, in_write, flag.clone()));
+    })
+    .await;
     (addr, lagging)
 }
 
@@ -422,20 +435,11 @@ async fn a_campaign_whose_attempt_was_cancelled_asks_again() {
 /// order, `delay` after it came, as a node or link slower than the
 /// client's dial timeout answers.
 async fn slow_proxy(target: String, delay: Duration) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
-    tokio::spawn(async move {
-        while let Ok((inbound, _)) = listener.accept().await {
-            let Ok(outbound) = TcpStream::connect(&target).await else {
-                continue;
-            };
-            let (in_read, in_write) = inbound.into_split();
-            let (out_read, out_write) = outbound.into_split();
-            tokio::spawn(pipe(in_read, out_write, Arc::new(AtomicBool::new(false))));
-            tokio::spawn(delayed(out_read, in_write, delay));
-        }
-    });
-    addr
+    proxy(target, move |(in_read, in_write), (out_read, out_write)| {
+        tokio::spawn(pipe(in_read, out_write, Arc::new(AtomicBool::new(false))));
+        tokio::spawn(delayed(out_read, in_write, delay));
+    })
+    .await
 }
 
 /// Copies `from` to `to`, each read `delay` after it came.
@@ -561,17 +565,7 @@ async fn waiting_calls_share_their_questions_to_the_node() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crowd_leaves_an_endpoint_that_stops_answering_together() {
     let cluster = TestCluster::new(3).await;
-    let leader = cluster.wait_for_leader().await;
-    let (proxy, frozen) = freezable_proxy(cluster.addrs[&leader].0.to_string()).await;
-    let mut endpoints = vec![proxy];
-    endpoints.extend(
-        cluster
-            .others(leader)
-            .iter()
-            .map(|id| cluster.addrs[id].0.to_string()),
-    );
-    let c = client(&cluster, endpoints, DIAL, RETRY_FOR).await;
-    let lease = c.grant_lease(TTL).await.expect("through the proxy");
+    let (c, lease, frozen) = client_behind_freezable_leader(&cluster).await;
     frozen.store(true, Ordering::Relaxed);
     let started = std::time::Instant::now();
     let calls: Vec<_> = (0..50)

@@ -3,6 +3,7 @@
 //! ends within a moment, though the last ones to go have no quorum left;
 //! until it ends, its health checks answer 503.
 
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use raftlock::pb;
@@ -143,17 +144,7 @@ async fn cli_serve_a_node_waiting_for_a_leader_stops_at_once() {
     let pid = cluster.nodes[0].pid().expect("running");
     let sent = Instant::now();
     signal(pid, libc::SIGTERM).expect("SIGTERM");
-    let status = loop {
-        if let Some(status) = cluster.nodes[0].exit_status() {
-            break status;
-        }
-        assert!(
-            sent.elapsed() < Duration::from_secs(60),
-            "node 1 did not exit; logs:\n{}",
-            cluster.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let status = node_1_exit(&mut cluster, sent).await;
     let took = sent.elapsed();
     println!("a node waiting for a leader exited {took:?} after SIGTERM");
     assert!(status.success(), "node 1 exited {status}");
@@ -164,6 +155,21 @@ async fn cli_serve_a_node_waiting_for_a_leader_stops_at_once() {
         "node 1 took {took:?} to stop"
     );
     write.abort();
+}
+
+/// How node 1 exited, waited for up to 60 s after `sent` (its SIGTERM).
+async fn node_1_exit(cluster: &mut ProcessCluster, sent: Instant) -> ExitStatus {
+    loop {
+        if let Some(status) = cluster.nodes[0].exit_status() {
+            return status;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(60),
+            "node 1 did not exit; logs:\n{}",
+            cluster.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// `GET path` of the admin listener at `addr`: the whole HTTP answer, or
@@ -250,17 +256,7 @@ async fn cli_serve_answers_health_checks_503_while_it_stops() {
     // The call goes; the node finishes its stop and exits cleanly.
     in_flight.abort();
     let _ = in_flight.await;
-    let status = loop {
-        if let Some(status) = cluster.nodes[0].exit_status() {
-            break status;
-        }
-        assert!(
-            sent.elapsed() < Duration::from_secs(60),
-            "node 1 did not exit; logs:\n{}",
-            cluster.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let status = node_1_exit(&mut cluster, sent).await;
     assert!(status.success(), "node 1 exited {status}");
     assert!(
         try_http_get(&admin, "/healthz").await.is_err(),
