@@ -11,10 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use raftlock_client::{Acquire, Client, ClientOptions, Error, LeaseId};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use raftlock_testkit::DelayProxy;
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpListener;
 
 use crate::cluster::TestCluster;
+use crate::proxies::{freezable_proxy, lagging_proxy};
 
 const TTL: Duration = Duration::from_secs(30);
 
@@ -133,63 +135,6 @@ async fn the_callers_timeout_bounds_the_dial_timeout() {
     assert!(!said.contains("10s"), "{said}");
 }
 
-/// A proxy to `target` that can be frozen: from then on it passes
-/// nothing either way and keeps its connections open, as a node paused
-/// with SIGSTOP does.
-async fn freezable_proxy(target: String) -> (String, Arc<AtomicBool>) {
-    let frozen = Arc::new(AtomicBool::new(false));
-    let flag = frozen.clone();
-    let addr = proxy(target, move |(in_read, in_write), (out_read, out_write)| {
-        tokio::spawn(pipe(in_read, out_write, flag.clone()));
-        tokio::spawn(pipe(out_read, in_write, flag.clone()));
-    })
-    .await;
-    (addr, frozen)
-}
-
-/// The two halves of one side of a proxied connection.
-type Halves = (
-    tokio::net::tcp::OwnedReadHalf,
-    tokio::net::tcp::OwnedWriteHalf,
-);
-
-/// A proxy to `target`, returning its address: for each connection it
-/// accepts, `wire` gets the client's side and the node's side to copy.
-async fn proxy(target: String, wire: impl Fn(Halves, Halves) + Send + 'static) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
-    tokio::spawn(async move {
-        while let Ok((inbound, _)) = listener.accept().await {
-            let Ok(outbound) = TcpStream::connect(&target).await else {
-                continue;
-            };
-            wire(inbound.into_split(), outbound.into_split());
-        }
-    });
-    addr
-}
-
-/// Copies `from` to `to` until frozen; then holds both open, silent.
-async fn pipe(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    frozen: Arc<AtomicBool>,
-) {
-    let mut buf = [0u8; 16384];
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        if frozen.load(Ordering::Relaxed) {
-            std::future::pending::<()>().await;
-        }
-        if to.write_all(&buf[..n]).await.is_err() {
-            return;
-        }
-    }
-}
-
 /// A client whose first endpoint is the leader behind a [`freezable_proxy`]
 /// (so the client stays on it), then the other nodes; its lease, granted
 /// through the proxy; and the proxy's switch.
@@ -269,42 +214,6 @@ async fn a_wait_longer_than_the_dial_timeout_is_not_cut_off() {
         "the waiting acquire ended with {granted:?}"
     );
     cluster.shutdown().await;
-}
-
-/// A proxy to `target` whose answers can be held back: while `lagging`
-/// is set it passes what the client sends at once and keeps what the node
-/// answers until it is cleared (then passes it on, in order), as an
-/// overloaded node or link does.
-async fn lagging_proxy(target: String) -> (String, Arc<AtomicBool>) {
-    let lagging = Arc::new(AtomicBool::new(false));
-    let flag = lagging.clone();
-    let addr = proxy(target, move |(in_read, in_write), (out_read, out_write)| {
-        tokio::spawn(pipe(in_read, out_write, Arc::new(AtomicBool::new(false))));
-        tokio::spawn(held_back(out_read, in_write, flag.clone()));
-    })
-    .await;
-    (addr, lagging)
-}
-
-/// Copies `from` to `to`, holding each read back while `lagging` is set.
-async fn held_back(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    lagging: Arc<AtomicBool>,
-) {
-    let mut buf = [0u8; 16384];
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        while lagging.load(Ordering::Relaxed) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        if to.write_all(&buf[..n]).await.is_err() {
-            return;
-        }
-    }
 }
 
 /// What waits behind a holder in [`a_lagged_wait_asks_again`]: an acquire
@@ -430,46 +339,6 @@ async fn a_campaign_whose_attempt_was_cancelled_asks_again() {
     a_lagged_wait_asks_again(Wait::Campaign).await;
 }
 
-/// A proxy to `target` whose every answer arrives `delay` late: what the
-/// client sends passes at once, what the node answers is passed on, in
-/// order, `delay` after it came, as a node or link slower than the
-/// client's dial timeout answers.
-async fn slow_proxy(target: String, delay: Duration) -> String {
-    proxy(target, move |(in_read, in_write), (out_read, out_write)| {
-        tokio::spawn(pipe(in_read, out_write, Arc::new(AtomicBool::new(false))));
-        tokio::spawn(delayed(out_read, in_write, delay));
-    })
-    .await
-}
-
-/// Copies `from` to `to`, each read `delay` after it came.
-async fn delayed(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    delay: Duration,
-) {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(tokio::time::Instant, Vec<u8>)>();
-    tokio::spawn(async move {
-        while let Some((due, bytes)) = rx.recv().await {
-            tokio::time::sleep_until(due).await;
-            if to.write_all(&bytes).await.is_err() {
-                return;
-            }
-        }
-    });
-    let mut buf = [0u8; 16384];
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        let due = tokio::time::Instant::now() + delay;
-        if tx.send((due, buf[..n].to_vec())).is_err() {
-            return;
-        }
-    }
-}
-
 /// The one endpoint a client has answers 2.5 s late, and its dial timeout
 /// is 1 s: the call is served, because each try that had no answer in
 /// time gives that endpoint longer on the next (2 s, then 3 s, up to 4).
@@ -481,8 +350,12 @@ async fn a_slow_endpoint_is_given_longer_on_the_next_try() {
     const LATE: Duration = Duration::from_millis(2500);
     let cluster = TestCluster::new(3).await;
     let leader = cluster.wait_for_leader().await;
-    let proxy = slow_proxy(cluster.addrs[&leader].0.to_string(), LATE).await;
-    let c = client(&cluster, vec![proxy], SLOW_DIAL, Duration::from_secs(30)).await;
+    // Each way half the lateness: the answer comes `LATE` after the call.
+    let proxy = DelayProxy::start(cluster.addrs[&leader].0, LATE / 2)
+        .await
+        .expect("delay proxy");
+    let endpoints = vec![proxy.addr.to_string()];
+    let c = client(&cluster, endpoints, SLOW_DIAL, Duration::from_secs(30)).await;
     let started = std::time::Instant::now();
     let served = c.grant_lease(TTL).await;
     let took = started.elapsed();

@@ -37,6 +37,7 @@ mod peer_auth;
 mod peer_fuzz;
 mod peer_refusals;
 mod peer_robustness;
+mod proxies;
 mod rollback;
 mod small_disk;
 mod tls;
